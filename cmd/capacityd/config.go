@@ -1,0 +1,193 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/physiciansnet/capacityd/httpapi"
+)
+
+// devSecret signs tokens under --dev when no CAPACITY_JWT_SECRET is set. It
+// is public: never use --dev in production.
+const devSecret = "capacityd-development-secret-do-not-use-in-production"
+
+// config is the server's configuration, from the environment with flags of
+// the same names overriding it.
+type config struct {
+	DatabaseURL       string
+	RedisURL          string
+	RedisClusterAddrs []string
+	ListenAddr        string
+	JWTSecret         string
+	SeatCacheTTL      time.Duration
+	ShutdownTimeout   time.Duration
+	Dev               bool
+
+	DBMaxConns        int
+	RequestTimeout    time.Duration
+	ExpiryInterval    time.Duration
+	ReconcileInterval time.Duration
+	AdmissionMaxBatch int
+}
+
+// setting is one configuration value: its environment variable, the flag of
+// the same name, its default and how to parse it into the config.
+type setting struct {
+	env   string
+	def   string
+	usage string
+	parse func(c *config, v string) error
+}
+
+func (s setting) flagName() string {
+	return strings.ReplaceAll(strings.ToLower(s.env), "_", "-")
+}
+
+func durationSetting(env, def, usage string, dst func(*config) *time.Duration) setting {
+	return setting{env, def, usage, func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration such as 60s, got %q", v)
+		}
+		*dst(c) = d
+		return nil
+	}}
+}
+
+func intSetting(env, def, usage string, lo, hi int, dst func(*config) *int) setting {
+	return setting{env, def, usage, func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want an integer from %d to %d, got %q", lo, hi, v)
+		}
+		*dst(c) = n
+		return nil
+	}}
+}
+
+var serveSettings = []setting{
+	{"DATABASE_URL", "", "PostgreSQL connection string (required)", func(c *config, v string) error {
+		if v == "" {
+			return errors.New("is required, e.g. postgres://user@127.0.0.1:5432/capacityd")
+		}
+		c.DatabaseURL = v
+		return nil
+	}},
+	{"REDIS_URL", "", "redis://host:port/db of the display tier (empty: none)", func(c *config, v string) error {
+		if v != "" {
+			if _, err := redis.ParseURL(v); err != nil {
+				return fmt.Errorf("want redis://host:port/db: %v", err)
+			}
+		}
+		c.RedisURL = v
+		return nil
+	}},
+	{"REDIS_CLUSTER_ADDRS", "", "comma-separated Redis Cluster seed addresses (overrides REDIS_URL)", func(c *config, v string) error {
+		c.RedisClusterAddrs = nil
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return fmt.Errorf("want host:port addresses, got %q", a)
+			}
+			c.RedisClusterAddrs = append(c.RedisClusterAddrs, a)
+		}
+		return nil
+	}},
+	{"LISTEN_ADDR", ":8080", "HTTP listen address", func(c *config, v string) error {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return fmt.Errorf("want host:port or :port, got %q", v)
+		}
+		c.ListenAddr = v
+		return nil
+	}},
+	{"CAPACITY_JWT_SECRET", "", "HS256 secret, at least 32 bytes (required unless --dev)", func(c *config, v string) error {
+		c.JWTSecret = v
+		return nil
+	}},
+	durationSetting("SEAT_CACHE_TTL", "60s", "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
+	durationSetting("SHUTDOWN_TIMEOUT", "15s", "how long SIGTERM waits for in-flight work", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
+	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
+	durationSetting("REQUEST_TIMEOUT", "10s", "deadline of every request but streams", func(c *config) *time.Duration { return &c.RequestTimeout }),
+	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
+	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
+	intSetting("ADMISSION_MAX_BATCH", "1000", "most signups in one admission transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
+}
+
+// loadConfig reads settings from getenv, then from args (flags of the same
+// names), and validates them. An error names the bad setting.
+// extra, when not nil, adds the command's own flags.
+func loadConfig(name string, settings []setting, args []string, getenv func(string) string, stderr io.Writer, extra func(*flag.FlagSet)) (config, error) {
+	var c config
+	raw := make(map[string]string, len(settings))
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if extra != nil {
+		extra(fs)
+	}
+	fs.BoolVar(&c.Dev, "dev", false, "development mode: a built-in JWT secret when none is set (never in production)")
+	for _, s := range settings {
+		raw[s.env] = s.def
+		if v := getenv(s.env); v != "" {
+			raw[s.env] = v
+		}
+		fs.Func(s.flagName(), s.usage+" (env "+s.env+", default "+strconv.Quote(s.def)+")", func(v string) error {
+			raw[s.env] = v
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, s := range settings {
+		if err := s.parse(&c, raw[s.env]); err != nil {
+			return c, fmt.Errorf("%s (--%s): %w", s.env, s.flagName(), err)
+		}
+	}
+	return c, c.validateSecret(settings)
+}
+
+func (c *config) validateSecret(settings []setting) error {
+	needed := false
+	for _, s := range settings {
+		needed = needed || s.env == "CAPACITY_JWT_SECRET"
+	}
+	if !needed {
+		return nil
+	}
+	if c.JWTSecret == "" && c.Dev {
+		c.JWTSecret = devSecret
+	}
+	if len(c.JWTSecret) < httpapi.MinSecretBytes {
+		if c.JWTSecret == "" {
+			return errors.New("CAPACITY_JWT_SECRET (--capacity-jwt-secret): is required (at least 32 bytes) unless --dev")
+		}
+		return fmt.Errorf("CAPACITY_JWT_SECRET (--capacity-jwt-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, len(c.JWTSecret))
+	}
+	return nil
+}
+
+// settingsNamed returns the settings with the given environment names.
+func settingsNamed(names ...string) []setting {
+	var out []setting
+	for _, s := range serveSettings {
+		for _, n := range names {
+			if s.env == n {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}

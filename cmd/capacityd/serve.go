@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/store"
+)
+
+// openRedis returns the display tier's client, or nil when none is
+// configured. Timeouts are short: Redis is a cache and a gate, and a slow
+// one must fall back to the authority quickly.
+func openRedis(cfg config) (redis.UniversalClient, error) {
+	const (
+		dial  = time.Second
+		rw    = 500 * time.Millisecond
+		poolW = time.Second
+	)
+	if len(cfg.RedisClusterAddrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: cfg.RedisClusterAddrs, DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolW,
+		}), nil
+	}
+	if cfg.RedisURL == "" {
+		return nil, nil
+	}
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = dial, rw, rw, poolW
+	opt.MaxRetries = 1
+	return redis.NewClient(opt), nil
+}
+
+// openDatabase connects and migrates, retrying for a while so that the
+// service can start alongside its database.
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, error) {
+	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, store.PoolConfig{MaxConns: int32(cfg.DBMaxConns)})
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		applied, err := store.Migrate(ctx, pool)
+		if err == nil {
+			log.Info("migrations applied", "versions", applied)
+			return pool, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			pool.Close()
+			return nil, err
+		}
+		log.Warn("database not ready; retrying", "err", err)
+		time.Sleep(time.Second)
+	}
+}
+
+// serve runs the service until ctx ends (SIGTERM or SIGINT), then shuts
+// down in order: stop accepting and finish in-flight requests, finish the
+// admission batches, stop the background workers, close Redis and the pool.
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	if cfg.Dev {
+		log.Warn("--dev: development mode; a built-in JWT secret is used when none is set")
+	}
+	pool, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rdb, err := openRedis(cfg)
+	if err != nil {
+		return err
+	}
+	if rdb != nil {
+		defer rdb.Close()
+	}
+	a, err := app.New(app.Options{
+		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
+		AdmissionMaxBatch: cfg.AdmissionMaxBatch, ExpiryInterval: cfg.ExpiryInterval,
+		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
+	}, pool, rdb)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("LISTEN_ADDR: %w", err)
+	}
+	httpSrv := &http.Server{
+		Handler:           a.Server.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	a.StartWorkers()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	log.Info("capacityd serving", "addr", ln.Addr().String(), "redis", rdb != nil)
+
+	select {
+	case err := <-serveErr:
+		_ = a.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutCtx); err != nil {
+		log.Error("http shutdown", "err", err)
+	}
+	if err := a.Shutdown(shutCtx); err != nil {
+		log.Error("admission shutdown", "err", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

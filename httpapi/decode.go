@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/physiciansnet/capacityd"
+)
+
+// contentTypeJSON is the Content-Type of every JSON response.
+const contentTypeJSON = "application/json; charset=utf-8"
+
+// maxBodyBytes is the largest request body accepted.
+const maxBodyBytes = 64 << 10
+
+func writeJSON(c echo.Context, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.Blob(status, contentTypeJSON, b)
+}
+
+// readBody reads the request body, refusing more than maxBodyBytes with
+// payload_too_large.
+func readBody(c echo.Context) ([]byte, error) {
+	r := c.Request()
+	if r.ContentLength > maxBodyBytes {
+		return nil, capacityd.Errorf(capacityd.EPayloadTooLarge, "request body is larger than 64 KiB")
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, capacityd.Errorf(capacityd.EPayloadTooLarge, "request body is larger than 64 KiB")
+		}
+		return nil, capacityd.Errorf(capacityd.EInvalid, "could not read the request body")
+	}
+	if len(b) > maxBodyBytes {
+		return nil, capacityd.Errorf(capacityd.EPayloadTooLarge, "request body is larger than 64 KiB")
+	}
+	return b, nil
+}
+
+// decodeJSON decodes the request body into v strictly: one JSON value,
+// no unknown fields, the right types. An empty body is an error unless
+// allowEmpty, in which case v is left as it is.
+func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
+	b, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return capacityd.Errorf(capacityd.EInvalid, "request body must be a JSON object")
+	}
+	return decodeStrict(b, v)
+}
+
+// decodeStrict decodes b into v, translating decoder errors into
+// invalid_request messages that say what is wrong.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return capacityd.Errorf(capacityd.EInvalid, "request body must hold a single JSON value")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return capacityd.Errorf(capacityd.EInvalid, "malformed JSON at byte %d", syn.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return capacityd.Errorf(capacityd.EInvalid, "malformed JSON: unexpected end of input")
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return capacityd.Errorf(capacityd.EInvalid, "request body must be a JSON object")
+		}
+		return capacityd.Errorf(capacityd.EInvalid, "field %q must be %s", typ.Field, jsonKind(typ.Type.Kind().String()))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return capacityd.Errorf(capacityd.EInvalid, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return capacityd.Errorf(capacityd.EInvalid, "malformed JSON")
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int32", "int64":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "ptr", "struct", "map":
+		return "an object"
+	}
+	return "of another type"
+}
+
+// idPattern matches the public ids the service issues: a one-letter prefix
+// and a ULID. Anything else names nothing, whatever its form.
+var idPattern = regexp.MustCompile(`^[ar]_[0-9A-HJKMNP-TV-Z]{26}$`)
+
+// pathID returns the path parameter name if it has the form of an id with
+// the given prefix ("a" or "r"), else a not_found error built by notFound.
+func pathID(c echo.Context, name, prefix string, notFound func(string) error) (string, error) {
+	id := c.Param(name)
+	if !idPattern.MatchString(id) || id[0] != prefix[0] {
+		return "", notFound(safeForMessage(id))
+	}
+	return id, nil
+}
+
+// safeForMessage shortens and cleans a client-supplied value for an error
+// message.
+func safeForMessage(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return strings.ToValidUTF8(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s), "")
+}

@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/physiciansnet/capacityd"
+)
+
+// statusOf is the one table from domain error codes to HTTP statuses.
+var statusOf = map[string]int{
+	capacityd.EInvalid:             http.StatusBadRequest,
+	capacityd.EUnauthenticated:     http.StatusUnauthorized,
+	capacityd.EForbidden:           http.StatusForbidden,
+	capacityd.ENotFound:            http.StatusNotFound,
+	capacityd.EActivityFull:        http.StatusConflict,
+	capacityd.EAlreadyRegistered:   http.StatusConflict,
+	capacityd.EInvalidTransition:   http.StatusConflict,
+	capacityd.EIdempotencyConflict: http.StatusConflict,
+	capacityd.EPayloadTooLarge:     http.StatusRequestEntityTooLarge,
+	capacityd.ERateLimited:         http.StatusTooManyRequests,
+	capacityd.EUnavailable:         http.StatusServiceUnavailable,
+	capacityd.EInternal:            http.StatusInternalServerError,
+}
+
+type errorBody struct {
+	Error struct {
+		Code           string `json:"code"`
+		Message        string `json:"message"`
+		RegistrationID string `json:"registration_id,omitempty"`
+	} `json:"error"`
+	// RegistrationID is repeated at the top level for already_registered.
+	RegistrationID string `json:"registration_id,omitempty"`
+}
+
+// fromEcho turns echo's own errors (routing, body limit) into domain errors.
+func fromEcho(he *echo.HTTPError) *capacityd.Error {
+	msg := http.StatusText(he.Code)
+	if m, ok := he.Message.(string); ok {
+		msg = m
+	}
+	switch he.Code {
+	case http.StatusNotFound:
+		return capacityd.Errorf(capacityd.ENotFound, "no such resource")
+	case http.StatusRequestEntityTooLarge:
+		return capacityd.Errorf(capacityd.EPayloadTooLarge, "request body is larger than 64 KiB")
+	case http.StatusUnauthorized:
+		return capacityd.Errorf(capacityd.EUnauthenticated, "%s", msg)
+	case http.StatusForbidden:
+		return capacityd.Errorf(capacityd.EForbidden, "%s", msg)
+	case http.StatusServiceUnavailable:
+		return capacityd.Unavailable(he, "%s", msg)
+	}
+	if he.Code >= 400 && he.Code < 500 {
+		return capacityd.Errorf(capacityd.EInvalid, "%s", msg)
+	}
+	return &capacityd.Error{Code: capacityd.EInternal, Message: "internal error", Err: he}
+}
+
+// handleError is echo's HTTPErrorHandler: it writes every error in the
+// documented shape, with the status from statusOf, and logs only 5xx.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var e *capacityd.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &e):
+	case errors.As(err, &he):
+		e = fromEcho(he)
+		if he.Code == http.StatusMethodNotAllowed {
+			s.writeError(c, http.StatusMethodNotAllowed, e)
+			return
+		}
+	default:
+		e = &capacityd.Error{Code: capacityd.EInternal, Message: "internal error", Err: err}
+	}
+	status, ok := statusOf[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(),
+			"status", status, "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
+	}
+	s.writeError(c, status, e)
+}
+
+func (s *Server) writeError(c echo.Context, status int, e *capacityd.Error) {
+	var body errorBody
+	body.Error.Code, body.Error.Message = e.Code, e.Message
+	if status >= 500 && e.Code == capacityd.EInternal {
+		body.Error.Message = "internal error"
+	}
+	if e.Code == capacityd.EAlreadyRegistered {
+		body.Error.RegistrationID, body.RegistrationID = e.RegistrationID, e.RegistrationID
+	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		secs := max(1, int(e.RetryAfter.Seconds()))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	_ = writeJSON(c, status, body)
+}

@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// headerIdempotencyKey and headerReplayed are the idempotency headers.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+type signupRequest struct {
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// compactMetadata checks that metadata is a JSON object of at most 4 KiB
+// and returns it compacted; absent or null metadata is {}.
+func compactMetadata(raw json.RawMessage) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return []byte("{}"), nil
+	}
+	if raw[0] != '{' {
+		return nil, capacityd.Errorf(capacityd.EInvalid, `field "metadata" must be an object`)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, capacityd.Errorf(capacityd.EInvalid, `field "metadata" is malformed JSON`)
+	}
+	if buf.Len() > registration.MaxMetadataBytes {
+		return nil, capacityd.Errorf(capacityd.EInvalid, "metadata must be at most %d bytes", registration.MaxMetadataBytes)
+	}
+	return buf.Bytes(), nil
+}
+
+func (s *Server) signup(c echo.Context) error {
+	id, err := activityID(c)
+	if err != nil {
+		return err
+	}
+	var req signupRequest
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	meta, err := compactMetadata(req.Metadata)
+	if err != nil {
+		return err
+	}
+	key := ""
+	if vs, ok := c.Request().Header[headerIdempotencyKey]; ok {
+		key = vs[0]
+		if key == "" || len(vs) > 1 {
+			return capacityd.Errorf(capacityd.EInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, sent once")
+		}
+	}
+	reg, replayed, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
+		ActivityID: id, UserID: callerOf(c).UserID, Metadata: meta, IdempotencyKey: key,
+	})
+	if replayed {
+		c.Response().Header().Set(headerReplayed, "true")
+	}
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/v1/registrations/"+reg.ID)
+	return writeJSON(c, http.StatusCreated, reg)
+}
+
+func registrationID(c echo.Context) (string, error) {
+	return pathID(c, "id", "r", registration.RegistrationNotFound)
+}
+
+func (s *Server) getRegistration(c echo.Context) error {
+	id, err := registrationID(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.regs.GetRegistration(c.Request().Context(), id, callerOf(c))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, r)
+}
+
+func (s *Server) cancelRegistration(c echo.Context) error {
+	id, err := registrationID(c)
+	if err != nil {
+		return err
+	}
+	if err := decodeJSON(c, &struct{}{}, true); err != nil {
+		return err
+	}
+	r, err := s.regs.Cancel(c.Request().Context(), id, callerOf(c))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, r)
+}
+
+func (s *Server) setStatus(c echo.Context) error {
+	id, err := registrationID(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Status *string `json:"status"`
+	}
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	if req.Status == nil {
+		return capacityd.Errorf(capacityd.EInvalid, `field "status" is required`)
+	}
+	r, err := s.regs.SetStatus(c.Request().Context(), id, registration.Status(*req.Status))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, r)
+}
+
+func (s *Server) listRegistrations(c echo.Context) error {
+	id, err := activityID(c)
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	f := registration.ListFilter{ActivityID: id, Status: registration.Status(q.Get("status"))}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > registration.MaxListLimit {
+			return capacityd.Errorf(capacityd.EInvalid, "limit must be an integer between 1 and %d", registration.MaxListLimit)
+		}
+		f.Limit = n
+	}
+	if v, ok := q["cursor"]; ok {
+		if f.After, err = registration.DecodeCursor(v[0]); err != nil {
+			return err
+		}
+	}
+	page, err := s.regs.ListRegistrations(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, page)
+}

@@ -1,0 +1,155 @@
+// Package httpapi is the HTTP edge of capacityd: the routes of API.md on
+// echo v4, token authentication, strict JSON decoding, and the one table
+// from domain errors to HTTP statuses.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// Config holds what the HTTP edge serves.
+type Config struct {
+	Registrations *registration.Service
+	Auth          *Authenticator
+	// PingPostgres and PingRedis back /readyz. PingRedis nil means no
+	// display tier is configured.
+	PingPostgres func(context.Context) error
+	PingRedis    func(context.Context) error
+	// Registry receives the HTTP metrics and is served on /metrics.
+	Registry *prometheus.Registry
+	// RequestTimeout bounds every request but streams. Default 10s.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Server is the HTTP edge.
+type Server struct {
+	cfg  Config
+	regs *registration.Service
+	auth *Authenticator
+	log  *slog.Logger
+	echo *echo.Echo
+}
+
+// New returns a Server with every route registered.
+func New(cfg Config) *Server {
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{cfg: cfg, regs: cfg.Registrations, auth: cfg.Auth, log: cfg.Logger, echo: echo.New()}
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.metricsMiddleware(cfg.Registry))
+	e.Use(middleware.RequestID())
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit("64K"))
+	e.Use(s.deadline)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+
+	v1 := e.Group("/v1")
+	user := s.authenticate
+	admin := []echo.MiddlewareFunc{s.authenticate, requireAdmin}
+	v1.POST("/activities", s.createActivity, admin...)
+	v1.GET("/activities/:id", s.getActivity)
+	v1.PATCH("/activities/:id", s.patchActivity, admin...)
+	v1.GET("/activities/:id/seats", s.seats)
+	v1.POST("/activities/:id/registrations", s.signup, user)
+	v1.GET("/activities/:id/registrations", s.listRegistrations, admin...)
+	v1.GET("/registrations/:id", s.getRegistration, user)
+	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
+	v1.POST("/registrations/:id/status", s.setStatus, admin...)
+	return s
+}
+
+// Handler returns the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Echo returns the underlying echo instance, for routes added by other
+// parts of the service.
+func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// deadline bounds every request but long-lived streams by RequestTimeout.
+func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if strings.HasSuffix(c.Path(), "/stream") {
+			return next(c)
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// metricsMiddleware counts requests and observes their latency by route
+// and status. It handles the error itself so the status is known.
+func (s *Server) metricsMiddleware(reg prometheus.Registerer) echo.MiddlewareFunc {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "capacityd_http_requests_total",
+		Help: "HTTP requests by route, method and status.",
+	}, []string{"route", "method", "status"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "capacityd_http_request_duration_seconds",
+		Help:    "HTTP request latency by route and method.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"route", "method"})
+	reg.MustRegister(requests, latency)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			method := c.Request().Method
+			requests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
+			latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+			return nil
+		}
+	}
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	body := map[string]string{"postgres": "ok", "redis": "ok"}
+	status := http.StatusOK
+	if err := s.cfg.PingPostgres(ctx); err != nil {
+		body["postgres"] = "unavailable"
+		status = http.StatusServiceUnavailable
+		c.Response().Header().Set("Retry-After", "1")
+	}
+	if s.cfg.PingRedis == nil || s.cfg.PingRedis(ctx) != nil {
+		body["redis"] = "degraded"
+	}
+	return writeJSON(c, status, body)
+}

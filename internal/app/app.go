@@ -1,0 +1,111 @@
+// Package app assembles capacityd from its parts. The command and the
+// end-to-end tests build the service the same way through it.
+package app
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/store"
+)
+
+// Options are the settings of an assembled service.
+type Options struct {
+	JWTSecret         string
+	SeatCacheTTL      time.Duration
+	RequestTimeout    time.Duration
+	AdmissionMaxBatch int
+	ExpiryInterval    time.Duration
+	ReconcileInterval time.Duration
+	// Now is the clock of expiry; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// App is the assembled service.
+type App struct {
+	Pool          *pgxpool.Pool
+	Redis         redis.UniversalClient
+	Store         *store.Store
+	Seats         *capacity.Counter
+	Registrations *registration.Service
+	Server        *httpapi.Server
+	Registry      *prometheus.Registry
+
+	opts    Options
+	stop    context.CancelFunc
+	workers sync.WaitGroup
+}
+
+// New wires the service on an open (migrated) pool and an optional Redis
+// client (nil: no display tier).
+func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ExpiryInterval <= 0 {
+		opts.ExpiryInterval = time.Second
+	}
+	if opts.ReconcileInterval <= 0 {
+		opts.ReconcileInterval = 15 * time.Second
+	}
+	auth, err := httpapi.NewAuthenticator([]byte(opts.JWTSecret))
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	st := store.New(pool)
+	display := rdb
+	counter := capacity.New(capacity.Config{
+		Redis: display, Authority: st, TTL: opts.SeatCacheTTL, Logger: opts.Logger, Registerer: reg,
+	})
+	regs := registration.NewService(registration.Config{
+		Store: st, Seats: counter, Now: opts.Now, MaxBatch: opts.AdmissionMaxBatch,
+		Logger: opts.Logger, Registerer: reg,
+	})
+	var pingRedis func(context.Context) error
+	if display != nil {
+		pingRedis = counter.Ping
+	}
+	srv := httpapi.New(httpapi.Config{
+		Registrations: regs, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
+		Registry: reg, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
+	})
+	return &App{
+		Pool: pool, Redis: display, Store: st, Seats: counter, Registrations: regs,
+		Server: srv, Registry: reg, opts: opts,
+	}, nil
+}
+
+// StartWorkers starts the background work of every instance: hold expiry,
+// idempotency purge and display reconciliation. Shutdown stops them.
+func (a *App) StartWorkers() {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stop = cancel
+	a.workers.Go(func() { a.Registrations.RunExpiry(ctx, a.opts.ExpiryInterval) })
+	a.workers.Go(func() { a.Registrations.RunOutcomePurge(ctx, time.Hour) })
+	a.workers.Go(func() { capacity.NewReconciler(a.Seats).Run(ctx, a.opts.ReconcileInterval) })
+}
+
+// Shutdown finishes the admission batches in flight, then stops the
+// workers. Call it after the HTTP server has stopped accepting requests;
+// closing Redis and the pool is left to their owner.
+func (a *App) Shutdown(ctx context.Context) error {
+	err := a.Registrations.Close(ctx)
+	if a.stop != nil {
+		a.stop()
+	}
+	a.workers.Wait()
+	return err
+}

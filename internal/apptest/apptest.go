@@ -1,0 +1,186 @@
+// Package apptest starts whole capacityd instances in a test, on real
+// PostgreSQL and Redis, and talks to them over HTTP.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+)
+
+// Secret signs the tokens of test instances.
+const Secret = "apptest-secret-apptest-secret-apptest-secret"
+
+// Options configure an instance. The zero value gives a fresh database and
+// the shared Redis.
+type Options struct {
+	// DatabaseURL of a migrated database; empty: a fresh one.
+	DatabaseURL string
+	// RedisURL of the display tier; empty: the shared test Redis.
+	RedisURL string
+	// NoRedis runs without a display tier.
+	NoRedis bool
+	// App overrides the service options (the JWT secret is always Secret).
+	App app.Options
+}
+
+// Instance is one running service instance.
+type Instance struct {
+	URL         string
+	DatabaseURL string
+	App         *app.App
+	Server      *httptest.Server
+	auth        *httpapi.Authenticator
+}
+
+// Start starts an instance, stopped when t ends.
+func Start(t testing.TB, o Options) *Instance {
+	t.Helper()
+	if o.DatabaseURL == "" {
+		o.DatabaseURL = testenv.NewDatabase(t)
+	}
+	pool := testenv.Pool(t, o.DatabaseURL, 16)
+	var rdb redis.UniversalClient
+	if !o.NoRedis {
+		url := o.RedisURL
+		if url == "" {
+			url = testenv.RedisURL()
+		}
+		rdb = testenv.RedisClient(t, url)
+	}
+	opts := o.App
+	opts.JWTSecret = Secret
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	a, err := app.New(opts, pool, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.StartWorkers()
+	srv := httptest.NewServer(a.Server.Handler())
+	auth, _ := httpapi.NewAuthenticator([]byte(Secret))
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Shutdown(ctx)
+	})
+	return &Instance{URL: srv.URL, DatabaseURL: o.DatabaseURL, App: a, Server: srv, auth: auth}
+}
+
+// Token returns a valid token for sub.
+func (i *Instance) Token(t testing.TB, sub string, admin bool) string {
+	t.Helper()
+	tok, err := i.auth.Sign(sub, admin, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// Response is an HTTP response read whole.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v.
+func (r Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %q: %v", r.Body, err)
+	}
+}
+
+// ErrorCode returns the error code of an error body, or "".
+func (r Response) ErrorCode() string {
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &e)
+	return e.Error.Code
+}
+
+// Client is shared by every request of the tests: keep-alive, many
+// connections per host.
+var Client = &http.Client{
+	Timeout:   30 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second},
+}
+
+// Do sends a request. body may be nil, a string or []byte (sent as is), or
+// any value sent as JSON. headers are pairs of name and value.
+func Do(method, url, token string, body any, headers ...string) (Response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			return Response{}, err
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return Response{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := Client.Do(req)
+	if err != nil {
+		return Response{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, err
+}
+
+// MustDo is Do that fails the test on a transport error.
+func (i *Instance) MustDo(t testing.TB, method, path, token string, body any, headers ...string) Response {
+	t.Helper()
+	r, err := Do(method, i.URL+path, token, body, headers...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// CreateActivity creates an activity through the API and returns its id.
+func (i *Instance) CreateActivity(t testing.TB, title string, capacity int) string {
+	t.Helper()
+	r := i.MustDo(t, http.MethodPost, "/v1/activities", i.Token(t, "admin", true),
+		map[string]any{"title": title, "capacity": capacity})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create activity: %d %s", r.Status, r.Body)
+	}
+	var a struct{ ID string }
+	r.JSON(t, &a)
+	return a.ID
+}

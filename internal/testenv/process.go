@@ -1,0 +1,268 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Require reports a missing test dependency: under CI (CI or
+// CAPACITYD_REQUIRE_ALL set) it fails the test, elsewhere it skips it with
+// the reason, so that nothing is ever reported as passing unchecked.
+func Require(t testing.TB, ok bool, what string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" || os.Getenv("CAPACITYD_REQUIRE_ALL") != "" {
+		t.Fatalf("testenv: %s is required (install it: make test does)", what)
+	}
+	t.Skipf("testenv: %s not available; skipping (make test installs it)", what)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitPort waits until addr accepts connections.
+func waitPort(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not accept connections within %s: %w", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// process is a server process a test can kill and start again.
+type process struct {
+	t    testing.TB
+	name string
+	argv []string
+	cred *syscall.Credential
+	addr string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+func (p *process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return nil
+	}
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred}
+	logf, err := os.CreateTemp("", "capacityd-"+p.name+"-*.log")
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = logf, logf
+		defer logf.Close()
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	p.cmd = cmd
+	return waitPort(p.addr, 30*time.Second)
+}
+
+// kill stops the process at once (SIGKILL), like a crash.
+func (p *process) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	for range 200 {
+		c, err := net.DialTimeout("tcp", p.addr, 50*time.Millisecond)
+		if err != nil {
+			break
+		}
+		c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.cmd = nil
+}
+
+// stop asks the process to stop with sig and waits for its port to close.
+func (p *process) stop(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(cmd.Process.Pid, sig)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.kill()
+}
+
+// RedisServer is a private redis-server process with no persistence.
+type RedisServer struct {
+	p *process
+	// Addr is host:port.
+	Addr string
+}
+
+// URL returns the server's redis:// URL.
+func (r *RedisServer) URL() string { return "redis://" + r.Addr + "/0" }
+
+// Kill stops the server at once (its data is gone: nothing persists).
+func (r *RedisServer) Kill() { r.p.kill() }
+
+// Start starts the server again on the same port.
+func (r *RedisServer) Start(t testing.TB) {
+	t.Helper()
+	if err := r.p.start(); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+}
+
+// PrivateRedis starts a redis-server of the test's own on a free port,
+// killed when t ends.
+func PrivateRedis(t testing.TB) *RedisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	Require(t, err == nil, "redis-server")
+	port := FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	r := &RedisServer{Addr: addr, p: &process{t: t, name: "redis", addr: addr, argv: []string{
+		bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--protected-mode", "no",
+	}}}
+	r.Start(t)
+	t.Cleanup(r.Kill)
+	return r
+}
+
+// PostgresServer is a private PostgreSQL cluster on a free port.
+type PostgresServer struct {
+	p   *process
+	dir string
+	// URL is the connection string of its "postgres" database.
+	URL string
+}
+
+// Stop shuts the cluster down fast (SIGINT: connections are cut).
+func (s *PostgresServer) Stop() { s.p.stop(syscall.SIGINT) }
+
+// Kill stops the cluster at once, like a crash.
+func (s *PostgresServer) Kill() { s.p.kill() }
+
+// Start starts the cluster again on the same port.
+func (s *PostgresServer) Start(t testing.TB) {
+	t.Helper()
+	if err := s.p.start(); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+}
+
+// postgresBinDir finds the newest installed PostgreSQL server binaries.
+func postgresBinDir() string {
+	if d := os.Getenv("TEST_PG_BINDIR"); d != "" {
+		return d
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool {
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
+		return vi > vj
+	})
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p)
+	}
+	return ""
+}
+
+// PrivatePostgres initialises and starts a PostgreSQL cluster of the
+// test's own on a free port (as the postgres user when run as root),
+// removed when t ends.
+func PrivatePostgres(t testing.TB) *PostgresServer {
+	t.Helper()
+	bin := postgresBinDir()
+	Require(t, bin != "", "PostgreSQL server binaries (initdb, postgres)")
+	dir, err := os.MkdirTemp("", "capacityd-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		Require(t, err == nil, "a postgres system user to run a private cluster as root")
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("testenv: initdb: %v\n%s", err, out)
+	}
+	port := FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	s := &PostgresServer{dir: dir, URL: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", addr)}
+	s.p = &process{t: t, name: "postgres", addr: addr, cred: cred, argv: []string{
+		filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=100",
+	}}
+	s.Start(t)
+	// Accepting TCP is not yet accepting queries: wait for a real answer.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		pool := Pool(t, s.URL, 1)
+		if err := pool.Ping(ctx); err == nil {
+			pool.Close()
+			break
+		}
+		pool.Close()
+		if ctx.Err() != nil {
+			t.Fatalf("testenv: private PostgreSQL did not answer")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}

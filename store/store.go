@@ -1,0 +1,173 @@
+// Package store is the authority: it implements the domain's storage
+// interfaces on PostgreSQL with pgx v5, and it is the only package that sees
+// pgx and pgconn. Every error leaves it translated into a *capacityd.Error
+// (see interpret).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/physiciansnet/capacityd"
+)
+
+// DBTX is what the queries need: a pool, a connection or a transaction.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// PoolConfig tunes the connection pool.
+type PoolConfig struct {
+	// MaxConns caps the pool. Default 16.
+	MaxConns int32
+	// StatementTimeout bounds every statement. Default 10s.
+	StatementTimeout time.Duration
+	// IdleInTransactionTimeout ends sessions idle inside a transaction.
+	// Default 15s.
+	IdleInTransactionTimeout time.Duration
+	// ConnectTimeout bounds dialing. Default 3s.
+	ConnectTimeout time.Duration
+}
+
+// OpenPool connects to PostgreSQL with per-session timeouts set.
+func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if pc.MaxConns > 0 {
+		cfg.MaxConns = pc.MaxConns
+	} else {
+		cfg.MaxConns = 16
+	}
+	timeout := func(d, def time.Duration) string {
+		if d <= 0 {
+			d = def
+		}
+		return strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	rp["statement_timeout"] = timeout(pc.StatementTimeout, 10*time.Second)
+	rp["idle_in_transaction_session_timeout"] = timeout(pc.IdleInTransactionTimeout, 15*time.Second)
+	rp["application_name"] = "capacityd"
+	cfg.ConnConfig.ConnectTimeout = pc.ConnectTimeout
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return pool, nil
+}
+
+// Store implements registration.Store and note.Store.
+type Store struct {
+	db DBTX
+	// pool is set when db is a pool; transactions start from it.
+	pool *pgxpool.Pool
+
+	idMu sync.RWMutex
+	ids  map[string]int64 // activity public id → internal id (immutable)
+}
+
+// New returns a Store on pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{db: pool, pool: pool, ids: make(map[string]int64)}
+}
+
+// Ping checks that PostgreSQL answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return interpret(s.pool.Ping(ctx))
+}
+
+// admissionLockNamespace is the first key of every admission advisory lock:
+// "CAPA" in ASCII.
+const admissionLockNamespace = 0x43415041
+
+// admissionLockTimeout bounds the wait for an activity's admission lock.
+const admissionLockTimeout = "3s"
+
+// lockActivity takes the transaction-level admission lock of an activity,
+// waiting at most admissionLockTimeout. Transaction-level locks are safe
+// with pools and PgBouncer in transaction mode.
+func lockActivity(b *pgx.Batch, internalID int64) {
+	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
+	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", int32(admissionLockNamespace), int32(internalID))
+}
+
+// inTx runs f in a transaction and commits it, rolling back on any error.
+func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return interpret(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := f(tx); err != nil {
+		return interpret(err)
+	}
+	return interpret(tx.Commit(ctx))
+}
+
+// interpret translates a pgx error into a *capacityd.Error, once, at the
+// store edge. Errors that already are domain errors pass through.
+func interpret(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *capacityd.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "55P03": // lock_not_available
+			return capacityd.Unavailable(err, "the activity's admission lock was not had within %s", admissionLockTimeout)
+		case pgErr.Code == "57014": // query_canceled: statement timeout
+			return capacityd.Unavailable(err, "the database did not answer in time")
+		case pgErr.Code == "23514", pgErr.Code == "22001", pgErr.Code == "22P02", pgErr.Code == "22003":
+			return &capacityd.Error{Code: capacityd.EInvalid, Message: "a value is out of range", Err: err}
+		case pgErr.Code == "40001", pgErr.Code == "40P01",
+			pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":
+			return capacityd.Unavailable(err, "the database is unavailable")
+		}
+		return &capacityd.Error{Code: capacityd.EInternal, Message: "database error", Err: err}
+	}
+	// Anything else from the driver (dial failures, broken connections,
+	// context deadlines) means the database could not be reached.
+	return capacityd.Unavailable(err, "the database is unavailable")
+}
+
+// activityID returns the internal id of an activity, from memory after the
+// first lookup: ids never change and activities are never deleted.
+func (s *Store) activityID(ctx context.Context, publicID string) (int64, error) {
+	s.idMu.RLock()
+	id, ok := s.ids[publicID]
+	s.idMu.RUnlock()
+	if ok {
+		return id, nil
+	}
+	err := s.db.QueryRow(ctx, `SELECT id FROM activity WHERE public_id = $1`, publicID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, notFoundActivity(publicID)
+	}
+	if err != nil {
+		return 0, interpret(err)
+	}
+	s.idMu.Lock()
+	s.ids[publicID] = id
+	s.idMu.Unlock()
+	return id, nil
+}
