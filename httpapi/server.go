@@ -32,6 +32,9 @@ type Config struct {
 	// RequestTimeout bounds every request but streams. Default 10s.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
+	// -- notes (issue 4) --
+	// -- stream and widgets (issue 5) --
+	// -- rate limits and security (issue 7) --
 }
 
 // Server is the HTTP edge.
@@ -80,6 +83,9 @@ func New(cfg Config) *Server {
 	v1.GET("/registrations/:id", s.getRegistration, user)
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
+	// -- note routes (issue 4) --
+	// -- stream and widget routes (issue 5) --
+	// -- rate limit and security middleware (issue 7) --
 	return s
 }
 

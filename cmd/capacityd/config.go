@@ -36,6 +36,9 @@ type config struct {
 	ExpiryInterval    time.Duration
 	ReconcileInterval time.Duration
 	AdmissionMaxBatch int
+	// -- note fields (issue 4) --
+	// -- stream and widget fields (issue 5) --
+	// -- rate limit and security fields (issue 7) --
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -121,6 +124,9 @@ var serveSettings = []setting{
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
 	intSetting("ADMISSION_MAX_BATCH", "1000", "most signups in one admission transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
+	// -- note settings (issue 4) --
+	// -- stream and widget settings (issue 5) --
+	// -- rate limit and security settings (issue 7) --
 }
 
 // loadConfig reads settings from getenv, then from args (flags of the same

@@ -88,6 +88,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
 		AdmissionMaxBatch: cfg.AdmissionMaxBatch, ExpiryInterval: cfg.ExpiryInterval,
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
+		// -- options from config (issues 4, 5, 7) --
 	}, pool, rdb)
 	if err != nil {
 		return err

@@ -30,6 +30,9 @@ type Options struct {
 	// Now is the clock of expiry; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// -- note options (issue 4) --
+	// -- stream and widget options (issue 5) --
+	// -- rate limit and security options (issue 7) --
 }
 
 // App is the assembled service.
