@@ -1,0 +1,23 @@
+package main
+
+import (
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+)
+
+func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	p := apptest.StartProcess(t, testenv.NewDatabase(t), testenv.RedisURL())
+	r, err := apptest.Do(http.MethodGet, p.URL+"/readyz", "", nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	p.Signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.Wait(20*time.Second), p.Output())
+}
