@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +58,14 @@ var ErrFull = errors.New("capacity: activity full by the display counter")
 // ErrNoCache means there is no display tier configured.
 var ErrNoCache = errors.New("capacity: no display tier")
 
+// ErrSuspended means the display tier failed a moment ago and is not asked
+// again until its suspension ends.
+var ErrSuspended = errors.New("capacity: display tier suspended after an error")
+
+// suspension is how long the display tier is left alone after an error, so
+// that an outage costs one failed call per second, not one per request.
+const suspension = time.Second
+
 // Hold is a seat reserved in the display counter for a signup in flight. The
 // zero Hold holds nothing.
 type Hold struct {
@@ -97,6 +106,13 @@ type Counter struct {
 
 	logMu   sync.Mutex
 	lastLog time.Time
+
+	// suspendedUntil (unix nanoseconds) skips Redis after an error; stale
+	// is set by an error and makes the next success invalidate the
+	// counters of recently active activities, which may have missed
+	// changes while Redis could not be reached.
+	suspendedUntil atomic.Int64
+	stale          atomic.Bool
 
 	activeMu sync.Mutex
 	active   map[string]time.Time // activity id → last change seen here
@@ -197,8 +213,8 @@ return 1
 // when the display tier cannot answer; the caller then goes to the
 // authority without a hold.
 func (c *Counter) Reserve(ctx context.Context, activityID string) (Hold, error) {
-	if c.rdb == nil {
-		return Hold{}, ErrNoCache
+	if err := c.usable(); err != nil {
+		return Hold{}, err
 	}
 	c.touch(activityID)
 	key := Key(activityID)
@@ -221,15 +237,16 @@ func (c *Counter) Reserve(ctx context.Context, activityID string) (Hold, error) 
 		if gen == "" {
 			gen = "-"
 		}
+		c.recovered(ctx)
 		return Hold{Gen: gen}, nil
 	}
-	return Hold{}, c.redisError("reserve", errors.New("counter vanished three times in a row"))
+	return Hold{}, errors.New("capacity: counter vanished three times in a row")
 }
 
 // Release undoes a Hold whose signup the authority refused or failed. It is
 // a no-op when the counter was rebuilt since the hold was taken.
 func (c *Counter) Release(ctx context.Context, activityID string, h Hold) {
-	if c.rdb == nil || !h.Held() {
+	if !h.Held() || c.usable() != nil {
 		return
 	}
 	gen := h.Gen
@@ -244,7 +261,7 @@ func (c *Counter) Release(ctx context.Context, activityID string, h Hold) {
 // Freed records that n seats of the activity were freed by a committed
 // cancellation or expiry.
 func (c *Counter) Freed(ctx context.Context, activityID string, n int) {
-	if c.rdb == nil {
+	if c.usable() != nil {
 		return
 	}
 	c.touch(activityID)
@@ -261,6 +278,7 @@ func (c *Counter) SetCapacity(ctx context.Context, activityID string, capacity i
 	if c.rdb == nil {
 		return
 	}
+	c.touch(activityID)
 	if err := setCapacityScript.Run(ctx, c.rdb, []string{Key(activityID)}, capacity).Err(); err != nil {
 		_ = c.redisError("set capacity", err)
 		// A counter left with the old capacity must not outlive the change.
@@ -272,9 +290,10 @@ func (c *Counter) SetCapacity(ctx context.Context, activityID string, capacity i
 // warm (no database query), else from the authority, rebuilding the counter
 // on the way.
 func (c *Counter) Seats(ctx context.Context, activityID string) (Seats, error) {
-	if c.rdb != nil {
+	if c.usable() == nil {
 		v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "capacity").Result()
 		if err == nil {
+			c.recovered(ctx)
 			if taken, capacity, ok := parseCounter(v); ok {
 				return newSeats(activityID, capacity, taken, SourceCache, c.now()), nil
 			}
@@ -333,10 +352,47 @@ func (c *Counter) Ping(ctx context.Context) error {
 	return c.rdb.Ping(ctx).Err()
 }
 
-// redisError counts err, logs it at most once a second, and returns it
-// wrapped.
+// usable says whether Redis may be asked now: there is a display tier and
+// it is not suspended after a recent error.
+func (c *Counter) usable() error {
+	if c.rdb == nil {
+		return ErrNoCache
+	}
+	if time.Now().UnixNano() < c.suspendedUntil.Load() {
+		return ErrSuspended
+	}
+	return nil
+}
+
+// recovered runs after a successful Redis call. After an outage it deletes
+// the counters of the activities changed recently, so that the next read or
+// reservation rebuilds them from the authority: while Redis could not be
+// reached, signups and cancellations went to the authority alone.
+func (c *Counter) recovered(ctx context.Context) {
+	if !c.stale.CompareAndSwap(true, false) {
+		return
+	}
+	c.activeMu.Lock()
+	keys := make([]string, 0, len(c.active))
+	for id := range c.active {
+		keys = append(keys, Key(id))
+	}
+	c.activeMu.Unlock()
+	for _, k := range keys {
+		if err := c.rdb.Del(ctx, k).Err(); err != nil {
+			c.stale.Store(true)
+			return
+		}
+	}
+	c.log.Info("redis display tier back; counters of recently active activities invalidated", "count", len(keys))
+}
+
+// redisError counts err, suspends the display tier for a moment, logs at
+// most once a second, and returns err wrapped.
 func (c *Counter) redisError(op string, err error) error {
 	c.metrics.redisErrors.WithLabelValues(op).Inc()
+	c.stale.Store(true)
+	c.suspendedUntil.Store(time.Now().Add(suspension).UnixNano())
 	c.logMu.Lock()
 	if now := time.Now(); now.Sub(c.lastLog) >= time.Second {
 		c.lastLog = now

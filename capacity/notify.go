@@ -10,10 +10,10 @@ const Channel = "capacityd:seats"
 // every instance. Without a display tier it does nothing; a Redis error is
 // counted and logged, and streams catch up at their next refresh.
 func (c *Counter) Changed(ctx context.Context, activityID string) {
-	if c.rdb == nil {
+	c.touch(activityID)
+	if c.usable() != nil {
 		return
 	}
-	c.touch(activityID)
 	if err := c.rdb.Publish(ctx, Channel, activityID).Err(); err != nil {
 		_ = c.redisError("publish", err)
 	}

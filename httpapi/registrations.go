@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,6 +33,10 @@ func compactMetadata(raw json.RawMessage) ([]byte, error) {
 	}
 	if raw[0] != '{' {
 		return nil, capacityd.Errorf(capacityd.EInvalid, `field "metadata" must be an object`)
+	}
+	if !utf8.Valid(raw) {
+		// PostgreSQL would refuse it, failing the whole admission batch.
+		return nil, capacityd.Errorf(capacityd.EInvalid, `field "metadata" must be valid UTF-8`)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
@@ -132,7 +138,10 @@ func (s *Server) listRegistrations(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := c.QueryParams()
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
+	}
 	f := registration.ListFilter{ActivityID: id, Status: registration.Status(q.Get("status"))}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])

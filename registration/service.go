@@ -168,7 +168,8 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 	}
 
 	res, err := s.admit.Submit(ctx, in.ActivityID, req)
-	if err != nil || res.Err != nil {
+	if err != nil || res.Err != nil || res.Replayed {
+		// Only a fresh admission keeps its display hold.
 		s.seats.Release(context.WithoutCancel(ctx), in.ActivityID, hold)
 	}
 	if err != nil {

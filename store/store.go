@@ -137,7 +137,8 @@ func interpret(err error) error {
 			return capacityd.Unavailable(err, "the activity's admission lock was not had within %s", admissionLockTimeout)
 		case pgErr.Code == "57014": // query_canceled: statement timeout
 			return capacityd.Unavailable(err, "the database did not answer in time")
-		case pgErr.Code == "23514", pgErr.Code == "22001", pgErr.Code == "22P02", pgErr.Code == "22003":
+		case pgErr.Code == "23514", pgErr.Code == "22001", pgErr.Code == "22P02", pgErr.Code == "22003",
+			pgErr.Code == "22021", pgErr.Code == "22P05": // NUL or untranslatable characters in text
 			return &capacityd.Error{Code: capacityd.EInvalid, Message: "a value is out of range", Err: err}
 		case pgErr.Code == "40001", pgErr.Code == "40P01",
 			pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":

@@ -1,0 +1,154 @@
+package registration_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+)
+
+// watchAuthority samples the authority COUNT until stop is closed and
+// returns the largest value seen.
+func watchAuthority(t *testing.T, inst *apptest.Instance, id string, stop <-chan struct{}) <-chan int {
+	out := make(chan int, 1)
+	go func() {
+		highest := 0
+		for {
+			select {
+			case <-stop:
+				out <- highest
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if _, taken, err := inst.App.Store.SeatCount(context.Background(), id); err == nil {
+				highest = max(highest, taken)
+			}
+		}
+	}()
+	return out
+}
+
+func TestFlushingRedisDuringBurstNeverOversells(t *testing.T) {
+	t.Parallel()
+	redis := testenv.PrivateRedis(t)
+	inst := apptest.Start(t, apptest.Options{RedisURL: redis.URL()})
+	id := inst.CreateActivity(t, "flushed", 100)
+	client := testenv.RedisClient(t, redis.URL())
+
+	stop := make(chan struct{})
+	highest := watchAuthority(t, inst, id, stop)
+	var flushes atomic.Int64
+	var flusher sync.WaitGroup
+	flusher.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(10+flushes.Load()%11) * time.Millisecond):
+			}
+			if client.FlushAll(context.Background()).Err() == nil {
+				flushes.Add(1)
+			}
+		}
+	})
+
+	counts := signupBurst(t, []*apptest.Instance{inst}, id, "w1-", 2000)
+	close(stop)
+	flusher.Wait()
+
+	require.Positive(t, flushes.Load())
+	require.LessOrEqual(t, <-highest, 100, "the authority must never exceed capacity")
+	require.Equal(t, authorityTaken(t, inst, id), counts[http.StatusCreated], "every 201 is a row, every row a 201")
+	require.Equal(t, 0, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable])
+
+	// A second wave fills exactly to capacity, whatever the first left.
+	counts2 := signupBurst(t, []*apptest.Instance{inst}, id, "w2-", 500)
+	require.Equal(t, 100, authorityTaken(t, inst, id))
+	require.Equal(t, 100, counts[http.StatusCreated]+counts2[http.StatusCreated])
+	require.Equal(t, 100, displayTaken(t, inst, id))
+}
+
+func TestRedisKilledAndRestartedMidBurstStaysExact(t *testing.T) {
+	t.Parallel()
+	redis := testenv.PrivateRedis(t)
+	inst := apptest.Start(t, apptest.Options{RedisURL: redis.URL()})
+	id := inst.CreateActivity(t, "redis dies", 120)
+
+	stop := make(chan struct{})
+	highest := watchAuthority(t, inst, id, stop)
+	var chaos sync.WaitGroup
+	chaos.Go(func() {
+		time.Sleep(30 * time.Millisecond)
+		redis.Kill()
+		time.Sleep(300 * time.Millisecond)
+		redis.Start(t)
+	})
+	counts := signupBurst(t, []*apptest.Instance{inst}, id, "u", 2000)
+	chaos.Wait()
+	close(stop)
+
+	require.LessOrEqual(t, <-highest, 120)
+	require.Equal(t, 0, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable], "%v", counts)
+	require.Equal(t, authorityTaken(t, inst, id), counts[http.StatusCreated])
+
+	// After the restart the display is rebuilt from the authority.
+	counts2 := signupBurst(t, []*apptest.Instance{inst}, id, "late", 200)
+	require.Equal(t, 120, authorityTaken(t, inst, id))
+	require.Equal(t, 120, counts[http.StatusCreated]+counts2[http.StatusCreated])
+	require.Equal(t, 120, displayTaken(t, inst, id))
+	var ready map[string]string
+	inst.MustDo(t, http.MethodGet, "/readyz", "", nil).JSON(t, &ready)
+	require.Equal(t, "ok", ready["redis"])
+}
+
+func TestReadyzSaysDegradedWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	redis := testenv.PrivateRedis(t)
+	inst := apptest.Start(t, apptest.Options{RedisURL: redis.URL()})
+	id := inst.CreateActivity(t, "degraded", 10)
+	redis.Kill()
+
+	r := inst.MustDo(t, http.MethodGet, "/readyz", "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.JSONEq(t, `{"postgres":"ok","redis":"degraded"}`, string(r.Body))
+
+	r = inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "bob", false), "{}")
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	var seats struct {
+		Taken  int
+		Source string
+	}
+	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &seats)
+	require.Equal(t, 1, seats.Taken)
+	require.Equal(t, "database", seats.Source)
+}
+
+func TestCrashBetweenReserveAndInsertConvergesWithinTTL(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: appWithTTL(time.Second)})
+	id := inst.CreateActivity(t, "crash", 10)
+	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "ann", false), "{}")
+	require.Equal(t, http.StatusCreated, r.Status)
+
+	// The process "dies" after reserving a seat and before inserting.
+	_, err := inst.App.Seats.Reserve(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, 2, displayTaken(t, inst, id), "display too high: conservative")
+	require.Equal(t, 1, authorityTaken(t, inst, id))
+
+	require.Eventually(t, func() bool {
+		var s struct {
+			Taken  int
+			Source string
+		}
+		inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &s)
+		return s.Taken == 1
+	}, 5*time.Second, 50*time.Millisecond, "the display converges to the authority after the TTL")
+}
