@@ -7,10 +7,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
@@ -104,3 +106,26 @@ func TestSignupsWithoutRedisAreExact(t *testing.T) {
 
 var _ = atomic.Int64{}
 var _ = testenv.FreePort
+
+func TestWarmSeatReadsRunNoDatabaseQuery(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour}})
+	id := inst.CreateActivity(t, "reads", 30)
+	signupBurst(t, []*apptest.Instance{inst}, id, "u", 10)
+
+	var first capacity.Seats
+	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &first)
+	before := inst.Queries.Count()
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			var s capacity.Seats
+			inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &s)
+			require.Equal(t, capacity.SourceCache, s.Source)
+			require.Equal(t, 10, s.Taken)
+			require.Equal(t, 20, s.Remaining)
+		})
+	}
+	wg.Wait()
+	require.Equal(t, before, inst.Queries.Count(), "warm seat reads must not touch PostgreSQL")
+}

@@ -38,6 +38,8 @@ type PoolConfig struct {
 	IdleInTransactionTimeout time.Duration
 	// ConnectTimeout bounds dialing. Default 3s.
 	ConnectTimeout time.Duration
+	// Tracer, when set, observes every query (tests count queries with it).
+	Tracer pgx.QueryTracer
 }
 
 // OpenPool connects to PostgreSQL with per-session timeouts set.
@@ -61,6 +63,7 @@ func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, er
 	rp["statement_timeout"] = timeout(pc.StatementTimeout, 10*time.Second)
 	rp["idle_in_transaction_session_timeout"] = timeout(pc.IdleInTransactionTimeout, 15*time.Second)
 	rp["application_name"] = "capacityd"
+	cfg.ConnConfig.Tracer = pc.Tracer
 	cfg.ConnConfig.ConnectTimeout = pc.ConnectTimeout
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = 3 * time.Second

@@ -11,14 +11,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/store"
 )
 
 // Secret signs the tokens of test instances.
@@ -43,8 +47,25 @@ type Instance struct {
 	DatabaseURL string
 	App         *app.App
 	Server      *httptest.Server
-	auth        *httpapi.Authenticator
+	// Queries counts the statements the instance sent to PostgreSQL.
+	Queries *QueryCounter
+	auth    *httpapi.Authenticator
 }
+
+// QueryCounter is a pgx tracer that counts queries.
+type QueryCounter struct{ n atomic.Int64 }
+
+// TraceQueryStart counts one query.
+func (q *QueryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+// TraceQueryEnd does nothing.
+func (q *QueryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Count returns the number of queries so far.
+func (q *QueryCounter) Count() int64 { return q.n.Load() }
 
 // Start starts an instance, stopped when t ends.
 func Start(t testing.TB, o Options) *Instance {
@@ -52,7 +73,8 @@ func Start(t testing.TB, o Options) *Instance {
 	if o.DatabaseURL == "" {
 		o.DatabaseURL = testenv.NewDatabase(t)
 	}
-	pool := testenv.Pool(t, o.DatabaseURL, 16)
+	queries := &QueryCounter{}
+	pool := testenv.PoolWith(t, o.DatabaseURL, store.PoolConfig{MaxConns: 16, Tracer: queries})
 	var rdb redis.UniversalClient
 	if !o.NoRedis {
 		url := o.RedisURL
@@ -79,7 +101,7 @@ func Start(t testing.TB, o Options) *Instance {
 		defer cancel()
 		_ = a.Shutdown(ctx)
 	})
-	return &Instance{URL: srv.URL, DatabaseURL: o.DatabaseURL, App: a, Server: srv, auth: auth}
+	return &Instance{URL: srv.URL, DatabaseURL: o.DatabaseURL, App: a, Server: srv, Queries: queries, auth: auth}
 }
 
 // Token returns a valid token for sub.

@@ -163,7 +163,13 @@ func DB(t testing.TB) *pgxpool.Pool {
 // when t ends.
 func Pool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	pool, err := store.OpenPool(context.Background(), url, store.PoolConfig{MaxConns: maxConns})
+	return PoolWith(t, url, store.PoolConfig{MaxConns: maxConns})
+}
+
+// PoolWith opens a pool on url with pc, closed when t ends.
+func PoolWith(t testing.TB, url string, pc store.PoolConfig) *pgxpool.Pool {
+	t.Helper()
+	pool, err := store.OpenPool(context.Background(), url, pc)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
