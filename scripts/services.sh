@@ -9,6 +9,8 @@
 # The server binaries are installed in every case when missing and root: the
 # fault tests start private servers of their own.
 #
+# CAPACITYD_SERVICES=private skips 1-3 (to try the fallback).
+#
 # Usage: scripts/services.sh up | down
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,7 +66,15 @@ start_private_pg() {
   port=$(cat "$DATA/pg.port" 2>/dev/null || echo 55432)
   echo "$port" >"$DATA/pg.port"
   local as=()
-  if is_root; then as=(runuser -u postgres --); fi
+  if is_root; then
+    as=(runuser -u postgres --)
+    # PostgreSQL will not run as root; its user must reach the data folder.
+    if ! runuser -u postgres -- test -x "$DATA"; then
+      dir="/var/tmp/capacityd-$(echo "$DATA" | md5sum | cut -c1-12)/pg"
+      mkdir -p "$(dirname "$dir")"
+      echo "$dir" >"$DATA/pg.dir"
+    fi
+  fi
   if [ ! -f "$dir/PG_VERSION" ]; then
     mkdir -p "$dir"
     is_root && chown postgres:postgres "$dir"
@@ -98,8 +108,12 @@ up() {
   ensure_binaries
   local db_url="" test_db_url="" redis_url="" test_redis_url=""
   PG_BASE="" REDIS_BASE=""
+  local only_private=""
+  [ "${CAPACITYD_SERVICES:-}" = private ] && only_private=1
 
-  if [ -n "${DATABASE_URL:-}" ] && psql_ok "$DATABASE_URL"; then
+  if [ -n "$only_private" ]; then
+    start_private_pg
+  elif [ -n "${DATABASE_URL:-}" ] && psql_ok "$DATABASE_URL"; then
     log "PostgreSQL: DATABASE_URL"
     db_url=$DATABASE_URL
     test_db_url=${TEST_DATABASE_URL:-$DATABASE_URL}
@@ -120,7 +134,9 @@ up() {
     test_db_url="$PG_BASE/capacityd_test?sslmode=disable"
   fi
 
-  if [ -n "${REDIS_URL:-}" ]; then
+  if [ -n "$only_private" ]; then
+    start_private_redis
+  elif [ -n "${REDIS_URL:-}" ]; then
     log "Redis: REDIS_URL"
     redis_url=$REDIS_URL
     test_redis_url=${TEST_REDIS_URL:-$REDIS_URL}
@@ -150,9 +166,11 @@ ENV
 
 down() {
   if [ -f "$DATA/redis.pid" ]; then kill "$(cat "$DATA/redis.pid")" 2>/dev/null || true; rm -f "$DATA/redis.pid"; fi
-  if [ -f "$DATA/pg/PG_VERSION" ]; then
+  local dir="$DATA/pg"
+  [ -f "$DATA/pg.dir" ] && dir=$(cat "$DATA/pg.dir")
+  if [ -f "$dir/PG_VERSION" ]; then
     local as=(); is_root && as=(runuser -u postgres --)
-    "${as[@]}" "$(pg_bindir)/pg_ctl" -D "$DATA/pg" -m fast stop >/dev/null 2>&1 || true
+    "${as[@]}" "$(pg_bindir)/pg_ctl" -D "$dir" -m fast stop >/dev/null 2>&1 || true
   fi
   if docker_ok && [ -f docker-compose.yml ]; then docker compose down >&2 || true; fi
 }
