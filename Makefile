@@ -4,13 +4,14 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: run test services services-down build vet
+.PHONY: run test services services-down build vet bench bench-quick bench-bin fuzz-smoke vulncheck
 
 run: services build
 	@source .data/env && scripts/run.sh
 
 test: services
 	@source .data/env && $(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 services:
 	@scripts/services.sh up
@@ -23,3 +24,51 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# Benchmarks (loadtest/): `make bench` (≤ 10 min) seeds capacityd_bench at
+# full scale, measures, and rewrites BENCHMARKS.md and docs/bench/ (PNG
+# charts and the JSON report);
+# `make bench-quick` (≤ 3 min, smaller seed, short runs) writes only the
+# JSON, to $(BENCH_JSON). Neither fails on unmet targets, only on errors.
+BENCH_JSON ?= .data/bench-quick.json
+BENCH_BIN := .data/bench
+
+bench-bin:
+	@$(GO) build -o $(BENCH_BIN)/capacityd ./cmd/capacityd && $(GO) build -o $(BENCH_BIN)/loadtest ./cmd/loadtest
+
+bench: services bench-bin
+	@source .data/env && $(BENCH_BIN)/loadtest seed && \
+	  BENCH_COMMAND="make bench" $(BENCH_BIN)/loadtest run -capacityd $(BENCH_BIN)/capacityd \
+	    -json docs/bench/bench.json -markdown BENCHMARKS.md -charts docs/bench
+
+bench-quick: services bench-bin
+	@source .data/env && $(BENCH_BIN)/loadtest seed -quick && \
+	  $(BENCH_BIN)/loadtest run -quick -capacityd $(BENCH_BIN)/capacityd -json $(BENCH_JSON)
+
+# Fuzzing (issue 7): `make fuzz-smoke` runs every fuzz target for
+# $(FUZZTIME) each (make test runs it after the unit tests); no input may
+# produce a 5xx or a panic. Longer runs: see README ("Fuzzing").
+FUZZTIME ?= 4s
+FUZZ_TARGETS := httpapi:FuzzActivityBody httpapi:FuzzSignupRequest httpapi:FuzzStatusChange \
+	httpapi:FuzzPathAndQuery httpapi:FuzzListQuery httpapi:FuzzNoteID httpapi:FuzzAuthorizationHeader \
+	httpapi:FuzzVerifyToken registration:FuzzDecodeCursor
+
+fuzz-smoke: services
+	@source .data/env && for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz ./$$pkg $$fn for $(FUZZTIME)"; \
+	  $(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) -parallel=2 ./$$pkg/ || exit 1; \
+	done
+
+# govulncheck offline (issue 7): this machine reaches the Go module proxy but
+# not vuln.go.dev, so the vulnerability database is built from the OSV files
+# of the golang.org/x/vulndb module (fetched through the proxy) with its
+# indexdb command, then read with -db file://. Bump VULNDB_VERSION
+# (go list -m golang.org/x/vulndb@master) for newer data. CI runs it.
+VULNDB_VERSION ?= v0.0.0-20260813214354-9de686e1fb00
+GOVULNCHECK_VERSION ?= v1.9.0
+
+vulncheck:
+	@dir=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	  test -d "$$dir/data/osv" && mkdir -p .data && rm -rf .data/vulndb && \
+	  $(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns "$$dir/data/osv" -out .data/vulndb && \
+	  $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db "file://$(CURDIR)/.data/vulndb" ./...

@@ -373,18 +373,20 @@ func (c *Counter) recovered(ctx context.Context) {
 		return
 	}
 	c.activeMu.Lock()
-	keys := make([]string, 0, len(c.active))
+	ids := make([]string, 0, len(c.active))
 	for id := range c.active {
-		keys = append(keys, Key(id))
+		ids = append(ids, id)
 	}
 	c.activeMu.Unlock()
-	for _, k := range keys {
-		if err := c.rdb.Del(ctx, k).Err(); err != nil {
+	for _, id := range ids {
+		if err := c.rdb.Del(ctx, Key(id)).Err(); err != nil {
 			c.stale.Store(true)
 			return
 		}
+		// Streams missed the changes made while Redis was away.
+		c.rdb.Publish(ctx, Channel, id)
 	}
-	c.log.Info("redis display tier back; counters of recently active activities invalidated", "count", len(keys))
+	c.log.Info("redis display tier back; counters of recently active activities invalidated", "count", len(ids))
 }
 
 // redisError counts err, suspends the display tier for a moment, logs at

@@ -97,6 +97,7 @@ func (r *Reconciler) Pass(ctx context.Context) {
 			if n, err := correctScript.Run(ctx, c.rdb, []string{Key(id)}, gen, taken).Int(); err == nil && n == 1 {
 				c.metrics.corrections.Inc()
 				c.log.Info("display counter corrected", "activity_id", id, "drift", drift)
+				c.Changed(ctx, id)
 				delete(r.prev, id)
 				continue
 			}

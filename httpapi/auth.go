@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
@@ -74,7 +76,25 @@ func (a *Authenticator) Verify(token string) (registration.Caller, error) {
 	if n := len(c.Subject); n < 1 || n > registration.MaxUserIDLen {
 		return registration.Caller{}, unauthenticated("token sub must be 1 to 128 characters")
 	}
+	if !validSubject(c.Subject) {
+		return registration.Caller{}, unauthenticated("token sub must be printable UTF-8")
+	}
 	return registration.Caller{UserID: c.Subject, Admin: slices.Contains(c.Roles, "admin")}, nil
+}
+
+// validSubject reports whether sub is valid UTF-8 without control
+// characters: PostgreSQL refuses NUL in text, and one such user id would
+// fail a whole admission batch.
+func validSubject(sub string) bool {
+	if !utf8.ValidString(sub) {
+		return false
+	}
+	for _, r := range sub {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func unauthenticated(msg string) error {

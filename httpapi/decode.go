@@ -38,7 +38,8 @@ func readBody(c echo.Context) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var he *echo.HTTPError // echo's BodyLimit on a body without Content-Length
+		if errors.As(err, &mbe) || (errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge) {
 			return nil, capacityd.Errorf(capacityd.EPayloadTooLarge, "request body is larger than 64 KiB")
 		}
 		return nil, capacityd.Errorf(capacityd.EInvalid, "could not read the request body")

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -33,8 +35,27 @@ type Config struct {
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
 	// -- notes (issue 4) --
+	// Notes counts note views and waters; nil leaves the note routes out.
+	Notes *note.Service
 	// -- stream and widgets (issue 5) --
+	// Streams fans seat changes out to the seat streams; nil leaves the
+	// stream route out.
+	Streams *capacity.Hub
+	// PingInterval is the time between ": ping" comments on a seat
+	// stream. Default 15s.
+	PingInterval time.Duration
+	// CORSAllowedOrigins may send writes from a browser page of another
+	// origin ("*": any); reads are allowed from every origin.
+	CORSAllowedOrigins []string
+	// DemoSignups enables POST /demo/signups, which signs up a random
+	// user without a token, for the demo page. Never in production.
+	DemoSignups bool
 	// -- rate limits and security (issue 7) --
+	// PublicWriteLimit limits note views and waters (and demo signups) per
+	// client IP; the zero value is off.
+	PublicWriteLimit RateLimit
+	// SignupLimit limits signups per user; the zero value is off.
+	SignupLimit RateLimit
 }
 
 // Server is the HTTP edge.
@@ -44,6 +65,8 @@ type Server struct {
 	auth *Authenticator
 	log  *slog.Logger
 	echo *echo.Echo
+	// limits are the per-client rate limits (issue 7).
+	limits *rateLimits
 }
 
 // New returns a Server with every route registered.
@@ -78,14 +101,27 @@ func New(cfg Config) *Server {
 	v1.GET("/activities/:id", s.getActivity)
 	v1.PATCH("/activities/:id", s.patchActivity, admin...)
 	v1.GET("/activities/:id/seats", s.seats)
-	v1.POST("/activities/:id/registrations", s.signup, user)
+	v1.POST("/activities/:id/registrations", s.signup, user, s.limitSignups)
 	v1.GET("/activities/:id/registrations", s.listRegistrations, admin...)
 	v1.GET("/registrations/:id", s.getRegistration, user)
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
 	// -- note routes (issue 4) --
+	if cfg.Notes != nil {
+		s.registerNoteRoutes(v1)
+	}
 	// -- stream and widget routes (issue 5) --
+	if cfg.PingInterval <= 0 {
+		s.cfg.PingInterval = defaultPingInterval
+	}
+	e.Use(cors(cfg.CORSAllowedOrigins))
+	if cfg.Streams != nil {
+		v1.GET("/activities/:id/seats/stream", s.seatStream)
+	}
+	s.registerWidgetRoutes(e)
 	// -- rate limit and security middleware (issue 7) --
+	s.limits = newRateLimits(cfg.PublicWriteLimit, cfg.SignupLimit, cfg.Registry)
+	e.Use(s.limitPublicWrites, noSniff)
 	return s
 }
 
@@ -154,7 +190,11 @@ func (s *Server) readyz(c echo.Context) error {
 		status = http.StatusServiceUnavailable
 		c.Response().Header().Set("Retry-After", "1")
 	}
-	if s.cfg.PingRedis == nil || s.cfg.PingRedis(ctx) != nil {
+	// Redis gets a budget of its own: a slow PostgreSQL must not make it
+	// look degraded.
+	rctx, rcancel := context.WithTimeout(c.Request().Context(), time.Second)
+	defer rcancel()
+	if s.cfg.PingRedis == nil || s.cfg.PingRedis(rctx) != nil {
 		body["redis"] = "degraded"
 	}
 	return writeJSON(c, status, body)

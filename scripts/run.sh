@@ -13,7 +13,7 @@ BASE="http://127.0.0.1:$PORT"
 ADMIN=$("$BIN" token --dev --sub admin --admin --ttl 24h)
 USER_TOKEN=$("$BIN" token --dev --sub alice --ttl 24h)
 
-"$BIN" serve --dev --listen-addr "$ADDR" &
+"$BIN" serve --dev --demo-signups on --listen-addr "$ADDR" &
 PID=$!
 trap 'kill -TERM $PID 2>/dev/null; wait $PID' INT TERM
 for _ in $(seq 100); do curl -fs "$BASE/healthz" >/dev/null 2>&1 && break; sleep 0.1; done

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,11 +21,29 @@ const addNoteStatsSQL = `
 		updated_at = now()
 	RETURNING views, waters`
 
+// noteUpsertBackstop bounds an upsert on the client side only in case the
+// connection hangs; it is far longer than the session's statement_timeout,
+// which is what normally ends a slow upsert.
+const noteUpsertBackstop = time.Minute
+
 // AddNoteStats adds views and waters to a note in one statement and returns
 // its counters right after.
+//
+// ctx bounds the wait for a connection, when nothing has been sent yet.
+// The statement itself is ended by PostgreSQL's statement_timeout, never by
+// ctx: a statement cancelled from the client side may still commit after
+// the client gave up on it, and an increment reported as failed must have
+// counted nothing.
 func (s *Store) AddNoteStats(ctx context.Context, noteID string, views, waters int64) (note.Stats, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return note.Stats{}, interpret(err)
+	}
+	defer conn.Release()
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteUpsertBackstop)
+	defer cancel()
 	st := note.Stats{NoteID: noteID}
-	err := s.db.QueryRow(ctx, addNoteStatsSQL, noteID, views, waters).Scan(&st.Views, &st.Waters)
+	err = conn.QueryRow(qctx, addNoteStatsSQL, noteID, views, waters).Scan(&st.Views, &st.Waters)
 	if err != nil {
 		return note.Stats{}, interpret(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -37,8 +38,16 @@ type config struct {
 	ReconcileInterval time.Duration
 	AdmissionMaxBatch int
 	// -- note fields (issue 4) --
+	NoteCombining bool
+	NoteMaxBatch  int
 	// -- stream and widget fields (issue 5) --
+	StreamMaxClients   int
+	StreamPingInterval time.Duration
+	CORSAllowedOrigins []string
+	DemoSignups        bool
 	// -- rate limit and security fields (issue 7) --
+	PublicWriteLimit httpapi.RateLimit
+	SignupLimit      httpapi.RateLimit
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -125,8 +134,63 @@ var serveSettings = []setting{
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
 	intSetting("ADMISSION_MAX_BATCH", "1000", "most signups in one admission transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
 	// -- note settings (issue 4) --
+	{"NOTE_COMBINING", "on", "combine concurrent increments of a note into one upsert (on or off)", func(c *config, v string) error {
+		switch v {
+		case "on":
+			c.NoteCombining = true
+		case "off":
+			c.NoteCombining = false
+		default:
+			return fmt.Errorf("want on or off, got %q", v)
+		}
+		return nil
+	}},
+	intSetting("NOTE_MAX_BATCH", "1000", "most note increments in one upsert", 1, 100000, func(c *config) *int { return &c.NoteMaxBatch }),
 	// -- stream and widget settings (issue 5) --
+	intSetting("STREAM_MAX_CLIENTS", "10000", "most seat streams open on this instance (503 beyond)", 1, 1000000, func(c *config) *int { return &c.StreamMaxClients }),
+	durationSetting("STREAM_PING_INTERVAL", "15s", "time between pings on a seat stream", func(c *config) *time.Duration { return &c.StreamPingInterval }),
+	{"CORS_ALLOWED_ORIGINS", "", "comma-separated origins allowed to send writes from a browser (* for any; reads are open to all)", func(c *config, v string) error {
+		c.CORSAllowedOrigins = nil
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o == "" {
+				continue
+			}
+			if o != "*" {
+				if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+					return fmt.Errorf("want origins such as https://example.org, got %q", o)
+				}
+			}
+			c.CORSAllowedOrigins = append(c.CORSAllowedOrigins, o)
+		}
+		return nil
+	}},
+	{"DEMO_SIGNUPS", "off", "on: the demo page may sign up random users without a token (never in production)", func(c *config, v string) error {
+		switch v {
+		case "on":
+			c.DemoSignups = true
+		case "off":
+			c.DemoSignups = false
+		default:
+			return fmt.Errorf("want on or off, got %q", v)
+		}
+		return nil
+	}},
 	// -- rate limit and security settings (issue 7) --
+	rateLimitSetting("RATE_LIMIT_PUBLIC_WRITES", "50:100", "note views and waters per second per client IP, as RATE or RATE:BURST (0: off)",
+		func(c *config) *httpapi.RateLimit { return &c.PublicWriteLimit }),
+	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",
+		func(c *config) *httpapi.RateLimit { return &c.SignupLimit }),
+}
+
+func rateLimitSetting(env, def, usage string, dst func(*config) *httpapi.RateLimit) setting {
+	return setting{env, def, usage, func(c *config, v string) error {
+		l, err := httpapi.ParseRateLimit(v)
+		if err != nil {
+			return err
+		}
+		*dst(c) = l
+		return nil
+	}}
 }
 
 // loadConfig reads settings from getenv, then from args (flags of the same

@@ -89,6 +89,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		AdmissionMaxBatch: cfg.AdmissionMaxBatch, ExpiryInterval: cfg.ExpiryInterval,
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
 		// -- options from config (issues 4, 5, 7) --
+		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
+		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit, // issue 7
+		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval, // issue 5
+		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups, // issue 5
 	}, pool, rdb)
 	if err != nil {
 		return err
@@ -105,6 +109,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
+	// Seat streams never finish on their own: end them when shutdown
+	// starts, so that it need not wait for them.
+	httpSrv.RegisterOnShutdown(a.Streams.Close)
 	a.StartWorkers()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()

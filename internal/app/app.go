@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
 )
@@ -31,8 +33,32 @@ type Options struct {
 	Now    func() time.Time
 	Logger *slog.Logger
 	// -- note options (issue 4) --
+	// NoteCombiningOff makes every note increment its own upsert (the
+	// baseline of the load test); the zero value combines concurrent
+	// increments of a note into one upsert.
+	NoteCombiningOff bool
+	// NoteMaxBatch caps the increments one note upsert combines. Default 1000.
+	NoteMaxBatch int
 	// -- stream and widget options (issue 5) --
+	// StreamMaxClients caps the seat streams of this instance; beyond it a
+	// stream is refused with unavailable. Default 10000.
+	StreamMaxClients int
+	// StreamPingInterval is the time between pings on a seat stream.
+	// Default 15s.
+	StreamPingInterval time.Duration
+	// StreamRefreshInterval is how often seat streams are re-read from the
+	// authority while the Redis subscription is down. Default 5s.
+	StreamRefreshInterval time.Duration
+	// CORSAllowedOrigins may send writes from browser pages of another
+	// origin ("*": any); reads are allowed from every origin.
+	CORSAllowedOrigins []string
+	// DemoSignups enables the demo page's "sign up a random user" endpoint.
+	DemoSignups bool
 	// -- rate limit and security options (issue 7) --
+	// PublicWriteLimit limits note views and waters per client IP;
+	// SignupLimit limits signups per user. The zero values are off.
+	PublicWriteLimit httpapi.RateLimit
+	SignupLimit      httpapi.RateLimit
 }
 
 // App is the assembled service.
@@ -42,6 +68,8 @@ type App struct {
 	Store         *store.Store
 	Seats         *capacity.Counter
 	Registrations *registration.Service
+	Notes         *note.Service
+	Streams       *capacity.Hub
 	Server        *httpapi.Server
 	Registry      *prometheus.Registry
 
@@ -77,6 +105,13 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Store: st, Seats: counter, Now: opts.Now, MaxBatch: opts.AdmissionMaxBatch,
 		Logger: opts.Logger, Registerer: reg,
 	})
+	notes := note.NewService(note.Config{
+		Store: st, CombiningOff: opts.NoteCombiningOff, MaxBatch: opts.NoteMaxBatch, Registerer: reg,
+	})
+	streams := capacity.NewHub(capacity.HubConfig{
+		Redis: display, Seats: counter.Seats, RefreshInterval: opts.StreamRefreshInterval,
+		MaxStreams: opts.StreamMaxClients, Logger: opts.Logger, Registerer: reg,
+	})
 	var pingRedis func(context.Context) error
 	if display != nil {
 		pingRedis = counter.Ping
@@ -84,10 +119,14 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	srv := httpapi.New(httpapi.Config{
 		Registrations: regs, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
 		Registry: reg, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
+		Notes:            notes,
+		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit,
+		Streams: streams, PingInterval: opts.StreamPingInterval,
+		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
 	})
 	return &App{
-		Pool: pool, Redis: display, Store: st, Seats: counter, Registrations: regs,
-		Server: srv, Registry: reg, opts: opts,
+		Pool: pool, Redis: display, Store: st, Seats: counter, Registrations: regs, Notes: notes,
+		Streams: streams, Server: srv, Registry: reg, opts: opts,
 	}, nil
 }
 
@@ -99,13 +138,15 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.Registrations.RunExpiry(ctx, a.opts.ExpiryInterval) })
 	a.workers.Go(func() { a.Registrations.RunOutcomePurge(ctx, time.Hour) })
 	a.workers.Go(func() { capacity.NewReconciler(a.Seats).Run(ctx, a.opts.ReconcileInterval) })
+	a.workers.Go(func() { a.Streams.Run(ctx) })
 }
 
-// Shutdown finishes the admission batches in flight, then stops the
+// Shutdown finishes the admission batches and note upserts in flight, then stops the
 // workers. Call it after the HTTP server has stopped accepting requests;
 // closing Redis and the pool is left to their owner.
 func (a *App) Shutdown(ctx context.Context) error {
-	err := a.Registrations.Close(ctx)
+	a.Streams.Close()
+	err := errors.Join(a.Registrations.Close(ctx), a.Notes.Close(ctx))
 	if a.stop != nil {
 		a.stop()
 	}

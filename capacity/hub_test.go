@@ -1,0 +1,285 @@
+package capacity_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+)
+
+// fakeSeats stands in for the seat counter: the hub's subject is fan-out,
+// so its reads are counted and their answer set by the test.
+type fakeSeats struct {
+	taken atomic.Int64
+	reads atomic.Int64
+}
+
+func (f *fakeSeats) read(_ context.Context, id string) (capacity.Seats, error) {
+	f.reads.Add(1)
+	if strings.HasPrefix(id, "missing") {
+		return capacity.Seats{}, capacityd.Errorf(capacityd.ENotFound, "activity %s not found", id)
+	}
+	t := int(f.taken.Load())
+	return capacity.Seats{ActivityID: id, Capacity: 1000, Taken: t, Remaining: 1000 - t, Source: "cache"}, nil
+}
+
+type hubBundle struct {
+	hub   *capacity.Hub
+	seats *fakeSeats
+	rdb   redis.UniversalClient
+}
+
+// setupHub starts a hub on rdb (nil: none) and waits until its
+// subscription is up.
+func setupHub(t *testing.T, rdb redis.UniversalClient, cfg capacity.HubConfig) hubBundle {
+	t.Helper()
+	f := &fakeSeats{}
+	cfg.Redis, cfg.Seats = rdb, f.read
+	h := capacity.NewHub(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); h.Close(); <-done })
+	if rdb != nil {
+		require.Eventually(t, h.Healthy, 5*time.Second, 5*time.Millisecond, "subscription up")
+	}
+	return hubBundle{hub: h, seats: f, rdb: rdb}
+}
+
+// activity returns a fresh activity id, unique across tests sharing Redis.
+func activity(t *testing.T) string {
+	return "hubtest-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + time.Now().Format("150405.000000000")
+}
+
+func publish(t *testing.T, rdb redis.UniversalClient, id string) {
+	t.Helper()
+	require.NoError(t, rdb.Publish(context.Background(), capacity.Channel, id).Err())
+}
+
+// eventSeats decodes the data of one encoded event.
+func eventSeats(t *testing.T, ev []byte) capacity.Seats {
+	t.Helper()
+	_, data, ok := bytes.Cut(ev, []byte("\ndata: "))
+	require.True(t, ok, "event %q has data", ev)
+	require.True(t, bytes.HasSuffix(data, []byte("\n\n")), "event %q ends with a blank line", ev)
+	var s capacity.Seats
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(data), &s))
+	return s
+}
+
+func next(t *testing.T, s *capacity.Subscriber, within time.Duration) []byte {
+	t.Helper()
+	select {
+	case ev := <-s.Events():
+		return ev
+	case <-time.After(within):
+		t.Fatalf("no event within %s", within)
+		return nil
+	}
+}
+
+func TestHubReadsOncePerChangeForAllSubscribers(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, testenv.Redis(t), capacity.HubConfig{})
+	id := activity(t)
+	subs := make([]*capacity.Subscriber, 50)
+	for i := range subs {
+		s, err := b.hub.Subscribe(context.Background(), id)
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+		subs[i] = s
+	}
+	require.Equal(t, int64(50), b.seats.reads.Load(), "each new stream reads the current state")
+	require.True(t, bytes.HasPrefix(subs[0].Initial(), []byte("event: seats\nid: ")), "%q", subs[0].Initial())
+
+	b.seats.taken.Store(7)
+	publish(t, b.rdb, id)
+	first := next(t, subs[0], time.Second)
+	require.Equal(t, 7, eventSeats(t, first).Taken)
+	for _, s := range subs[1:] {
+		ev := next(t, s, time.Second)
+		require.Same(t, &first[0], &ev[0], "every subscriber gets the same encoded bytes")
+	}
+	require.Equal(t, int64(51), b.seats.reads.Load(), "one read per change, not per subscriber")
+	require.Equal(t, 50, b.hub.Streams())
+}
+
+func TestHubCoalescesBurstsAndEndsExact(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, testenv.Redis(t), capacity.HubConfig{})
+	id := activity(t)
+	s, err := b.hub.Subscribe(context.Background(), id)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+
+	var events []capacity.Seats
+	var times []time.Time
+	stop := make(chan struct{})
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			select {
+			case ev := <-s.Events():
+				events = append(events, eventSeats(t, ev))
+				times = append(times, time.Now())
+			case <-stop:
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	for i := 1; i <= 200; i++ {
+		b.seats.taken.Store(int64(i))
+		publish(t, b.rdb, id)
+	}
+	burst := time.Since(start)
+	time.Sleep(time.Second)
+	close(stop)
+	<-collected
+	require.NotEmpty(t, events)
+	require.Equal(t, 200, events[len(events)-1].Taken, "the last event is exact")
+	// At most one event per 100 ms, plus the first at once.
+	require.LessOrEqual(t, len(events), int(burst/(100*time.Millisecond))+2, "burst of 200 changes in %s gave %d events", burst, len(events))
+	for i := 1; i < len(times); i++ {
+		// Measured at the receiver, so with scheduling jitter.
+		require.GreaterOrEqual(t, times[i].Sub(times[i-1]), 50*time.Millisecond, "events %d and %d too close", i-1, i)
+	}
+	t.Logf("200 changes in %s → %d events, %d reads", burst, len(events), b.seats.reads.Load())
+}
+
+func TestHubDropsSubscriberThatStopsReading(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, testenv.Redis(t), capacity.HubConfig{Interval: 5 * time.Millisecond, Buffer: 2})
+	id := activity(t)
+	slow, err := b.hub.Subscribe(context.Background(), id)
+	require.NoError(t, err)
+	t.Cleanup(slow.Close)
+	fast, err := b.hub.Subscribe(context.Background(), id)
+	require.NoError(t, err)
+	t.Cleanup(fast.Close)
+
+	for i := 1; i <= 10; i++ {
+		b.seats.taken.Store(int64(i))
+		publish(t, b.rdb, id)
+		ev := next(t, fast, time.Second)
+		require.Equal(t, i, eventSeats(t, ev).Taken)
+	}
+	select {
+	case <-slow.Done():
+	case <-time.After(time.Second):
+		t.Fatal("the subscriber that never reads was not dropped")
+	}
+	require.Equal(t, 1, b.hub.Streams())
+}
+
+func TestHubCapsStreams(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, nil, capacity.HubConfig{MaxStreams: 2})
+	id := activity(t)
+	for range 2 {
+		s, err := b.hub.Subscribe(context.Background(), id)
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+	}
+	_, err := b.hub.Subscribe(context.Background(), id)
+	require.True(t, capacityd.IsCode(err, capacityd.EUnavailable), "%v", err)
+}
+
+func TestHubUnknownActivityLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, nil, capacity.HubConfig{})
+	_, err := b.hub.Subscribe(context.Background(), "missing-1")
+	require.True(t, capacityd.IsCode(err, capacityd.ENotFound), "%v", err)
+	require.Equal(t, 0, b.hub.Streams())
+}
+
+func TestHubWithoutRedisRefreshesFromTheAuthority(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, nil, capacity.HubConfig{RefreshInterval: 50 * time.Millisecond})
+	s, err := b.hub.Subscribe(context.Background(), activity(t))
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	require.Equal(t, 0, eventSeats(t, s.Initial()).Taken)
+
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case ev := <-s.Events():
+		t.Fatalf("an unchanged refresh sent %q", ev)
+	default:
+	}
+	b.seats.taken.Store(3)
+	require.Equal(t, 3, eventSeats(t, next(t, s, time.Second)).Taken)
+}
+
+func TestHubResubscribesAfterRedisRestart(t *testing.T) {
+	t.Parallel()
+	srv := testenv.PrivateRedis(t)
+	rdb := testenv.RedisClient(t, srv.URL())
+	b := setupHub(t, rdb, capacity.HubConfig{RefreshInterval: 100 * time.Millisecond})
+	id := activity(t)
+	s, err := b.hub.Subscribe(context.Background(), id)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+
+	srv.Kill()
+	require.Eventually(t, func() bool { return !b.hub.Healthy() }, 5*time.Second, 10*time.Millisecond)
+	// Down: changes still reach the stream, from periodic reads.
+	b.seats.taken.Store(4)
+	require.Equal(t, 4, eventSeats(t, next(t, s, 2*time.Second)).Taken)
+
+	srv.Start(t)
+	require.Eventually(t, b.hub.Healthy, 10*time.Second, 10*time.Millisecond, "subscribed again")
+	drain(s)
+	b.seats.taken.Store(5)
+	publish(t, rdb, id)
+	require.Equal(t, 5, eventSeats(t, next(t, s, time.Second)).Taken)
+}
+
+func drain(s *capacity.Subscriber) {
+	for {
+		select {
+		case <-s.Events():
+		case <-time.After(150 * time.Millisecond):
+			return
+		}
+	}
+}
+
+func TestHubCloseEndsEveryStream(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, nil, capacity.HubConfig{})
+	var subs []*capacity.Subscriber
+	for i := range 3 {
+		s, err := b.hub.Subscribe(context.Background(), activity(t)+string(rune('a'+i)))
+		require.NoError(t, err)
+		subs = append(subs, s)
+	}
+	b.hub.Close()
+	var wg sync.WaitGroup
+	for _, s := range subs {
+		wg.Go(func() {
+			select {
+			case <-s.Done():
+			case <-time.After(time.Second):
+				t.Error("stream not ended by Close")
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	_, err := b.hub.Subscribe(context.Background(), activity(t))
+	require.True(t, capacityd.IsCode(err, capacityd.EUnavailable), "%v", err)
+	require.Equal(t, 0, b.hub.Streams())
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNoteSettings(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"DATABASE_URL": "postgres://x@y/z", "CAPACITY_JWT_SECRET": goodSecret}
+	c, err := loadConfig("serve", serveSettings, nil, envOf(base), io.Discard, nil)
+	require.NoError(t, err)
+	require.True(t, c.NoteCombining, "combining is on by default")
+	require.Equal(t, 1000, c.NoteMaxBatch)
+
+	env := map[string]string{"NOTE_COMBINING": "off", "NOTE_MAX_BATCH": "64"}
+	for k, v := range base {
+		env[k] = v
+	}
+	c, err = loadConfig("serve", serveSettings, nil, envOf(env), io.Discard, nil)
+	require.NoError(t, err)
+	require.False(t, c.NoteCombining)
+	require.Equal(t, 64, c.NoteMaxBatch)
+	c, err = loadConfig("serve", serveSettings, []string{"--note-combining", "on"}, envOf(env), io.Discard, nil)
+	require.NoError(t, err)
+	require.True(t, c.NoteCombining, "the flag overrides the environment")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--note-combining", "yes"}, `NOTE_COMBINING (--note-combining): want on or off, got "yes"`},
+		{[]string{"--note-combining", ""}, "NOTE_COMBINING (--note-combining)"},
+		{[]string{"--note-max-batch", "0"}, "NOTE_MAX_BATCH (--note-max-batch)"},
+		{[]string{"--note-max-batch", "many"}, "NOTE_MAX_BATCH (--note-max-batch)"},
+	} {
+		_, err := loadConfig("serve", serveSettings, tc.args, envOf(base), io.Discard, nil)
+		require.Error(t, err, "%v", tc.args)
+		require.Contains(t, err.Error(), tc.want)
+	}
+}

@@ -1,0 +1,88 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/internal/apptest"
+)
+
+func TestCORSReadsFromAnyOriginWritesFromAllowedOnes(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{"https://notes.example"}}})
+	id := inst.CreateActivity(t, "cors", 3)
+
+	// Reads: any origin.
+	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil, "Origin", "https://anyone.example")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
+	r = inst.MustDo(t, http.MethodGet, "/widget/seats.js", "", nil, "Origin", "https://anyone.example")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
+	require.Equal(t, "text/javascript; charset=utf-8", r.Header.Get("Content-Type"))
+	r = inst.MustDo(t, http.MethodOptions, "/v1/activities/"+id+"/seats/stream", "", nil,
+		"Origin", "https://anyone.example", "Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "last-event-id")
+	require.Equal(t, http.StatusNoContent, r.Status)
+	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
+
+	// Writes: the configured origin, the page's own origin, or no browser.
+	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", "https://notes.example")
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "https://notes.example", r.Header.Get("Access-Control-Allow-Origin"))
+	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", inst.URL)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	r = inst.MustDo(t, http.MethodOptions, "/v1/notes/cors-note/waters", "", nil,
+		"Origin", "https://notes.example", "Access-Control-Request-Method", "POST")
+	require.Equal(t, http.StatusNoContent, r.Status)
+	require.Equal(t, "https://notes.example", r.Header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, r.Header.Get("Access-Control-Allow-Methods"), "POST")
+
+	// Any other origin: refused, and not counted.
+	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", "https://evil.example")
+	require.Equal(t, http.StatusForbidden, r.Status)
+	require.Equal(t, "forbidden", r.ErrorCode())
+	require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"))
+	r = inst.MustDo(t, http.MethodOptions, "/v1/notes/cors-note/views", "", nil,
+		"Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
+	require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"))
+	r = inst.MustDo(t, http.MethodGet, "/v1/notes/cors-note/stats", "", nil)
+	require.JSONEq(t, `{"note_id":"cors-note","views":3,"waters":0}`, string(r.Body))
+}
+
+func TestDemoPageAndSignups(t *testing.T) {
+	t.Parallel()
+	off := apptest.Start(t, apptest.Options{})
+	id := off.CreateActivity(t, "demo", 1)
+	r := off.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": id})
+	require.NotEqual(t, http.StatusCreated, r.Status, "demo signups are off by default")
+	r = off.MustDo(t, http.MethodGet, "/demo?activity="+id+"&note=demo-note", "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, string(r.Body), `data-seats-activity="`+id+`"`)
+	require.Contains(t, string(r.Body), `data-note="demo-note"`)
+	require.NotContains(t, string(r.Body), "demo-signup")
+	// Values of the wrong form never reach the page.
+	r = off.MustDo(t, http.MethodGet, `/demo?activity=%22%3E%3Cscript%3E&note=%3Cb%3E`, "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.NotContains(t, string(r.Body), "<b>")
+	require.NotContains(t, string(r.Body), `"><script>`)
+
+	on := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
+	id = on.CreateActivity(t, "demo", 1)
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": id})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	var reg struct {
+		UserID string `json:"user_id"`
+	}
+	r.JSON(t, &reg)
+	require.Regexp(t, `^demo-[0-9a-f]{12}$`, reg.UserID)
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": id})
+	require.Equal(t, http.StatusConflict, r.Status)
+	require.Equal(t, "activity_full", r.ErrorCode())
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": "a_01JD0000000000000000000000"})
+	require.Equal(t, http.StatusNotFound, r.Status)
+}

@@ -1,0 +1,38 @@
+/* The demo page's own behaviour: the activity's title and the "sign up a random user" button. */
+(function () {
+  'use strict';
+  var title = document.querySelector('[data-demo-title]');
+  if (title) {
+    var id = title.getAttribute('data-demo-title');
+    fetch('/v1/activities/' + encodeURIComponent(id), { cache: 'no-store' }).then(function (r) {
+      return r.ok ? r.json() : null;
+    }).then(function (a) {
+      if (a && a.title) { title.textContent = a.title; }
+    }).catch(function () {});
+  }
+
+  var button = document.getElementById('demo-signup');
+  var result = document.getElementById('demo-signup-result');
+  if (!button || !result) { return; }
+  button.addEventListener('click', function () {
+    if (button.disabled) { return; }
+    button.disabled = true;
+    fetch('/demo/signups', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ activity_id: button.getAttribute('data-activity') })
+    }).then(function (r) {
+      return r.json().then(function (body) { return { ok: r.ok, body: body }; });
+    }).then(function (res) {
+      if (res.ok) {
+        result.textContent = 'Signed up ' + res.body.user_id + '.';
+      } else if (res.body.error && res.body.error.code === 'activity_full') {
+        result.textContent = 'No seat left: the activity is full.';
+      } else {
+        result.textContent = 'Signup failed: ' + (res.body.error ? res.body.error.message : 'unknown error');
+      }
+    }).catch(function () {
+      result.textContent = 'Signup failed: the server could not be reached.';
+    }).then(function () { button.disabled = false; });
+  });
+}());

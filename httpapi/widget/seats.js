@@ -1,0 +1,114 @@
+/*
+ * capacityd seat widget. Include this script once; every element
+ *   <div data-seats-activity="ACTIVITY_ID"></div>
+ * shows "N of M seats left" (or "Full"), updated live from the service's
+ * seat stream. Widgets of the same activity share one stream; a broken
+ * stream is reopened with exponential backoff. No dependencies.
+ * window.capacitydSeats.scan() binds elements added after the page loaded.
+ */
+(function () {
+  'use strict';
+  if (window.capacitydSeats) { return; }
+
+  var script = document.currentScript;
+  var base = script && script.src ? new URL(script.src, location.href).origin : location.origin;
+  var MAX_BACKOFF_MS = 30000;
+  var streams = {}; // activity id -> stream state
+
+  function seatsText(s) {
+    return s.remaining > 0 ? s.remaining + ' of ' + s.capacity + ' seats left' : 'Full';
+  }
+
+  function setText(el, text) {
+    if (el.textContent !== text) { el.textContent = text; }
+  }
+
+  function render(st) {
+    var s = st.seats;
+    st.els.forEach(function (el) {
+      el.setAttribute('data-seats-state', st.state);
+      if (!s) { return; }
+      setText(el, seatsText(s));
+      el.setAttribute('data-seats-remaining', String(s.remaining));
+      el.classList.toggle('seats-full', s.remaining <= 0);
+    });
+  }
+
+  function setState(st, state) {
+    st.state = state;
+    render(st);
+  }
+
+  function path(st, suffix) {
+    return base + '/v1/activities/' + encodeURIComponent(st.id) + '/seats' + suffix;
+  }
+
+  function connect(st) {
+    st.timer = null;
+    var es = new EventSource(path(st, '/stream'));
+    st.es = es;
+    es.addEventListener('seats', function (e) {
+      var s;
+      try { s = JSON.parse(e.data); } catch (err) { return; }
+      st.attempt = 0;
+      st.seats = s;
+      setState(st, 'live');
+    });
+    es.onerror = function () {
+      // Reconnect on our own schedule rather than EventSource's fixed one.
+      es.close();
+      if (st.es !== es) { return; }
+      st.es = null;
+      setState(st, 'reconnecting');
+      retry(st);
+    };
+  }
+
+  function retry(st) {
+    var delay = Math.min(MAX_BACKOFF_MS, 1000 * Math.pow(2, st.attempt));
+    st.attempt = Math.min(st.attempt + 1, 6);
+    delay = delay / 2 + Math.random() * delay / 2;
+    // Meanwhile read the numbers once, and stop for an activity that does
+    // not exist.
+    fetch(path(st, ''), { cache: 'no-store' }).then(function (r) {
+      if (r.status === 404) { return 'missing'; }
+      return r.ok ? r.json() : null;
+    }).catch(function () { return null; }).then(function (s) {
+      if (s === 'missing') {
+        st.els.forEach(function (el) { setText(el, 'Unknown activity'); });
+        setState(st, 'missing');
+        return;
+      }
+      if (s) { st.seats = s; render(st); }
+      st.timer = setTimeout(function () { connect(st); }, delay);
+    });
+  }
+
+  function bind(el) {
+    var id = el.getAttribute('data-seats-activity');
+    if (!id || el.hasAttribute('data-seats-state')) { return; }
+    el.setAttribute('aria-live', 'polite');
+    el.setAttribute('aria-atomic', 'true');
+    if (!el.hasAttribute('role')) { el.setAttribute('role', 'status'); }
+    var st = streams[id];
+    if (!st) {
+      st = streams[id] = { id: id, els: [], seats: null, state: 'connecting', attempt: 0, es: null, timer: null };
+      connect(st);
+    }
+    st.els.push(el);
+    if (!st.seats && !el.textContent) { el.textContent = 'Loading seats\u2026'; }
+    render(st);
+  }
+
+  function scan(root) {
+    var els = (root || document).querySelectorAll('[data-seats-activity]');
+    Array.prototype.forEach.call(els, bind);
+  }
+
+  window.capacitydSeats = { scan: scan };
+  if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', function () { scan(); });
+  } else {
+    scan();
+  }
+}());

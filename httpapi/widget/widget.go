@@ -1,0 +1,32 @@
+// Package widget holds the drop-in browser widgets and the demo page that
+// capacityd serves from its binary: seats.js (live "N of M seats left"),
+// note-buttons.js (note views and waters) and the demo page's template,
+// script and style.
+package widget
+
+import (
+	"embed"
+	"html/template"
+)
+
+// Assets are the static files served under /widget/: seats.js,
+// note-buttons.js, demo.js and demo.css.
+//
+//go:embed seats.js note-buttons.js demo.js demo.css
+var Assets embed.FS
+
+//go:embed demo.html
+var demoHTML string
+
+// DemoPage is the template of the demo page. Its data is DemoData.
+var DemoPage = template.Must(template.New("demo").Parse(demoHTML))
+
+// DemoData fills the demo page.
+type DemoData struct {
+	// ActivityID is the activity of the seat widget; empty leaves it out.
+	ActivityID string
+	// NoteID is the note of the note buttons; empty leaves them out.
+	NoteID string
+	// Signups shows the "sign up a random user" button.
+	Signups bool
+}

@@ -1,0 +1,296 @@
+package widget_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+)
+
+// browserCtx is the one headless chromium of the package's tests; each
+// test opens its own tab. It is nil when chromium is not installed.
+var browserCtx context.Context
+
+func TestMain(m *testing.M) {
+	os.Exit(runWithBrowser(m))
+}
+
+func runWithBrowser(m *testing.M) int {
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		return m.Run() // the tests report chromium missing
+	}
+	dir, err := os.MkdirTemp("", "capacityd-chromium-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(dir),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1000, 800),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	// Start the browser now, on a context without a deadline.
+	if err := chromedp.Do(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "start chromium:", err)
+		return 1
+	}
+	browserCtx = ctx
+	return m.Run()
+}
+
+// tab opens a browser tab for t, closed when t ends.
+func tab(t *testing.T) context.Context {
+	t.Helper()
+	testenv.Require(t, browserCtx != nil, "chromium (apt-get install chromium)")
+	ctx, cancel := chromedp.NewContext(browserCtx)
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(900, 720)))
+	return ctx
+}
+
+// do runs the steps within d.
+func do(t *testing.T, ctx context.Context, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, steps...))
+}
+
+// waitText waits until the element's text is want.
+func waitText(sel, want string, within time.Duration) chromedp.Action[chromedp.Void] {
+	js := fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === %q`, sel, want)
+	p := void(chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(10*time.Millisecond)))
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := p(ctx, t)
+		if err != nil {
+			err = fmt.Errorf("waiting for %s to read %q: %w", sel, want, err)
+		}
+		return chromedp.Void{}, err
+	}
+}
+
+// void drops an action's value.
+func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
+}
+
+// text returns the element's text.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).textContent`, sel)))
+	require.NoError(t, err)
+	return s
+}
+
+// artifactsDir is $ARTIFACTS_DIR, default artifacts/ at the module root.
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("ARTIFACTS_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(moduleRoot(t), "artifacts")
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, parent, dir, "go.mod not found")
+		dir = parent
+	}
+}
+
+// screenshot saves the tab's viewport as artifacts/<test name>.png.
+func screenshot(t *testing.T, ctx context.Context) []byte {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	dir := artifactsDir(t)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	path := filepath.Join(dir, t.Name()+".png")
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot: %s", path)
+	return png
+}
+
+func signup(t *testing.T, inst *apptest.Instance, activityID, user string) {
+	t.Helper()
+	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+activityID+"/registrations", inst.Token(t, user, false), "{}")
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+}
+
+// TestSeatWidgetIsLive embeds the seat widget in a page of another origin,
+// three widgets for two activities, and follows signups made through the
+// API.
+func TestSeatWidgetIsLive(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	a := inst.CreateActivity(t, "Cardiology grand rounds", 3)
+	b := inst.CreateActivity(t, "Journal club", 5)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><head><title>embed</title></head><body>
+<p>Rounds: <span id="a1" data-seats-activity="%[2]s"></span></p>
+<p>Rounds again: <span id="a2" data-seats-activity="%[2]s"></span></p>
+<p>Journal club: <span id="b" data-seats-activity="%[3]s"></span></p>
+<script src="%[1]s/widget/seats.js" async></script></body></html>`, inst.URL, a, b)
+	}))
+	t.Cleanup(page.Close)
+
+	ctx := tab(t)
+	do(t, ctx, 10*time.Second,
+		chromedp.Navigate(page.URL),
+		waitText("#a1", "3 of 3 seats left", 5*time.Second),
+		waitText("#a2", "3 of 3 seats left", time.Second),
+		waitText("#b", "5 of 5 seats left", time.Second),
+	)
+	live, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#a1').getAttribute('aria-live')`))
+	require.NoError(t, err)
+	require.Equal(t, "polite", live)
+
+	start := time.Now()
+	signup(t, inst, a, "u1")
+	do(t, ctx, 5*time.Second, waitText("#a1", "2 of 3 seats left", time.Second-time.Since(start)))
+	t.Logf("signup shown by the widget %s after it was sent", time.Since(start))
+	do(t, ctx, 5*time.Second, waitText("#a2", "2 of 3 seats left", time.Second))
+	require.Equal(t, "5 of 5 seats left", text(t, ctx, "#b"))
+
+	signup(t, inst, a, "u2")
+	signup(t, inst, a, "u3")
+	do(t, ctx, 5*time.Second, waitText("#a1", "Full", time.Second), waitText("#a2", "Full", time.Second))
+	screenshot(t, ctx)
+}
+
+// TestSeatWidgetReconnects cuts the widget's stream (at a proxy in front of
+// the service) and checks that it reconnects and catches up on its own.
+func TestSeatWidgetReconnects(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	a := inst.CreateActivity(t, "Cardiology grand rounds", 10)
+	target, err := url.Parse(inst.URL)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+	t.Cleanup(proxy.Close)
+
+	ctx := tab(t)
+	do(t, ctx, 10*time.Second,
+		chromedp.Navigate(proxy.URL+"/demo?activity="+a),
+		waitText("[data-seats-activity]", "10 of 10 seats left", 5*time.Second),
+	)
+	proxy.CloseClientConnections()
+	signup(t, inst, a, "u1")
+	do(t, ctx, 10*time.Second, waitText("[data-seats-activity]", "9 of 10 seats left", 5*time.Second))
+	proxy.CloseClientConnections()
+	time.Sleep(100 * time.Millisecond)
+	signup(t, inst, a, "u2")
+	do(t, ctx, 10*time.Second, waitText("[data-seats-activity]", "8 of 10 seats left", 5*time.Second))
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-seats-activity]').getAttribute('data-seats-state')`))
+	require.NoError(t, err)
+	require.Contains(t, []string{"live", "reconnecting"}, state)
+	screenshot(t, ctx)
+}
+
+// TestNoteButtonsCountViewsAndWaters loads the note buttons twice and
+// waters the note with a double click.
+func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	note := "browser-note-" + fmt.Sprint(time.Now().UnixNano())
+	ctx := tab(t)
+	views := `[data-note] .note-views`
+	waters := `[data-note] .note-waters`
+	do(t, ctx, 10*time.Second,
+		chromedp.Navigate(inst.URL+"/demo?note="+note),
+		waitText(views, "1 view", 5*time.Second),
+		waitText(waters, "0 waters", time.Second),
+		chromedp.Reload(),
+		waitText(views, "2 views", 5*time.Second),
+	)
+	// Two clicks in a row: the second comes while the first is in flight.
+	do(t, ctx, 10*time.Second,
+		void(chromedp.Evaluate[bool](`(() => { const b = document.querySelector('[data-note] .note-water'); b.click(); b.click(); return true })()`)),
+		waitText(waters, "1 water", 5*time.Second),
+	)
+	time.Sleep(300 * time.Millisecond)
+	r := inst.MustDo(t, http.MethodGet, "/v1/notes/"+note+"/stats", "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.JSONEq(t, fmt.Sprintf(`{"note_id":%q,"views":2,"waters":1}`, note), string(r.Body))
+	require.Equal(t, "1 water", text(t, ctx, waters))
+
+	do(t, ctx, 10*time.Second, chromedp.Click(`[data-note] .note-water`), waitText(waters, "2 waters", 5*time.Second))
+	screenshot(t, ctx)
+}
+
+// TestDemoPage shows both widgets and signs a random user up from the page.
+// With UPDATE_DOCS=1 it also saves the screenshot as docs/demo.png.
+func TestDemoPage(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
+	a := inst.CreateActivity(t, "Cardiology grand rounds", 20)
+	for i := range 7 {
+		signup(t, inst, a, fmt.Sprintf("u%d", i))
+	}
+	note := "demo-note" // each instance has a database of its own
+	for range 41 {
+		inst.MustDo(t, http.MethodPost, "/v1/notes/"+note+"/views", "", nil)
+	}
+	for range 6 {
+		inst.MustDo(t, http.MethodPost, "/v1/notes/"+note+"/waters", "", nil)
+	}
+
+	r := inst.MustDo(t, http.MethodGet, "/demo?activity="+a+"&note="+note, "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, r.Header.Get("Content-Security-Policy"), "script-src 'self'")
+	require.Equal(t, "nosniff", r.Header.Get("X-Content-Type-Options"))
+	require.Equal(t, "no-referrer", r.Header.Get("Referrer-Policy"))
+
+	ctx := tab(t)
+	do(t, ctx, 15*time.Second,
+		chromedp.EmulateViewport(900, 860),
+		chromedp.Navigate(inst.URL+"/demo?activity="+a+"&note="+note),
+		waitText("[data-seats-activity]", "13 of 20 seats left", 5*time.Second),
+		waitText("[data-note] .note-views", "42 views", 5*time.Second),
+		waitText("#activity-title", "Cardiology grand rounds", 5*time.Second),
+		chromedp.Click("#demo-signup"),
+		waitText("[data-seats-activity]", "12 of 20 seats left", 2*time.Second),
+		void(chromedp.Poll[bool](`document.querySelector('#demo-signup-result').textContent.startsWith('Signed up demo-')`,
+			chromedp.WithPollingTimeout(2*time.Second))),
+	)
+	png := screenshot(t, ctx)
+	if os.Getenv("UPDATE_DOCS") != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(moduleRoot(t), "docs", "demo.png"), png, 0o644))
+	}
+}

@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"io/fs"
+	"net/http"
+	"path"
+	"regexp"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/httpapi/widget"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// demoCSP is the Content-Security-Policy of the demo page: its own scripts,
+// styles and API only.
+const demoCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+	"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// assetTypes are the content types of the widget assets.
+var assetTypes = map[string]string{
+	".js":  "text/javascript; charset=utf-8",
+	".css": "text/css; charset=utf-8",
+}
+
+// demoNotePattern is the form of a note id (API.md).
+var demoNotePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// registerWidgetRoutes adds the widget assets, the demo page and, when
+// enabled, the demo signup endpoint.
+func (s *Server) registerWidgetRoutes(e *echo.Echo) {
+	e.GET("/widget/:file", s.widgetAsset)
+	e.GET("/demo", s.demoPage)
+	if s.cfg.DemoSignups {
+		e.POST("/demo/signups", s.demoSignup)
+	}
+}
+
+// widgetAsset serves an embedded widget file, cacheable for five minutes
+// and loadable from any origin.
+func (s *Server) widgetAsset(c echo.Context) error {
+	name := c.Param("file")
+	ctype, ok := assetTypes[path.Ext(name)]
+	if !ok || name != path.Base(name) {
+		return capacityd.Errorf(capacityd.ENotFound, "no such widget file")
+	}
+	b, err := fs.ReadFile(widget.Assets, name)
+	if err != nil {
+		return capacityd.Errorf(capacityd.ENotFound, "no such widget file")
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderCacheControl, "public, max-age=300")
+	h.Set(echo.HeaderXContentTypeOptions, "nosniff")
+	h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+	return c.Blob(http.StatusOK, ctype, b)
+}
+
+// demoPage serves the demo page for ?activity= and ?note=. Ids of the wrong
+// form are left out of the page.
+func (s *Server) demoPage(c echo.Context) error {
+	data := widget.DemoData{Signups: s.cfg.DemoSignups}
+	if id := c.QueryParam("activity"); idPattern.MatchString(id) && id[0] == 'a' {
+		data.ActivityID = id
+	}
+	if n := c.QueryParam("note"); demoNotePattern.MatchString(n) {
+		data.NoteID = n
+	}
+	var buf bytes.Buffer
+	if err := widget.DemoPage.Execute(&buf, data); err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Content-Security-Policy", demoCSP)
+	h.Set(echo.HeaderXContentTypeOptions, "nosniff")
+	h.Set(echo.HeaderXFrameOptions, "DENY")
+	h.Set(echo.HeaderReferrerPolicy, "no-referrer")
+	h.Set(echo.HeaderCacheControl, "no-store")
+	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+// demoSignup signs up a random user ("demo-" and 12 hex digits) for the
+// activity of the body {"activity_id": "…"}. It exists so that the demo
+// page, which has no token, can show the counter move; it is off unless
+// the DemoSignups setting turns it on.
+func (s *Server) demoSignup(c echo.Context) error {
+	var req struct {
+		ActivityID string `json:"activity_id"`
+	}
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	if !idPattern.MatchString(req.ActivityID) || req.ActivityID[0] != 'a' {
+		return registration.ActivityNotFound(safeForMessage(req.ActivityID))
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	reg, _, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
+		ActivityID: req.ActivityID, UserID: "demo-" + hex.EncodeToString(b), Metadata: []byte(`{"demo":true}`),
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusCreated, reg)
+}

@@ -1,0 +1,212 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// MarkdownMeta is what the report page says about how it was made.
+type MarkdownMeta struct {
+	Date             time.Time
+	Command          string
+	Scale            Scale
+	ScenarioDuration time.Duration
+	BaselineDuration time.Duration
+	// ChartDir is where the charts are, relative to the page; empty: no
+	// charts.
+	ChartDir string
+}
+
+// scenarioDescriptions say what each scenario does, in the page's table.
+var scenarioDescriptions = map[string]string{
+	ScenarioSignupHot:    "POST signup, each a distinct user, to the hot activity (24k occupying of 80k rows at the start), 64 clients",
+	ScenarioSignupHot256: "the same at 256 clients",
+	ScenarioSignupSpread: "POST signup, distinct users, round-robin over 1,000 ordinary activities, 64 clients",
+	ScenarioFlashCrowd:   "20,000 distinct users, once each, for 500 seats of a new activity, 256 clients",
+	ScenarioSeatsRead:    "GET seats of the hot activity, cache warm, 64 clients",
+	ScenarioTrivial:      "GET /healthz: the HTTP stack's ceiling on this machine, 64 clients",
+	ScenarioViewsHot:     "POST views of one note, combining on, 64 clients",
+	ScenarioViewsNaive:   "the same with NOTE_COMBINING=off (one upsert per request)",
+	ScenarioSSEFanout:    "1,000 stream clients on one activity; latency from a signup to each client's event",
+}
+
+// baselineDescriptions say what each baseline runs.
+var baselineDescriptions = map[string]string{
+	BaselineHotRow1:        "`UPDATE lt_counter SET n = n + 1 WHERE id = 1`, 1 client (tps)",
+	BaselineHotRow32:       "the same one-row UPDATE, 32 clients (tps)",
+	BaselineHotRow256:      "the same one-row UPDATE, 256 clients (tps)",
+	BaselineHotRow256Conns: "connections the 256 clients had",
+	BaselineShard10x32:     "the UPDATE on one of 10 rows at random, 32 clients (tps)",
+	BaselineAppend32:       "`INSERT` of one row per event into an append-only table, 32 clients (tps)",
+	BaselineNoteUpsert32:   "one note's `INSERT … ON CONFLICT DO UPDATE SET views = views + 1 RETURNING`, 32 clients (tps)",
+	BaselineHotRowAsync32:  "the one-row UPDATE with `synchronous_commit=off`, 32 clients (tps)",
+}
+
+// checkDescriptions say what each check measures.
+var checkDescriptions = map[string]string{
+	CheckFlashAdmitted:        "flash crowd signups answered 201",
+	CheckFlashCapacity:        "the flash crowd activity's seats",
+	CheckFlashAdmissionTx:     "admission transactions that reached PostgreSQL during the flash crowd (`/metrics` delta)",
+	CheckFlash5xx:             "flash crowd responses with a 5xx status",
+	CheckFlashAuthorityTaken:  "the flash crowd activity's `taken` from the authority afterwards",
+	CheckCountHotMS:           "authority COUNT of the hot activity: median ms of prepared executions 7–20",
+	CheckCountHotPlan:         "its plan after 20 executions (EXPLAIN ANALYZE, BUFFERS)",
+	CheckCountSmallMS:         "the same COUNT for an ordinary activity (ms)",
+	CheckCountSmallPlan:       "its plan",
+	CheckHotRowDeadTuples:     "`n_dead_tup` after 16,000 updates of one row (autovacuum off)",
+	CheckSignupDeadTuples:     "dead tuples left by 16,000 signups (activity + registration tables, autovacuum off)",
+	CheckSignupDeadActivity:   "of which in `activity`",
+	CheckSignupDeadRegs:       "of which in `registration`",
+	CheckSeatsReadPGQueries:   "transactions in the bench database during seats_read (`pg_stat_database`)",
+	CheckSeatsReadRedisErrors: "Redis errors the service counted during seats_read (each suspends the cache for a second: reads go to PostgreSQL)",
+	CheckSeatsReadRebuilds:    "display counters the service rebuilt from the authority during seats_read",
+	CheckSSEClients:           "stream clients that received the initial event",
+	CheckSSEP99MS:             "p99 ms from a signup to a stream client's event",
+	CheckSSERSSMB:             "capacityd's RSS with every stream open (MB)",
+	CheckSSEStreamPGQueries:   "transactions in the bench database while the streams connected",
+}
+
+// scenarioOrder is the order of the page's table; others follow sorted.
+var scenarioOrder = []string{ScenarioSignupHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+	ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
+
+// orderedScenarios returns the report's scenario names in page order.
+func orderedScenarios(r *Report) []string {
+	var names []string
+	for _, n := range scenarioOrder {
+		if _, ok := r.Scenarios[n]; ok {
+			names = append(names, n)
+		}
+	}
+	var rest []string
+	for n := range r.Scenarios {
+		if !slices.Contains(scenarioOrder, n) {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(names, rest...)
+}
+
+// WriteMarkdown renders the report as BENCHMARKS.md.
+func WriteMarkdown(w io.Writer, r *Report, m MarkdownMeta) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# Benchmarks\n\n")
+	p("Generated by `make bench` — do not edit by hand; every figure below is measured by that run.\n\n")
+	p("- **Date:** %s\n", m.Date.UTC().Format("2006-01-02 15:04 MST"))
+	p("- **Machine:** %s\n", r.Machine)
+	p("- **Command:** `%s`\n", m.Command)
+	p("- **Dataset:** %d activities of %d registrations plus a hot activity of %d (70%% cancelled, %d occupying): %d rows, the hot rows interleaved among the others\n",
+		m.Scale.Activities, m.Scale.PerActivity, m.Scale.HotRows, m.Scale.HotOccupying(), m.Scale.Rows())
+	p("- **Durations:** %s per HTTP scenario, %s per PostgreSQL baseline; the load generator shares the machine with capacityd, PostgreSQL and Redis\n\n",
+		m.ScenarioDuration, m.BaselineDuration)
+
+	p("## Targets\n\n")
+	p("From the Performance sections of the registrations (3), notes (4) and stream (5) issues.\n\n")
+	p("| issue | measure | target | measured | met |\n|---|---|---|---|---|\n")
+	for _, t := range Targets(r) {
+		met := "not measured"
+		if t.Met != nil {
+			met = map[bool]string{true: "**yes**", false: "**no**"}[*t.Met]
+		}
+		p("| %d | %s | %s | %s | %s |\n", t.Issue, t.What, t.Want, mdCell(t.Got), met)
+	}
+
+	p("\n## HTTP scenarios\n\n")
+	p("rps counts successful operations per second; latencies (HdrHistogram) are of successful operations.\n\n")
+	p("| scenario | what | clients | ok | rps | p50 ms | p95 ms | p99 ms | max ms | errors |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, n := range orderedScenarios(r) {
+		s := r.Scenarios[n]
+		what := scenarioDescriptions[n]
+		if s.Note != "" {
+			what = strings.TrimPrefix(what+"; "+s.Note, "; ")
+		}
+		p("| %s | %s | %d | %d | %.0f | %s | %s | %s | %s | %d |\n", n, mdCell(what), s.Clients, s.Ops, s.RPS,
+			trimFloat(s.P50MS), trimFloat(s.P95MS), trimFloat(s.P99MS), trimFloat(s.MaxMS), s.Errors)
+	}
+
+	p("\n## PostgreSQL baselines\n\n")
+	p("pgbench-like scripts run through pgx in the load test's process, one connection per client (prepared statements), against the bench database.\n\n")
+	p("| baseline | what | value |\n|---|---|---|\n")
+	for _, k := range sortedKeys(r.Baselines) {
+		p("| %s | %s | %s |\n", k, baselineDescriptions[k], numCell(r.Baselines[k]))
+	}
+	if c := r.Baselines[BaselineHotRow256Conns]; c != nil && *c < 256 {
+		p("\nThe server's `max_connections` left room for %s connections, so the 256 clients of %s shared them (a pool), as a connection pooler would make them.\n",
+			trimFloat(*c), BaselineHotRow256)
+	}
+
+	p("\n## Ratios\n\n| ratio | value |\n|---|---|\n")
+	for _, k := range sortedKeys(r.Ratios) {
+		p("| %s | %s |\n", k, numCell(r.Ratios[k]))
+	}
+
+	p("\n## Checks\n\n| check | what | value |\n|---|---|---|\n")
+	checks := make([]string, 0, len(r.Checks))
+	for k := range r.Checks {
+		checks = append(checks, k)
+	}
+	sort.Strings(checks)
+	for _, k := range checks {
+		p("| %s | %s | %s |\n", k, checkDescriptions[k], mdCell(anyCell(r.Checks[k])))
+	}
+
+	if m.ChartDir != "" {
+		p("\n## Charts\n\n")
+		p("![Throughput by scenario](%s)\n\n", path.Join(m.ChartDir, ThroughputChart))
+		p("![Latency percentiles by scenario](%s)\n", path.Join(m.ChartDir, LatencyChart))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdownFile writes the page to path.
+func WriteMarkdownFile(path string, r *Report, m MarkdownMeta) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("loadtest: %w", err)
+	}
+	if err := WriteMarkdown(f, r, m); err != nil {
+		f.Close()
+		return fmt.Errorf("loadtest: write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func sortedKeys(m map[string]*float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func numCell(v *float64) string {
+	if v == nil {
+		return "not measured"
+	}
+	return trimFloat(*v)
+}
+
+func anyCell(v any) string {
+	if v == nil {
+		return "not measured"
+	}
+	if f, ok := checkNumber(v); ok {
+		return trimFloat(f)
+	}
+	return fmt.Sprint(v)
+}
+
+// mdCell escapes a value for a table cell.
+func mdCell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}

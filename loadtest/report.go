@@ -1,0 +1,200 @@
+package loadtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// Scenario names, as they appear in the report.
+const (
+	ScenarioSignupHot    = "signup_hot"
+	ScenarioSignupHot256 = "signup_hot_256"
+	ScenarioSignupSpread = "signup_spread"
+	ScenarioFlashCrowd   = "flash_crowd"
+	ScenarioSeatsRead    = "seats_read"
+	ScenarioTrivial      = "trivial"
+	ScenarioViewsHot     = "views_hot"
+	ScenarioViewsNaive   = "views_naive"
+	ScenarioSSEFanout    = "sse_fanout"
+)
+
+// Baseline names, as they appear in the report. The first four are the
+// ones the issue's JSON shape names; the others are measured alongside.
+const (
+	BaselineHotRow32      = "pg_hot_row_update_tps_32"
+	BaselineHotRow256     = "pg_hot_row_update_tps_256"
+	BaselineAppend32      = "pg_append_insert_tps_32"
+	BaselineNoteUpsert32  = "pg_note_upsert_tps_32"
+	BaselineHotRow1       = "pg_hot_row_update_tps_1"
+	BaselineShard10x32    = "pg_shard10_update_tps_32"
+	BaselineHotRowAsync32 = "pg_hot_row_update_async_tps_32"
+	// BaselineHotRow256Conns is the number of PostgreSQL connections the
+	// 256-client UPDATE could really open (max_connections may be lower).
+	BaselineHotRow256Conns = "pg_hot_row_update_256_connections"
+)
+
+// Ratio names, as they appear in the report.
+const (
+	RatioSignupHotVsHotRow       = "signup_hot_vs_hot_row_update"
+	RatioSignupHot256VsHotRow256 = "signup_hot_256_vs_hot_row_update_256"
+	RatioSignupHotVsSpread       = "signup_hot_vs_spread"
+	RatioViewsHotVsNaive         = "views_hot_vs_naive"
+	RatioViewsHotVsPGUpsert      = "views_hot_vs_pg_upsert"
+	RatioSeatsReadVsTrivial      = "seats_read_vs_trivial"
+)
+
+// Check names, as they appear in the report. The first eight are the ones
+// the issue's JSON shape names.
+const (
+	CheckFlashAdmitted        = "flash_crowd_admitted"
+	CheckFlashCapacity        = "flash_crowd_capacity"
+	CheckFlashAdmissionTx     = "flash_crowd_admission_tx"
+	CheckFlash5xx             = "flash_crowd_5xx"
+	CheckCountHotMS           = "count_hot_ms"
+	CheckCountHotPlan         = "count_hot_plan"
+	CheckSignupDeadTuples     = "activity_dead_tuples_from_signups"
+	CheckSeatsReadPGQueries   = "seats_read_pg_queries"
+	CheckCountSmallMS         = "count_small_ms"
+	CheckCountSmallPlan       = "count_small_plan"
+	CheckHotRowDeadTuples     = "hot_row_dead_tuples_16k"
+	CheckSignupDeadActivity   = "signup_dead_tuples_activity_table"
+	CheckSignupDeadRegs       = "signup_dead_tuples_registration_table"
+	CheckSSEClients           = "sse_fanout_clients"
+	CheckSSEP99MS             = "sse_fanout_p99_ms"
+	CheckSSERSSMB             = "sse_fanout_rss_mb"
+	CheckSSEStreamPGQueries   = "sse_fanout_pg_queries"
+	CheckFlashAuthorityTaken  = "flash_crowd_authority_taken"
+	CheckSeatsReadRedisErrors = "seats_read_redis_errors"
+	CheckSeatsReadRebuilds    = "seats_read_cache_rebuilds"
+)
+
+// Report is everything one run measured, in the JSON shape of issue 6.
+// Absent measurements are null (nil pointers).
+type Report struct {
+	Machine   string                     `json:"machine"`
+	Scenarios map[string]*ScenarioResult `json:"scenarios"`
+	Baselines map[string]*float64        `json:"baselines"`
+	Ratios    map[string]*float64        `json:"ratios"`
+	Checks    map[string]any             `json:"checks"`
+}
+
+// ScenarioResult is one load scenario: successful operations per second,
+// latency percentiles of the successful operations in milliseconds, and
+// the operations that failed.
+type ScenarioResult struct {
+	RPS    float64 `json:"rps"`
+	P50MS  float64 `json:"p50_ms"`
+	P95MS  float64 `json:"p95_ms"`
+	P99MS  float64 `json:"p99_ms"`
+	MaxMS  float64 `json:"max_ms"`
+	Errors int64   `json:"errors"`
+	// Ops is the number of successful operations.
+	Ops int64 `json:"ops"`
+	// Clients is the number of concurrent clients.
+	Clients int `json:"clients"`
+	// Seconds is how long the scenario ran.
+	Seconds float64 `json:"seconds"`
+	// Note says anything a reader must know (e.g. why it was skipped).
+	Note string `json:"note,omitempty"`
+}
+
+// NewReport returns an empty report with every map allocated.
+func NewReport(machine string) *Report {
+	return &Report{
+		Machine:   machine,
+		Scenarios: map[string]*ScenarioResult{},
+		Baselines: map[string]*float64{},
+		Ratios:    map[string]*float64{},
+		Checks:    map[string]any{},
+	}
+}
+
+// Num returns a pointer to v, or nil when v is not a finite number.
+func Num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// ratio returns a/b, or nil when either is missing or b is zero.
+func ratio(a, b *float64) *float64 {
+	if a == nil || b == nil || *b == 0 {
+		return nil
+	}
+	return Num(round(*a / *b, 3))
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+// scenarioRPS returns a scenario's rps, or nil when it was not measured
+// or nothing succeeded.
+func (r *Report) scenarioRPS(name string) *float64 {
+	s, ok := r.Scenarios[name]
+	if !ok || s == nil || s.Ops == 0 {
+		return nil
+	}
+	return Num(s.RPS)
+}
+
+// ComputeRatios fills Ratios from the scenarios and baselines measured.
+// Every ratio of the issue's shape is present, null when unmeasured.
+func (r *Report) ComputeRatios() {
+	r.Ratios[RatioSignupHotVsHotRow] = ratio(r.scenarioRPS(ScenarioSignupHot), r.Baselines[BaselineHotRow32])
+	r.Ratios[RatioSignupHot256VsHotRow256] = ratio(r.scenarioRPS(ScenarioSignupHot256), r.Baselines[BaselineHotRow256])
+	r.Ratios[RatioSignupHotVsSpread] = ratio(r.scenarioRPS(ScenarioSignupHot), r.scenarioRPS(ScenarioSignupSpread))
+	r.Ratios[RatioViewsHotVsNaive] = ratio(r.scenarioRPS(ScenarioViewsHot), r.scenarioRPS(ScenarioViewsNaive))
+	r.Ratios[RatioViewsHotVsPGUpsert] = ratio(r.scenarioRPS(ScenarioViewsHot), r.Baselines[BaselineNoteUpsert32])
+	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))
+}
+
+// ensureShape adds the keys of the issue's JSON shape that were not
+// measured, as nulls, so a consumer always finds them.
+func (r *Report) ensureShape() {
+	for _, k := range []string{BaselineHotRow32, BaselineHotRow256, BaselineAppend32, BaselineNoteUpsert32} {
+		if _, ok := r.Baselines[k]; !ok {
+			r.Baselines[k] = nil
+		}
+	}
+	for _, k := range []string{CheckFlashAdmitted, CheckFlashAdmissionTx, CheckFlash5xx, CheckCountHotMS,
+		CheckCountHotPlan, CheckSignupDeadTuples, CheckSeatsReadPGQueries} {
+		if _, ok := r.Checks[k]; !ok {
+			r.Checks[k] = nil
+		}
+	}
+	r.Checks[CheckFlashCapacity] = FlashCrowdCapacity
+}
+
+// WriteJSON writes the report, indented, to w.
+func (r *Report) WriteJSON(w io.Writer) error {
+	r.ensureShape()
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("loadtest: encode report: %w", err)
+	}
+	return nil
+}
+
+// WriteJSONFile writes the report to path, creating its directory.
+func (r *Report) WriteJSONFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("loadtest: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("loadtest: %w", err)
+	}
+	if err := r.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,122 @@
+package loadtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func sampleReport() *Report {
+	r := NewReport("2 CPUs")
+	r.Scenarios[ScenarioSignupHot] = &ScenarioResult{RPS: 4000, Ops: 40000, P50MS: 10, P95MS: 20, P99MS: 30}
+	r.Scenarios[ScenarioSignupHot256] = &ScenarioResult{RPS: 6000, Ops: 60000}
+	r.Scenarios[ScenarioSignupSpread] = &ScenarioResult{RPS: 5000, Ops: 50000}
+	r.Scenarios[ScenarioViewsHot] = &ScenarioResult{RPS: 30000, Ops: 300000}
+	r.Scenarios[ScenarioViewsNaive] = &ScenarioResult{RPS: 3000, Ops: 30000}
+	r.Scenarios[ScenarioSeatsRead] = &ScenarioResult{RPS: 20000, Ops: 200000}
+	r.Scenarios[ScenarioTrivial] = &ScenarioResult{RPS: 0, Ops: 0, Errors: 5}
+	r.Baselines[BaselineHotRow32] = Num(3200)
+	r.Baselines[BaselineHotRow256] = Num(3000)
+	r.Baselines[BaselineNoteUpsert32] = Num(4000)
+	return r
+}
+
+func TestComputeRatios(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.ComputeRatios()
+	require.InDelta(t, 1.25, *r.Ratios[RatioSignupHotVsHotRow], 1e-9)
+	require.InDelta(t, 2.0, *r.Ratios[RatioSignupHot256VsHotRow256], 1e-9)
+	require.InDelta(t, 0.8, *r.Ratios[RatioSignupHotVsSpread], 1e-9)
+	require.InDelta(t, 10.0, *r.Ratios[RatioViewsHotVsNaive], 1e-9)
+	require.InDelta(t, 7.5, *r.Ratios[RatioViewsHotVsPGUpsert], 1e-9)
+	// trivial measured nothing successful: the ratio is unknown, not infinite.
+	require.Contains(t, r.Ratios, RatioSeatsReadVsTrivial)
+	require.Nil(t, r.Ratios[RatioSeatsReadVsTrivial])
+}
+
+func TestReportJSONHasTheIssueShape(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.ComputeRatios()
+	var buf bytes.Buffer
+	require.NoError(t, r.WriteJSON(&buf))
+
+	var got map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	require.ElementsMatch(t, []string{"machine", "scenarios", "baselines", "ratios", "checks"}, keys(got))
+
+	var scen map[string]map[string]any
+	require.NoError(t, json.Unmarshal(got["scenarios"], &scen))
+	for _, k := range []string{"rps", "p50_ms", "p95_ms", "p99_ms", "errors"} {
+		require.Contains(t, scen[ScenarioSignupHot], k)
+	}
+	var base, ratios, checks map[string]any
+	require.NoError(t, json.Unmarshal(got["baselines"], &base))
+	require.NoError(t, json.Unmarshal(got["ratios"], &ratios))
+	require.NoError(t, json.Unmarshal(got["checks"], &checks))
+	for _, k := range []string{BaselineHotRow32, BaselineHotRow256, BaselineAppend32, BaselineNoteUpsert32} {
+		require.Contains(t, base, k)
+	}
+	for _, k := range []string{RatioSignupHotVsHotRow, RatioSignupHot256VsHotRow256, RatioSignupHotVsSpread,
+		RatioViewsHotVsNaive, RatioViewsHotVsPGUpsert, RatioSeatsReadVsTrivial} {
+		require.Contains(t, ratios, k)
+	}
+	for _, k := range []string{CheckFlashAdmitted, CheckFlashCapacity, CheckFlashAdmissionTx, CheckFlash5xx,
+		CheckCountHotMS, CheckCountHotPlan, CheckSignupDeadTuples, CheckSeatsReadPGQueries} {
+		require.Contains(t, checks, k)
+	}
+	require.EqualValues(t, 500, checks[CheckFlashCapacity])
+	require.Nil(t, base[BaselineAppend32], "an unmeasured baseline is null")
+}
+
+func keys(m map[string]json.RawMessage) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestTargets(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.ComputeRatios()
+	r.Checks[CheckFlashAdmitted] = int64(500)
+	r.Checks[CheckFlash5xx] = int64(0)
+	r.Checks[CheckFlashAdmissionTx] = float64(51) // as decoded from JSON
+	r.Checks[CheckCountHotPlan] = "Aggregate > Index Only Scan using i on registration"
+
+	byWhat := map[string]Target{}
+	for _, tg := range Targets(r) {
+		byWhat[tg.What] = tg
+	}
+	met := func(what string) *bool {
+		tg, ok := byWhat[what]
+		require.True(t, ok, what)
+		return tg.Met
+	}
+	require.True(t, *met("hot signups/s at 64 clients vs one-row UPDATE at 32 clients"))
+	require.True(t, *met("hot signups/s vs signups spread over 1,000 activities"), "0.8 meets ≥ 0.8")
+	require.True(t, *met("flash crowd: admitted of 500 seats"))
+	require.False(t, *met("flash crowd: admission transactions that reached PostgreSQL"))
+	require.Nil(t, met("seat reads: PostgreSQL transactions with a warm cache"), "not measured")
+	require.True(t, *met("authority COUNT plan on the hot activity after 20 executions"))
+
+	r.Checks[CheckCountHotPlan] = "Aggregate > Seq Scan on registration (Filter (status = ANY) removed 9 rows)"
+	for _, tg := range Targets(r) {
+		if tg.What == "authority COUNT plan on the hot activity after 20 executions" {
+			require.False(t, *tg.Met)
+		}
+	}
+}
+
+func TestTrimFloat(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "1.5", trimFloat(1.5))
+	require.Equal(t, "500", trimFloat(500))
+	require.Equal(t, "0.001", trimFloat(0.0012))
+	require.Equal(t, "0", trimFloat(-0.0001))
+}

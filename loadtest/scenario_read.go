@@ -1,0 +1,138 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/physiciansnet/capacityd/capacity"
+)
+
+// readClients is the concurrency of the read and views scenarios.
+const readClients = 64
+
+// maxReadRate bounds the operations of a timed read scenario, far above
+// what two cores serve: the time bounds it first.
+const maxReadRate = 500000
+
+func maxReads(d time.Duration) int64 { return int64(d.Seconds()*maxReadRate) + 1000 }
+
+// reads runs trivial (GET /healthz, the ceiling of the HTTP stack on this
+// machine) and then seats_read on the hot activity with the cache warm,
+// counting the transactions the bench database saw meanwhile.
+func (b *bench) reads(ctx context.Context) error {
+	path := "/v1/activities/" + b.seed.HotActivity + "/seats"
+	// A fresh display counter: its TTL cannot run out during the scenario.
+	if b.rdb != nil && b.cfg.ServiceURL == "" {
+		if err := b.rdb.Del(ctx, capacity.Key(b.seed.HotActivity)).Err(); err != nil {
+			return fmt.Errorf("loadtest: reset the hot counter: %w", err)
+		}
+	}
+	if err := b.warmSeats(ctx, path); err != nil {
+		return err
+	}
+	// The stream scenario runs next; its activity is made now so that the
+	// wait below serves it too.
+	if b.cfg.wants(ScenarioSSEFanout) {
+		id, err := b.prepareSSE(ctx)
+		if err != nil {
+			return err
+		}
+		b.sseActivity = id
+	}
+	warmed := time.Now()
+	d := b.cfg.ScenarioDuration
+	if b.cfg.wants(ScenarioTrivial) {
+		out := Drive(ctx, Load{Name: ScenarioTrivial, Clients: readClients, Duration: d, MaxOps: maxReads(d)}, b.log,
+			func(ctx context.Context, _ int, _ int64) error {
+				return b.client.Expect(ctx, http.StatusOK, http.MethodGet, "/healthz", "", nil, nil)
+			})
+		b.report.Scenarios[ScenarioTrivial] = out.Result(readClients)
+	}
+	if !b.cfg.wants(ScenarioSeatsRead) {
+		return nil
+	}
+	// Idle backends flush their statistics up to 10 s late: let the
+	// warm-up's rebuild reach pg_stat_database before the first reading.
+	if err := sleep(ctx, b.cfg.StatsIdleWait-time.Since(warmed)); err != nil {
+		return err
+	}
+	before, err := b.mon.Transactions(ctx)
+	if err != nil {
+		return err
+	}
+	m0, err := b.serviceCounters(ctx)
+	if err != nil {
+		return err
+	}
+	out := Drive(ctx, Load{Name: ScenarioSeatsRead, Clients: readClients, Duration: d, MaxOps: maxReads(d)}, b.log,
+		func(ctx context.Context, _ int, _ int64) error {
+			return b.client.Expect(ctx, http.StatusOK, http.MethodGet, path, "", nil, nil)
+		})
+	b.report.Scenarios[ScenarioSeatsRead] = out.Result(readClients)
+	if err := sleep(ctx, statsFlushWait); err != nil {
+		return err
+	}
+	after, err := b.mon.Transactions(ctx)
+	if err != nil {
+		return err
+	}
+	m1, err := b.serviceCounters(ctx)
+	if err != nil {
+		return err
+	}
+	b.report.Checks[CheckSeatsReadPGQueries] = after - before
+	b.report.Checks[CheckSeatsReadRedisErrors] = int64(m1.redisErrors - m0.redisErrors)
+	b.report.Checks[CheckSeatsReadRebuilds] = int64(m1.rebuilds - m0.rebuilds)
+	fmt.Fprintf(b.log, "%-16s PostgreSQL transactions in the bench database during the scenario: %d (the service counted %d Redis errors and %d cache rebuilds)\n",
+		ScenarioSeatsRead, after-before, int64(m1.redisErrors-m0.redisErrors), int64(m1.rebuilds-m0.rebuilds))
+	return nil
+}
+
+// serviceCounters are the display tier's counters from /metrics.
+type serviceCounters struct{ redisErrors, rebuilds float64 }
+
+func (b *bench) serviceCounters(ctx context.Context) (serviceCounters, error) {
+	text, err := b.client.Text(ctx, "/metrics")
+	if err != nil {
+		return serviceCounters{}, fmt.Errorf("loadtest: read /metrics: %w", err)
+	}
+	var c serviceCounters
+	c.redisErrors, _ = SumMetric(text, "capacityd_redis_errors_total")
+	c.rebuilds, _ = SumMetric(text, "capacityd_seat_cache_rebuilds_total")
+	return c, nil
+}
+
+// warmSeats reads the seats until they come from the cache.
+func (b *bench) warmSeats(ctx context.Context, path string) error {
+	var s Seats
+	for range 50 {
+		if err := b.client.Expect(ctx, http.StatusOK, http.MethodGet, path, "", nil, &s); err != nil {
+			return fmt.Errorf("loadtest: warm the seat cache: %w", err)
+		}
+		if s.Source == "cache" {
+			return nil
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(b.log, "warning: seats of %s still come from %q after 50 reads\n", path, s.Source)
+	return nil
+}
+
+// views posts views of one hot note (a fresh one per scenario) from 64
+// clients.
+func (b *bench) views(ctx context.Context, name string) error {
+	path := "/v1/notes/lt-" + b.nonce + "-" + name + "/views"
+	if err := b.client.Expect(ctx, http.StatusOK, http.MethodPost, path, "", nil, nil); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	out := Drive(ctx, Load{Name: name, Clients: readClients, Duration: b.cfg.ScenarioDuration, MaxOps: maxReads(b.cfg.ScenarioDuration)}, b.log,
+		func(ctx context.Context, _ int, _ int64) error {
+			return b.client.Expect(ctx, http.StatusOK, http.MethodPost, path, "", nil, nil)
+		})
+	b.report.Scenarios[name] = out.Result(readClients)
+	return nil
+}

@@ -1,0 +1,73 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+)
+
+// TestSmoke seeds a tiny dataset and runs every step very briefly against
+// a capacityd the run starts itself, on a database and a Redis of the
+// test's own: the load test must keep working as the service changes.
+// Its numbers mean nothing.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a capacityd; skipped with -short")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	name := "capacityd_bench_smoke_" + randomHex(4)
+	dbURL, err := withDatabase(testenv.DatabaseURL(), name)
+	require.NoError(t, err)
+	t.Cleanup(func() { dropDatabase(t, name) })
+	rdb := testenv.PrivateRedis(t)
+
+	var log bytes.Buffer
+	seed, err := Seed(ctx, dbURL, Scale{Activities: 8, PerActivity: 10, HotRows: 100}, &log)
+	require.NoError(t, err, log.String())
+	require.Equal(t, ActivityPublicID(9), seed.HotActivity)
+
+	r, err := Run(ctx, Config{
+		// The race-built binary of the other end-to-end tests: built once
+		// per test process, and linked from the build cache when they ran.
+		DatabaseURL: dbURL, RedisURL: rdb.URL(), Binary: apptest.Binary(t),
+		ScenarioDuration: 200 * time.Millisecond, BaselineDuration: 100 * time.Millisecond,
+		FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, StatsIdleWait: time.Nanosecond,
+		Log: &log,
+	})
+	require.NoError(t, err, log.String())
+	for _, s := range []string{ScenarioSignupHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+		ScenarioSeatsRead, ScenarioTrivial} {
+		require.Contains(t, r.Scenarios, s, log.String())
+		require.Positive(t, r.Scenarios[s].Ops, "%s: %s", s, log.String())
+	}
+	require.NotNil(t, r.Baselines[BaselineHotRow32])
+	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")
+	require.LessOrEqual(t, r.Checks[CheckFlashAdmitted], int64(FlashCrowdCapacity))
+
+	var js bytes.Buffer
+	require.NoError(t, r.WriteJSON(&js))
+	require.True(t, json.Valid(js.Bytes()))
+}
+
+func dropDatabase(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := withDatabase(testenv.DatabaseURL(), "postgres")
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
+}

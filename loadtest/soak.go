@@ -1,0 +1,636 @@
+package loadtest
+
+// The soak scenario (issue 7): capacityd under mixed load for a long time
+// on a PostgreSQL and a Redis of its own, each restarted once in the
+// middle, then checked for exactness and leaks. Run by hand:
+//
+//	loadtest soak -capacityd bin/capacityd -duration 10m
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/physiciansnet/capacityd/httpapi"
+)
+
+// SoakConfig configures the soak scenario.
+type SoakConfig struct {
+	// Binary is the capacityd to run.
+	Binary string
+	// Duration of the load; default 10 minutes.
+	Duration time.Duration
+	// Clients is the number of concurrent request loops; default 32.
+	Clients int
+	// Streams is the number of seat streams held open; default 20.
+	Streams int
+	// SeatCacheTTL of the service; the display must equal the authority
+	// after it. Default 10s.
+	SeatCacheTTL time.Duration
+	Log          io.Writer
+}
+
+// SoakResult are the soak's figures and verdicts.
+type SoakResult struct {
+	Duration         string        `json:"duration"`
+	Requests         int64         `json:"requests"`
+	ByStatus         map[int]int64 `json:"by_status"`
+	Errors5xxOutside int64         `json:"errors_5xx_outside_outages"`
+	Errors5xxInside  int64         `json:"errors_5xx_inside_outages"`
+	TransportErrors  int64         `json:"transport_errors"`
+	// TransportErrorsByOp and UnavailableByOp say which operations lost
+	// their answer or got 503; SampleErrors are a few transport errors.
+	TransportErrorsByOp map[string]int `json:"transport_errors_by_op"`
+	UnavailableByOp     map[string]int `json:"unavailable_by_op"`
+	SampleErrors        []string       `json:"sample_errors"`
+	Overfull            []string       `json:"overfull_activities"`
+	DisplayMismatches   []string       `json:"display_mismatches"`
+	ViewMismatches      []string       `json:"view_mismatches"`
+	StreamEvents        int64          `json:"stream_events"`
+	Goroutines          []float64      `json:"goroutines"`
+	RSSMiB              []float64      `json:"rss_mib"`
+	Outages             []soakWindow   `json:"outages"`
+	Ops                 map[string]int `json:"ops"`
+	Pass                bool           `json:"pass"`
+}
+
+type soakWindow struct {
+	What  string    `json:"what"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// SoakCommand is `loadtest soak`: it parses flags and prints the result as
+// JSON; it fails when a check fails.
+func SoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg SoakConfig
+	fs.StringVar(&cfg.Binary, "capacityd", "bin/capacityd", "capacityd binary to run")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "how long the load runs")
+	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent request loops")
+	fs.IntVar(&cfg.Streams, "streams", 20, "seat streams held open")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Log = stderr
+	res, err := Soak(ctx, cfg)
+	if res != nil {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Pass {
+		return errors.New("soak: a check failed (see the JSON)")
+	}
+	return nil
+}
+
+// soakState is what the load loops share.
+type soakState struct {
+	c          *Client
+	auth       *httpapi.Authenticator
+	admin      string
+	activities []string
+	capacity   int
+	notes      []string
+
+	mu       sync.Mutex
+	regs     []soakReg // registrations to cancel or move
+	views    map[string]int64
+	waters   map[string]int64
+	status   map[int]int64
+	ops      map[string]int
+	outages  []soakWindow
+	in5xx    int64
+	out5xx   int64
+	transErr int64
+	errByOp  map[string]int
+	unavByOp map[string]int
+	samples  []string
+	requests atomic.Int64
+	users    atomic.Int64
+	events   atomic.Int64
+}
+
+type soakReg struct{ id, token string }
+
+// Soak runs the scenario.
+func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
+	if cfg.Duration == 0 {
+		cfg.Duration = 10 * time.Minute
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 32
+	}
+	if cfg.Streams <= 0 {
+		cfg.Streams = 20
+	}
+	if cfg.SeatCacheTTL <= 0 {
+		cfg.SeatCacheTTL = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(cfg.Log, "soak %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+	dir, err := os.MkdirTemp("", "capacityd-soak-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	pg, err := startSoakPostgres(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer pg.stop(syscall.SIGKILL)
+	rd, err := startSoakRedis()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.stop(syscall.SIGKILL)
+	logf("private PostgreSQL %s, Redis %s", pg.addr, rd.addr)
+
+	const secret = "soak-secret-soak-secret-soak-secret-soak"
+	srv, err := StartServer(ctx, ServerConfig{
+		Binary: cfg.Binary, DatabaseURL: "postgres://postgres@" + pg.addr + "/postgres?sslmode=disable",
+		RedisURL: "redis://" + rd.addr + "/0", Secret: secret,
+		Env: []string{"SEAT_CACHE_TTL=" + cfg.SeatCacheTTL.String(), "EXPIRY_INTERVAL=1s", "RECONCILE_INTERVAL=5s"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	auth, err := httpapi.NewAuthenticator([]byte(secret))
+	if err != nil {
+		return nil, err
+	}
+	admin, _ := auth.Sign("soak-admin", true, 24*time.Hour)
+	st := &soakState{
+		c: c, auth: auth, admin: admin, capacity: 40,
+		views: map[string]int64{}, waters: map[string]int64{}, status: map[int]int64{}, ops: map[string]int{},
+		errByOp: map[string]int{}, unavByOp: map[string]int{},
+	}
+	for i := range 20 {
+		id, err := c.CreateActivity(ctx, admin, fmt.Sprintf("soak %d", i), st.capacity)
+		if err != nil {
+			return nil, err
+		}
+		st.activities = append(st.activities, id)
+	}
+	for i := range 10 {
+		st.notes = append(st.notes, fmt.Sprintf("soak-note-%d", i))
+	}
+
+	res := &SoakResult{ByStatus: map[int]int64{}}
+	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
+	defer stopLoad()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range cfg.Clients {
+		wg.Go(func() { st.loop(loadCtx, w) })
+	}
+	for i := range cfg.Streams {
+		wg.Go(func() { st.stream(loadCtx, srv.URL, st.activities[i%len(st.activities)]) })
+	}
+	wg.Go(func() {
+		t := time.NewTicker(max(cfg.Duration/20, 5*time.Second))
+		defer t.Stop()
+		for {
+			g, rss := sampleProcess(loadCtx, c)
+			if g > 0 {
+				res.Goroutines = append(res.Goroutines, g)
+				res.RSSMiB = append(res.RSSMiB, rss/(1<<20))
+			}
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	// The faults: Redis at a third, PostgreSQL at two thirds.
+	wg.Go(func() {
+		if !sleepCtx(loadCtx, cfg.Duration/3) {
+			return
+		}
+		w := soakWindow{What: "redis", Start: time.Now()}
+		st.setOutage(w)
+		logf("killing Redis")
+		rd.stop(syscall.SIGKILL)
+		sleepCtx(loadCtx, 5*time.Second)
+		if err := rd.start(); err != nil {
+			logf("restart Redis: %v", err)
+		}
+		logf("Redis back")
+		sleepCtx(loadCtx, 3*time.Second)
+		w.End = time.Now()
+		st.setOutage(w)
+
+		if !sleepCtx(loadCtx, cfg.Duration/3-8*time.Second) {
+			return
+		}
+		w = soakWindow{What: "postgres", Start: time.Now()}
+		st.setOutage(w)
+		logf("stopping PostgreSQL")
+		pg.stop(syscall.SIGINT)
+		sleepCtx(loadCtx, 5*time.Second)
+		if err := pg.start(); err != nil {
+			logf("restart PostgreSQL: %v", err)
+		}
+		waitReady(loadCtx, c, 60*time.Second)
+		logf("PostgreSQL back")
+		sleepCtx(loadCtx, 3*time.Second)
+		w.End = time.Now()
+		st.setOutage(w)
+	})
+	wg.Wait()
+	res.Duration = time.Since(start).Round(time.Second).String()
+	logf("load done after %s; waiting the cache TTL", res.Duration)
+	time.Sleep(cfg.SeatCacheTTL + 2*time.Second)
+	if g, rss := sampleProcess(ctx, c); g > 0 {
+		res.Goroutines = append(res.Goroutines, g)
+		res.RSSMiB = append(res.RSSMiB, rss/(1<<20))
+	}
+	st.check(ctx, res)
+	return res, nil
+}
+
+func (st *soakState) setOutage(w soakWindow) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := range st.outages {
+		if st.outages[i].Start.Equal(w.Start) {
+			st.outages[i] = w
+			return
+		}
+	}
+	st.outages = append(st.outages, w)
+}
+
+// inOutage reports whether a request started at t overlaps an outage.
+func (st *soakState) inOutage(start, end time.Time) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, w := range st.outages {
+		if !start.After(orNow(w.End)) && !end.Before(w.Start) {
+			return true
+		}
+	}
+	return false
+}
+
+func orNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now().Add(time.Hour)
+	}
+	return t
+}
+
+func (st *soakState) record(op string, status int, err error, start time.Time) {
+	st.requests.Add(1)
+	inside := st.inOutage(start, time.Now())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ops[op]++
+	if err != nil {
+		st.transErr++
+		st.errByOp[op]++
+		if len(st.samples) < 5 {
+			st.samples = append(st.samples, op+": "+err.Error())
+		}
+		return
+	}
+	if status == http.StatusServiceUnavailable {
+		st.unavByOp[op]++
+	}
+	st.status[status]++
+	if status >= 500 {
+		if inside {
+			st.in5xx++
+		} else {
+			st.out5xx++
+		}
+	}
+}
+
+// loop is one client: a random mix of signups, cancels, status changes,
+// seat reads, views and waters.
+func (st *soakState) loop(ctx context.Context, w int) {
+	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+	for ctx.Err() == nil {
+		act := st.activities[rng.IntN(len(st.activities))]
+		note := st.notes[rng.IntN(len(st.notes))]
+		start := time.Now()
+		switch p := rng.IntN(100); {
+		case p < 25:
+			tok, _ := st.auth.Sign(fmt.Sprintf("soak-%d", st.users.Add(1)), false, 24*time.Hour)
+			var reg struct{ ID string }
+			status, err := st.c.Do(ctx, http.MethodPost, "/v1/activities/"+act+"/registrations", tok, []byte(`{}`), &reg)
+			st.record("signup", status, err, start)
+			if err == nil && status == http.StatusCreated {
+				st.mu.Lock()
+				st.regs = append(st.regs, soakReg{reg.ID, tok})
+				st.mu.Unlock()
+			}
+		case p < 40:
+			if r, ok := st.takeReg(rng); ok {
+				status, err := st.c.Do(ctx, http.MethodPost, "/v1/registrations/"+r.id+"/cancel", r.token, []byte(`{}`), nil)
+				st.record("cancel", status, err, start)
+			}
+		case p < 45:
+			if r, ok := st.peekReg(rng); ok {
+				to := []string{"awaiting_payment", "approved"}[rng.IntN(2)]
+				status, err := st.c.Do(ctx, http.MethodPost, "/v1/registrations/"+r.id+"/status", st.admin, []byte(`{"status":"`+to+`"}`), nil)
+				st.record("status", status, err, start)
+			}
+		case p < 70:
+			status, err := st.c.Do(ctx, http.MethodGet, "/v1/activities/"+act+"/seats", "", nil, nil)
+			st.record("seats", status, err, start)
+		case p < 90:
+			status, err := st.c.Do(ctx, http.MethodPost, "/v1/notes/"+note+"/views", "", nil, nil)
+			st.record("view", status, err, start)
+			if err == nil && status == http.StatusOK {
+				st.mu.Lock()
+				st.views[note]++
+				st.mu.Unlock()
+			}
+		default:
+			status, err := st.c.Do(ctx, http.MethodPost, "/v1/notes/"+note+"/waters", "", nil, nil)
+			st.record("water", status, err, start)
+			if err == nil && status == http.StatusOK {
+				st.mu.Lock()
+				st.waters[note]++
+				st.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (st *soakState) takeReg(rng *rand.Rand) (soakReg, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.regs) == 0 {
+		return soakReg{}, false
+	}
+	i := rng.IntN(len(st.regs))
+	r := st.regs[i]
+	st.regs[i] = st.regs[len(st.regs)-1]
+	st.regs = st.regs[:len(st.regs)-1]
+	return r, true
+}
+
+func (st *soakState) peekReg(rng *rand.Rand) (soakReg, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.regs) == 0 {
+		return soakReg{}, false
+	}
+	return st.regs[rng.IntN(len(st.regs))], true
+}
+
+// stream holds a seat stream open, reconnecting, and counts its events.
+func (st *soakState) stream(ctx context.Context, base, activity string) {
+	hc := &http.Client{}
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/activities/"+activity+"/seats/stream", nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "event: seats") {
+					st.events.Add(1)
+				}
+			}
+			resp.Body.Close()
+		}
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+// check compares the service with its acknowledgements after the load.
+func (st *soakState) check(ctx context.Context, res *SoakResult) {
+	st.mu.Lock()
+	res.Requests = st.requests.Load()
+	for k, v := range st.status {
+		res.ByStatus[k] = v
+	}
+	res.Errors5xxInside, res.Errors5xxOutside, res.TransportErrors = st.in5xx, st.out5xx, st.transErr
+	res.Outages = append([]soakWindow(nil), st.outages...)
+	res.Ops = st.ops
+	res.TransportErrorsByOp, res.UnavailableByOp, res.SampleErrors = st.errByOp, st.unavByOp, st.samples
+	views, waters := st.views, st.waters
+	st.mu.Unlock()
+	res.StreamEvents = st.events.Load()
+	for _, id := range st.activities {
+		var a Activity
+		var s Seats
+		_, err1 := st.c.Do(ctx, http.MethodGet, "/v1/activities/"+id, "", nil, &a)
+		_, err2 := st.c.Do(ctx, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil, &s)
+		if err1 != nil || err2 != nil {
+			res.DisplayMismatches = append(res.DisplayMismatches, fmt.Sprintf("%s: %v %v", id, err1, err2))
+			continue
+		}
+		if a.Taken > st.capacity {
+			res.Overfull = append(res.Overfull, fmt.Sprintf("%s: %d of %d", id, a.Taken, st.capacity))
+		}
+		if s.Taken != a.Taken {
+			res.DisplayMismatches = append(res.DisplayMismatches, fmt.Sprintf("%s: display %d (%s), authority %d", id, s.Taken, s.Source, a.Taken))
+		}
+	}
+	for _, n := range st.notes {
+		var stats struct{ Views, Waters int64 }
+		if _, err := st.c.Do(ctx, http.MethodGet, "/v1/notes/"+n+"/stats", "", nil, &stats); err != nil {
+			res.ViewMismatches = append(res.ViewMismatches, n+": "+err.Error())
+			continue
+		}
+		if stats.Views != views[n] || stats.Waters != waters[n] {
+			res.ViewMismatches = append(res.ViewMismatches, fmt.Sprintf("%s: stored %d/%d, acknowledged %d/%d", n, stats.Views, stats.Waters, views[n], waters[n]))
+		}
+	}
+	res.Pass = len(res.Overfull) == 0 && len(res.DisplayMismatches) == 0 && len(res.ViewMismatches) == 0 &&
+		res.Errors5xxOutside == 0 && flat(res.Goroutines, 1.5, 50) && flat(res.RSSMiB, 1.5, 64)
+}
+
+// flat reports whether the last sample is within factor (or slack) of the
+// median of the samples after the first quarter (the warm-up).
+func flat(samples []float64, factor, slack float64) bool {
+	if len(samples) < 4 {
+		return true
+	}
+	warm := append([]float64(nil), samples[len(samples)/4:]...)
+	sort.Float64s(warm)
+	med := warm[len(warm)/2]
+	last := samples[len(samples)-1]
+	return last <= med*factor || last <= med+slack
+}
+
+// sampleProcess reads go_goroutines and process_resident_memory_bytes from
+// /metrics.
+func sampleProcess(ctx context.Context, c *Client) (goroutines, rss float64) {
+	text, err := c.Text(ctx, "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "go_goroutines":
+			goroutines = v
+		case "process_resident_memory_bytes":
+			rss = v
+		}
+	}
+	return goroutines, rss
+}
+
+func waitReady(ctx context.Context, c *Client, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if status, err := c.Do(ctx, http.MethodGet, "/readyz", "", nil, nil); err == nil && status == http.StatusOK {
+			return
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// soakProc is a private server process the soak stops and starts.
+type soakProc struct {
+	argv []string
+	cred *syscall.Credential
+	addr string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *soakProc) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p.cmd, p.done = cmd, done
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", p.addr, 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not start listening on %s", p.argv[0], p.addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *soakProc) stop(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	p.cmd = nil
+}
+
+func startSoakRedis() (*soakProc, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, errors.New("soak: redis-server not found")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &soakProc{addr: "127.0.0.1:" + strconv.Itoa(port), argv: []string{bin, "--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"}}
+	return p, p.start()
+}
+
+func startSoakPostgres(dir string) (*soakProc, error) {
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		return nil, errors.New("soak: PostgreSQL server binaries not found under /usr/lib/postgresql")
+	}
+	sort.Strings(bins)
+	bin := filepath.Dir(bins[len(bins)-1])
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, errors.New("soak: running as root needs a postgres user")
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("soak: initdb: %v\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &soakProc{addr: "127.0.0.1:" + strconv.Itoa(port), cred: cred, argv: []string{
+		filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "max_connections=100",
+	}}
+	return p, p.start()
+}

@@ -1,0 +1,274 @@
+package note
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/groupcommit"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBatch     = 1000
+	DefaultFlushTimeout = 5 * time.Second
+)
+
+// Config configures a Service.
+type Config struct {
+	Store Store
+	// CombiningOff makes every increment its own upsert, with no
+	// combining: the baseline to measure combining against. The zero
+	// value combines.
+	CombiningOff bool
+	// MaxBatch caps the increments one upsert combines. Default
+	// DefaultMaxBatch.
+	MaxBatch int
+	// FlushTimeout bounds how long an upsert waits for a database
+	// connection. The statement itself is bounded by the database's
+	// statement_timeout (see Store.AddNoteStats). Default
+	// DefaultFlushTimeout.
+	FlushTimeout time.Duration
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// pending is one combined increment waiting in its note's queue. Its
+// state moves once, from queued to taken (by an upsert, whose outcome the
+// caller then always gets) or to abandoned (by a caller whose context ended
+// first; no upsert counts it).
+type pending struct {
+	kind  Kind
+	state atomic.Uint32
+}
+
+const (
+	queued uint32 = iota
+	taken
+	abandoned
+)
+
+// Service counts views and waters.
+//
+// With combining (the default), increments of one note that arrive while an
+// upsert for that note is in flight queue up, and the next upsert takes up
+// to MaxBatch of them at once, adding k views and j waters in one
+// statement. A note with one request in flight costs one statement. Every
+// caller is answered only after its upsert committed, with numbers that
+// include its own increment: the batch is laid out in arrival order after
+// the state the upsert started from, so view callers of a batch get
+// distinct view numbers, each in 1..total, and the last equals the total
+// (likewise for waters). A failed upsert fails every caller of its batch
+// with unavailable and counts nothing. A caller whose context ends while
+// its increment is still queued gets unavailable at once and is not
+// counted; once taken by an upsert, it waits for that upsert's outcome.
+type Service struct {
+	store        Store
+	flushTimeout time.Duration
+	metrics      *metrics
+	// combine is nil when combining is off.
+	combine *groupcommit.Group[string, *pending, Stats]
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup // uncombined increments
+}
+
+// NewService returns a Service.
+func NewService(cfg Config) *Service {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.FlushTimeout <= 0 {
+		cfg.FlushTimeout = DefaultFlushTimeout
+	}
+	s := &Service{store: cfg.Store, flushTimeout: cfg.FlushTimeout, metrics: newMetrics(cfg.Registerer)}
+	if !cfg.CombiningOff {
+		s.combine = groupcommit.New(s.flushPending, groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: cfg.FlushTimeout})
+	}
+	return s
+}
+
+// View records one view of a note and returns its counters including it.
+func (s *Service) View(ctx context.Context, noteID string) (Stats, error) {
+	return s.Increment(ctx, noteID, View)
+}
+
+// Water records one water of a note and returns its counters including it.
+func (s *Service) Water(ctx context.Context, noteID string) (Stats, error) {
+	return s.Increment(ctx, noteID, Water)
+}
+
+// Increment records one increment of kind and returns the note's counters
+// right after it, once it is committed. An error means it was not
+// counted: when ctx ends before an upsert takes the increment, it is
+// dropped and Increment returns unavailable; once taken, it is answered
+// with the upsert's true outcome, even after ctx ends.
+func (s *Service) Increment(ctx context.Context, noteID string, kind Kind) (Stats, error) {
+	if err := ValidateID(noteID); err != nil {
+		return Stats{}, err
+	}
+	if kind != View && kind != Water {
+		return Stats{}, capacityd.Errorf(capacityd.EInvalid, "unknown kind of increment")
+	}
+	if err := ctx.Err(); err != nil {
+		return Stats{}, capacityd.Unavailable(err, "the request ended before its increment was queued")
+	}
+	if s.combine != nil {
+		return s.submit(ctx, noteID, kind)
+	}
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return Stats{}, capacityd.Unavailable(nil, "the service is shutting down")
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+	// Like a combined one, the upsert runs to its outcome even if the
+	// request ends.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.flushTimeout)
+	defer cancel()
+	res, err := s.flush(fctx, noteID, []Kind{kind})
+	if err != nil {
+		return Stats{}, err
+	}
+	return res[0], nil
+}
+
+// outcome is the answer to one combined increment.
+type outcome struct {
+	st  Stats
+	err error
+}
+
+// submit queues a combined increment and waits for its outcome, or for
+// ctx to end while it is still queued.
+func (s *Service) submit(ctx context.Context, noteID string, kind Kind) (Stats, error) {
+	p := &pending{kind: kind}
+	done := make(chan outcome, 1)
+	go func() {
+		st, err := s.combine.Submit(ctx, noteID, p)
+		done <- outcome{st, err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		if p.state.CompareAndSwap(queued, abandoned) {
+			return Stats{}, capacityd.Unavailable(ctx.Err(), "the note's counters were not reached in time; nothing was counted")
+		}
+		o = <-done
+	}
+	if errors.Is(o.err, groupcommit.ErrClosed) {
+		return Stats{}, capacityd.Unavailable(o.err, "the service is shutting down")
+	}
+	return o.st, o.err
+}
+
+// flushPending is the group-commit flush of one note: it takes every
+// increment of the batch whose caller still waits and adds them in one
+// upsert. Abandoned increments get a zero answer nobody reads.
+func (s *Service) flushPending(ctx context.Context, noteID string, batch []*pending) ([]Stats, error) {
+	kinds := make([]Kind, 0, len(batch))
+	idx := make([]int, 0, len(batch))
+	for i, p := range batch {
+		if p.state.CompareAndSwap(queued, taken) {
+			kinds = append(kinds, p.kind)
+			idx = append(idx, i)
+		}
+	}
+	out := make([]Stats, len(batch))
+	if len(kinds) == 0 {
+		return out, nil
+	}
+	res, err := s.flush(ctx, noteID, kinds)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range idx {
+		out[i] = res[j]
+	}
+	return out, nil
+}
+
+// Get returns a note's counters, zero for a note never seen.
+func (s *Service) Get(ctx context.Context, noteID string) (Stats, error) {
+	if err := ValidateID(noteID); err != nil {
+		return Stats{}, err
+	}
+	return s.store.NoteStats(ctx, noteID)
+}
+
+// flush adds a batch of increments of one note in one upsert and answers
+// each with the counters right after its own increment, in batch order.
+func (s *Service) flush(ctx context.Context, noteID string, kinds []Kind) ([]Stats, error) {
+	var views, waters int64
+	for _, k := range kinds {
+		if k == View {
+			views++
+		} else {
+			waters++
+		}
+	}
+	s.metrics.batchSize.Observe(float64(len(kinds)))
+	total, err := s.store.AddNoteStats(ctx, noteID, views, waters)
+	if err != nil {
+		s.metrics.upsertErr.Inc()
+		s.count(s.metrics.failed, views, waters)
+		if !capacityd.IsCode(err, capacityd.EUnavailable) {
+			err = capacityd.Unavailable(err, "the note's counters could not be updated")
+		}
+		return nil, err
+	}
+	s.metrics.upsertOK.Inc()
+	s.count(s.metrics.committed, views, waters)
+
+	out := make([]Stats, len(kinds))
+	v, w := total.Views-views, total.Waters-waters
+	for i, k := range kinds {
+		if k == View {
+			v++
+		} else {
+			w++
+		}
+		out[i] = Stats{NoteID: noteID, Views: v, Waters: w}
+	}
+	return out, nil
+}
+
+func (s *Service) count(by map[Kind]prometheus.Counter, views, waters int64) {
+	if views > 0 {
+		by[View].Add(float64(views))
+	}
+	if waters > 0 {
+		by[Water].Add(float64(waters))
+	}
+}
+
+// Close refuses new increments and waits until every accepted one has
+// been committed or answered with an error, or until ctx ends.
+func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if s.combine != nil {
+		if err := s.combine.Close(ctx); err != nil {
+			return err
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,404 @@
+package note_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/note"
+	"github.com/physiciansnet/capacityd/store"
+)
+
+// countingStore is the real store, counting the upserts it is asked for.
+type countingStore struct {
+	*store.Store
+	upserts  atomic.Int64
+	maxBatch atomic.Int64
+}
+
+func (c *countingStore) AddNoteStats(ctx context.Context, id string, views, waters int64) (note.Stats, error) {
+	c.upserts.Add(1)
+	for n := views + waters; ; {
+		m := c.maxBatch.Load()
+		if n <= m || c.maxBatch.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return c.Store.AddNoteStats(ctx, id, views, waters)
+}
+
+type bundle struct {
+	pool  *pgxpool.Pool
+	store *countingStore
+	svc   *note.Service
+	reg   *prometheus.Registry
+}
+
+// setup returns a Service on a fresh database; pc tunes its pool.
+func setup(t *testing.T, url string, pc store.PoolConfig, cfg note.Config) bundle {
+	t.Helper()
+	if url == "" {
+		url = testenv.NewDatabase(t)
+	}
+	pool, err := store.OpenPool(context.Background(), url, pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	b := bundle{pool: pool, store: &countingStore{Store: store.New(pool)}, reg: prometheus.NewRegistry()}
+	cfg.Store, cfg.Registerer = b.store, b.reg
+	b.svc = note.NewService(cfg)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = b.svc.Close(ctx)
+	})
+	return b
+}
+
+// dbStats reads a note's counters straight from the table.
+func dbStats(t *testing.T, pool *pgxpool.Pool, id string) (views, waters int64) {
+	t.Helper()
+	err := pool.QueryRow(context.Background(), `SELECT views, waters FROM note_stats WHERE note_id = $1`, id).Scan(&views, &waters)
+	require.NoError(t, err)
+	return views, waters
+}
+
+// result is what one increment was answered.
+type result struct {
+	kind note.Kind
+	st   note.Stats
+	err  error
+}
+
+// burst runs views and waters increments of one note, each from its own
+// goroutine, all released at once, and returns every answer.
+func burst(svc *note.Service, id string, views, waters int) []result {
+	ks := kinds(views, waters)
+	out := make([]result, len(ks))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, k := range ks {
+		out[i].kind = k
+		wg.Go(func() {
+			<-start
+			out[i].st, out[i].err = svc.Increment(context.Background(), id, k)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// requireExact checks that the answers of one kind are exactly the numbers
+// base+1 .. base+n (each one once), and that every answer lies within the
+// totals.
+func requireExact(t *testing.T, res []result, baseViews, baseWaters, totalViews, totalWaters int64) {
+	t.Helper()
+	var views, waters []int64
+	for _, r := range res {
+		require.NoError(t, r.err)
+		require.LessOrEqual(t, r.st.Views, totalViews)
+		require.LessOrEqual(t, r.st.Waters, totalWaters)
+		require.GreaterOrEqual(t, r.st.Views, baseViews)
+		require.GreaterOrEqual(t, r.st.Waters, baseWaters)
+		if r.kind == note.View {
+			views = append(views, r.st.Views)
+		} else {
+			waters = append(waters, r.st.Waters)
+		}
+	}
+	requireSequence(t, "views", views, baseViews+1, totalViews)
+	requireSequence(t, "waters", waters, baseWaters+1, totalWaters)
+}
+
+func requireSequence(t *testing.T, what string, got []int64, from, to int64) {
+	t.Helper()
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	require.Len(t, got, int(to-from+1), what)
+	for i, v := range got {
+		if v != from+int64(i) {
+			require.Failf(t, what+" answered are not each number once", "position %d: want %d, got %d", i, from+int64(i), v)
+		}
+	}
+}
+
+func kinds(views, waters int) []note.Kind {
+	ks := make([]note.Kind, 0, views+waters)
+	for i := 0; i < views+waters; i++ {
+		// Spread the waters evenly among the views.
+		if i*waters/(views+waters) != (i+1)*waters/(views+waters) {
+			ks = append(ks, note.Water)
+		} else {
+			ks = append(ks, note.View)
+		}
+	}
+	return ks
+}
+
+// lockNote holds the row lock of a note (which must exist) until release
+// is called, so that upserts of it wait.
+func lockNote(t *testing.T, pool *pgxpool.Pool, id string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	tag, err := tx.Exec(ctx, `SELECT 1 FROM note_stats WHERE note_id = $1 FOR UPDATE`, id)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	var once sync.Once
+	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// waitLockWaiters waits until n backends of the pool's database wait on a
+// lock.
+func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var got int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got)
+		return err == nil && got >= n
+	}, 10*time.Second, 5*time.Millisecond)
+}
+
+func TestConcurrentIncrementsAreCombinedAndExact(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", store.PoolConfig{}, note.Config{})
+	const views, waters = 2000, 500
+
+	res := burst(b.svc, "hot", views, waters)
+
+	requireExact(t, res, 0, 0, views, waters)
+	v, w := dbStats(t, b.pool, "hot")
+	require.EqualValues(t, views, v)
+	require.EqualValues(t, waters, w)
+	st, err := b.svc.Get(context.Background(), "hot")
+	require.NoError(t, err)
+	require.Equal(t, note.Stats{NoteID: "hot", Views: views, Waters: waters}, st)
+	upserts := b.store.upserts.Load()
+	t.Logf("%d increments took %d upserts", views+waters, upserts)
+	require.Less(t, upserts, int64(views+waters)/2, "increments were not combined")
+	require.EqualValues(t, views, metric(b, "capacityd_note_increments_total", "view", "committed"))
+	require.EqualValues(t, waters, metric(b, "capacityd_note_increments_total", "water", "committed"))
+	require.EqualValues(t, upserts, metric(b, "capacityd_note_upserts_total", "ok"))
+}
+
+func TestUncombinedIncrementsAreExact(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", store.PoolConfig{}, note.Config{CombiningOff: true})
+	const views, waters = 300, 100
+
+	res := burst(b.svc, "naive", views, waters)
+
+	requireExact(t, res, 0, 0, views, waters)
+	v, w := dbStats(t, b.pool, "naive")
+	require.EqualValues(t, views, v)
+	require.EqualValues(t, waters, w)
+	require.EqualValues(t, views+waters, b.store.upserts.Load(), "one upsert per increment")
+	require.EqualValues(t, 1, b.store.maxBatch.Load())
+}
+
+func TestOneRequestInFlightCostsOneStatement(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", store.PoolConfig{}, note.Config{})
+	ctx := context.Background()
+
+	st, err := b.svc.View(ctx, "quiet")
+	require.NoError(t, err)
+	require.Equal(t, note.Stats{NoteID: "quiet", Views: 1, Waters: 0}, st)
+	require.EqualValues(t, 1, b.store.upserts.Load())
+	st, err = b.svc.Water(ctx, "quiet")
+	require.NoError(t, err)
+	require.Equal(t, note.Stats{NoteID: "quiet", Views: 1, Waters: 1}, st)
+	require.EqualValues(t, 2, b.store.upserts.Load())
+	require.EqualValues(t, 1, b.store.maxBatch.Load())
+
+	st, err = b.svc.Get(ctx, "never-seen")
+	require.NoError(t, err)
+	require.Equal(t, note.Stats{NoteID: "never-seen"}, st)
+	_, err = b.svc.Get(ctx, "bad id")
+	require.Equal(t, capacityd.EInvalid, capacityd.ErrorCode(err))
+	_, err = b.svc.View(ctx, "")
+	require.Equal(t, capacityd.EInvalid, capacityd.ErrorCode(err))
+	require.EqualValues(t, 2, b.store.upserts.Load(), "bad ids reach no statement")
+}
+
+func TestBatchesAreBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", store.PoolConfig{}, note.Config{MaxBatch: 10})
+	ctx := context.Background()
+	_, err := b.svc.View(ctx, "bounded")
+	require.NoError(t, err)
+
+	// Queue many increments behind a blocked upsert, then let them go.
+	release := lockNote(t, b.pool, "bounded")
+	first := make(chan result, 1)
+	go func() { st, err := b.svc.View(ctx, "bounded"); first <- result{kind: note.View, st: st, err: err} }()
+	waitLockWaiters(t, b.pool, 1)
+	done := make(chan []result)
+	go func() { done <- burst(b.svc, "bounded", 95, 5) }()
+	time.Sleep(200 * time.Millisecond)
+	release()
+	res := append(<-done, <-first)
+
+	requireExact(t, res, 1, 0, 97, 5)
+	require.EqualValues(t, 10, b.store.maxBatch.Load())
+	require.GreaterOrEqual(t, b.store.upserts.Load(), int64(1+1+10))
+}
+
+func TestFailedUpsertFailsEveryCallerOfItsBatchAndCountsNothing(t *testing.T) {
+	t.Parallel()
+	// The database cancels a statement after 2s (a lock held too long
+	// here): the server itself aborts the upsert, so it surely counted
+	// nothing.
+	b := setup(t, "", store.PoolConfig{StatementTimeout: 2 * time.Second}, note.Config{})
+	ctx := context.Background()
+	_, err := b.store.AddNoteStats(ctx, "stuck", 7, 3)
+	require.NoError(t, err)
+	b.store.upserts.Store(0)
+
+	release := lockNote(t, b.pool, "stuck")
+	first := make(chan result, 1)
+	go func() { st, err := b.svc.View(ctx, "stuck"); first <- result{kind: note.View, st: st, err: err} }()
+	waitLockWaiters(t, b.pool, 1)
+	// These queue behind the blocked upsert and all go into the next one.
+	res := append(burst(b.svc, "stuck", 150, 50), <-first)
+	release()
+
+	for _, r := range res {
+		require.Error(t, r.err)
+		require.Equal(t, capacityd.EUnavailable, capacityd.ErrorCode(r.err), "%v", r.err)
+	}
+	require.EqualValues(t, 2, b.store.upserts.Load(), "one upsert of 1, one combined upsert of 200")
+	require.EqualValues(t, 200, b.store.maxBatch.Load())
+	require.EqualValues(t, 2, metric(b, "capacityd_note_upserts_total", "error"))
+	require.EqualValues(t, 151, metric(b, "capacityd_note_increments_total", "view", "failed"))
+	v, w := dbStats(t, b.pool, "stuck")
+	require.EqualValues(t, 7, v, "a failed batch counts nothing")
+	require.EqualValues(t, 3, w)
+
+	// The note recovers with the database.
+	st, err := b.svc.View(ctx, "stuck")
+	require.NoError(t, err)
+	require.Equal(t, note.Stats{NoteID: "stuck", Views: 8, Waters: 3}, st)
+}
+
+func TestCloseCommitsAcceptedIncrements(t *testing.T) {
+	t.Parallel()
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("combining_off=%v", off), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, "", store.PoolConfig{}, note.Config{CombiningOff: off})
+			ctx := context.Background()
+			_, err := b.svc.View(ctx, "closing")
+			require.NoError(t, err)
+
+			release := lockNote(t, b.pool, "closing")
+			done := make(chan []result)
+			go func() { done <- burst(b.svc, "closing", 40, 10) }()
+			waitLockWaiters(t, b.pool, 1)
+			time.Sleep(100 * time.Millisecond) // let the burst queue up
+			closed := make(chan error)
+			go func() { closed <- b.svc.Close(ctx) }()
+			select {
+			case err := <-closed:
+				t.Fatalf("Close returned before the accepted increments were answered: %v", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			release()
+			res := <-done
+			require.NoError(t, <-closed)
+
+			requireExact(t, res, 1, 0, 41, 10)
+			_, err = b.svc.View(ctx, "closing")
+			require.Equal(t, capacityd.EUnavailable, capacityd.ErrorCode(err), "%v", err)
+			v, w := dbStats(t, b.pool, "closing")
+			require.EqualValues(t, 41, v)
+			require.EqualValues(t, 10, w)
+		})
+	}
+}
+
+// metric returns the value of the counter name with the label values (in
+// label name order), 0 when it was never set.
+func metric(b bundle, name string, labels ...string) float64 {
+	mfs, err := b.reg.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			ok := len(m.GetLabel()) == len(labels)
+			for i, lp := range m.GetLabel() {
+				ok = ok && lp.GetValue() == labels[i]
+			}
+			if ok {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func storePoolConfig() store.PoolConfig { return store.PoolConfig{} }
+
+func migrate(t *testing.T, b bundle) {
+	t.Helper()
+	_, err := store.Migrate(context.Background(), b.pool)
+	require.NoError(t, err)
+}
+
+func codeOf(err error) string { return capacityd.ErrorCode(err) }
+
+func TestQueuedIncrementGivesUpAtItsDeadlineAndCountsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", store.PoolConfig{}, note.Config{})
+	ctx := context.Background()
+	_, err := b.svc.View(ctx, "deadline")
+	require.NoError(t, err)
+
+	release := lockNote(t, b.pool, "deadline")
+	first := make(chan result, 1)
+	go func() { st, err := b.svc.View(ctx, "deadline"); first <- result{kind: note.View, st: st, err: err} }()
+	waitLockWaiters(t, b.pool, 1)
+
+	// Queued behind the blocked upsert, these give up at their deadline.
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := b.svc.Water(qctx, "deadline")
+			require.Equal(t, capacityd.EUnavailable, capacityd.ErrorCode(err), "%v", err)
+			require.Less(t, time.Since(start), 5*time.Second)
+		})
+	}
+	wg.Wait()
+	release()
+	r := <-first
+	require.NoError(t, r.err)
+	require.Equal(t, note.Stats{NoteID: "deadline", Views: 2, Waters: 0}, r.st)
+
+	st, err := b.svc.View(ctx, "deadline")
+	require.NoError(t, err)
+	require.Equal(t, note.Stats{NoteID: "deadline", Views: 3, Waters: 0}, st, "abandoned increments counted nothing")
+	v, w := dbStats(t, b.pool, "deadline")
+	require.EqualValues(t, 3, v)
+	require.EqualValues(t, 0, w)
+	require.EqualValues(t, 3, b.store.upserts.Load(), "the abandoned batch needed no statement")
+}
