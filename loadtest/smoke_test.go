@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -16,11 +17,12 @@ import (
 
 // TestSmoke seeds a tiny dataset and runs every step very briefly against
 // a capacityd the run starts itself, on a database and a Redis of the
-// test's own: the load test must keep working as the service changes.
-// Its numbers mean nothing.
+// test's own. Its numbers mean nothing. It takes 30–60 s on two busy
+// cores (a race-built capacityd, three restarts), so it runs only with
+// LOADTEST_SMOKE=1; CI covers the same path with make bench-quick.
 func TestSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a capacityd; skipped with -short")
+	if os.Getenv("LOADTEST_SMOKE") == "" {
+		t.Skip("set LOADTEST_SMOKE=1 to run (CI runs make bench-quick instead)")
 	}
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -40,7 +42,7 @@ func TestSmoke(t *testing.T) {
 		// The race-built binary of the other end-to-end tests: built once
 		// per test process, and linked from the build cache when they ran.
 		DatabaseURL: dbURL, RedisURL: rdb.URL(), Binary: apptest.Binary(t),
-		ScenarioDuration: 200 * time.Millisecond, BaselineDuration: 100 * time.Millisecond,
+		ScenarioDuration: time.Second, BaselineDuration: 100 * time.Millisecond,
 		FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, StatsIdleWait: time.Nanosecond,
 		Log: &log,
 	})
@@ -48,8 +50,10 @@ func TestSmoke(t *testing.T) {
 	for _, s := range []string{ScenarioSignupHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 		ScenarioSeatsRead, ScenarioTrivial} {
 		require.Contains(t, r.Scenarios, s, log.String())
-		require.Positive(t, r.Scenarios[s].Ops, "%s: %s", s, log.String())
+		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
 	}
+	// Bounded by count, not time: it always completes.
+	require.EqualValues(t, 600, r.Scenarios[ScenarioFlashCrowd].Ops, log.String())
 	require.NotNil(t, r.Baselines[BaselineHotRow32])
 	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")
 	require.LessOrEqual(t, r.Checks[CheckFlashAdmitted], int64(FlashCrowdCapacity))

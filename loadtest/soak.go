@@ -341,10 +341,13 @@ func (st *soakState) record(op string, status int, err error, start time.Time) {
 }
 
 // loop is one client: a random mix of signups, cancels, status changes,
-// seat reads, views and waters.
-func (st *soakState) loop(ctx context.Context, w int) {
+// seat reads, views and waters, until stop ends. A request in flight then
+// runs to its answer, so that every increment the service commits is one
+// the soak counts.
+func (st *soakState) loop(stop context.Context, w int) {
 	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
-	for ctx.Err() == nil {
+	ctx := context.WithoutCancel(stop)
+	for stop.Err() == nil {
 		act := st.activities[rng.IntN(len(st.activities))]
 		note := st.notes[rng.IntN(len(st.notes))]
 		start := time.Now()
