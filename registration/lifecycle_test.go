@@ -248,3 +248,36 @@ func TestListRegistrationsPagesInCreationOrder(t *testing.T) {
 	}
 	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations", inst.Token(t, "u1", false), nil).Status)
 }
+
+// TestReadmissionOnAnotherInstanceIsSeenByAdmission checks that a seat taken
+// back by expired → approved on one instance is counted by the admission
+// batches of another, which may hold an upper bound of the activity's
+// occupying registrations from before.
+func TestReadmissionOnAnotherInstanceIsSeenByAdmission(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	opts := app.Options{Now: clock.Now, ExpiryInterval: time.Hour}
+	// No display tier: its gate would hide an admission mistake.
+	a := apptest.Start(t, apptest.Options{App: opts, NoRedis: true})
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: opts, NoRedis: true})
+	id := a.CreateActivity(t, "readmit", 3)
+
+	late := regOf(t, signup(t, b, id, "late"))
+	require.Equal(t, http.StatusOK, setStatus(t, b, late.ID, "awaiting_payment").Status)
+	clock.Advance(time.Hour)
+	_, err := b.App.Registrations.ExpireDue(context.Background())
+	require.NoError(t, err)
+
+	require.Equal(t, http.StatusCreated, signup(t, a, id, "u1").Status) // a now knows 1 taken
+	require.Equal(t, http.StatusOK, setStatus(t, b, late.ID, "approved").Status)
+	require.Equal(t, 2, authorityTaken(t, a, id))
+
+	created := 0
+	for _, u := range []string{"u2", "u3", "u4"} {
+		if signup(t, a, id, u).Status == http.StatusCreated {
+			created++
+		}
+	}
+	require.Equal(t, 1, created)
+	require.Equal(t, 3, authorityTaken(t, a, id))
+}

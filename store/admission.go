@@ -7,20 +7,34 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/registration"
 )
+
+// takenBound is an upper bound of an activity's occupying registrations,
+// valid while the activity's admission epoch is still epoch.
+type takenBound struct {
+	epoch int64
+	taken int
+}
 
 // Admit runs one group admission transaction for a batch of signups of one
 // activity:
 //
 //	BEGIN
 //	SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity)  -- one round trip with the reads
-//	capacity and COUNT(occupying); holders among the batch's users; stored idempotency outcomes
-//	INSERT the admitted rows (one statement)
+//	capacity and admission epoch; holders among the batch's users; stored idempotency outcomes
+//	COUNT(occupying), unless this instance holds a bound for the current epoch
+//	INSERT the admitted rows (one statement); bump the epoch
 //	INSERT the idempotency records (one statement)
 //	COMMIT
 //
-// One lock, one COUNT and one commit serve the whole batch.
+// One lock, at most one COUNT and one commit serve the whole batch. The
+// COUNT over the activity's occupying rows is the authority: a batch admits
+// on an upper bound of it (the last COUNT this instance made at the current
+// epoch plus what it admitted since; cancellations and expiries only lower
+// the truth) and counts exactly before it refuses anyone as full. A hot
+// activity thus pays the COUNT once per epoch change, not once per batch.
 func (s *Store) Admit(ctx context.Context, activityID string, reqs []registration.AdmissionRequest) ([]registration.AdmissionResult, error) {
 	aid, err := s.activityID(ctx, activityID)
 	if err != nil {
@@ -37,39 +51,115 @@ func (s *Store) Admit(ctx context.Context, activityID string, reqs []registratio
 	}
 
 	var results []registration.AdmissionResult
+	var next takenBound
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		st, err := readAdmissionState(ctx, tx, aid, users, keyUsers, keys)
+		st, epoch, err := readAdmissionState(ctx, tx, aid, users, keyUsers, keys)
 		if err != nil {
 			return err
 		}
+		exact := false
+		if b, ok := s.bound(aid); ok && b.epoch == epoch {
+			st.Taken = b.taken
+		} else {
+			if st.Taken, err = countOccupying(ctx, tx, aid); err != nil {
+				return err
+			}
+			exact = true
+		}
 		decisions := registration.Decide(activityID, st, reqs)
+		if !exact && refusesAsFull(decisions) {
+			if st.Taken, err = countOccupying(ctx, tx, aid); err != nil {
+				return err
+			}
+			decisions = registration.Decide(activityID, st, reqs)
+		}
 		results, err = insertAdmitted(ctx, tx, aid, activityID, reqs, decisions)
 		if err != nil {
 			return err
 		}
+		admitted := 0
+		for _, d := range decisions {
+			if d.Admit {
+				admitted++
+			}
+		}
+		if admitted > 0 {
+			if epoch, err = bumpAdmissionEpoch(ctx, tx, aid); err != nil {
+				return err
+			}
+		}
+		next = takenBound{epoch: epoch, taken: st.Taken + admitted}
 		return recordOutcomes(ctx, tx, aid, reqs, decisions, results)
 	})
 	if err != nil {
+		s.setBound(aid, takenBound{}, false)
 		return nil, err
 	}
+	s.setBound(aid, next, true)
 	return results, nil
 }
 
+func refusesAsFull(ds []registration.Decision) bool {
+	for _, d := range ds {
+		if capacityd.IsCode(d.Result.Err, capacityd.EActivityFull) && !d.Result.Replayed {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) bound(aid int64) (takenBound, bool) {
+	s.boundsMu.Lock()
+	defer s.boundsMu.Unlock()
+	b, ok := s.bounds[aid]
+	return b, ok
+}
+
+// setBound remembers b for the activity after a commit, or forgets the
+// activity's bound (ok false) after a failure, when nothing is known.
+func (s *Store) setBound(aid int64, b takenBound, ok bool) {
+	s.boundsMu.Lock()
+	defer s.boundsMu.Unlock()
+	if !ok {
+		delete(s.bounds, aid)
+		return
+	}
+	s.bounds[aid] = b
+}
+
+// countOccupying is the authority: the activity's occupying registrations.
+func countOccupying(ctx context.Context, db DBTX, aid int64) (int, error) {
+	var n int64
+	err := db.QueryRow(ctx, CountOccupyingSQL, aid).Scan(&n)
+	return int(n), err
+}
+
+// bumpAdmissionEpoch tells every instance that the activity's occupying
+// registrations grew; it runs under the admission lock.
+func bumpAdmissionEpoch(ctx context.Context, db DBTX, aid int64) (int64, error) {
+	var epoch int64
+	err := db.QueryRow(ctx, `
+		INSERT INTO activity_admission AS e (activity_id, epoch) VALUES ($1, 1)
+		ON CONFLICT (activity_id) DO UPDATE SET epoch = e.epoch + 1
+		RETURNING epoch`, aid).Scan(&epoch)
+	return epoch, err
+}
+
 // readAdmissionState takes the admission lock and reads, in one round trip,
-// what Decide needs. Each statement of the batch runs after the previous
-// one, so the reads see everything committed before the lock was granted.
-func readAdmissionState(ctx context.Context, tx pgx.Tx, aid int64, users, keyUsers, keys []string) (registration.AdmissionState, error) {
+// what Decide needs but the taken count, and the activity's admission
+// epoch. Each statement of the batch runs after the previous one, so the
+// reads see everything committed before the lock was granted.
+func readAdmissionState(ctx context.Context, tx pgx.Tx, aid int64, users, keyUsers, keys []string) (registration.AdmissionState, int64, error) {
+	var epoch int64
 	st := registration.AdmissionState{
 		Holders:  make(map[string]string),
 		Outcomes: make(map[registration.IdempotencyRef]registration.IdempotentOutcome),
 	}
 	b := &pgx.Batch{}
 	lockActivity(b, aid)
-	b.Queue(`SELECT a.capacity, (`+CountOccupyingSQL+`) FROM activity a WHERE a.id = $1`, aid).QueryRow(func(row pgx.Row) error {
-		var taken int64
-		err := row.Scan(&st.Capacity, &taken)
-		st.Taken = int(taken)
-		return err
+	b.Queue(`SELECT a.capacity, coalesce((SELECT epoch FROM activity_admission WHERE activity_id = a.id), 0)
+		FROM activity a WHERE a.id = $1`, aid).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Capacity, &epoch)
 	})
 	b.Queue(`SELECT user_id, public_id FROM registration
 		WHERE activity_id = $1 AND user_id = ANY($2::text[]) AND status IN `+occupying, aid, users).Query(func(rows pgx.Rows) error {
@@ -90,7 +180,7 @@ func readAdmissionState(ctx context.Context, tx pgx.Tx, aid int64, users, keyUse
 			return err
 		})
 	}
-	return st, tx.SendBatch(ctx, b).Close()
+	return st, epoch, tx.SendBatch(ctx, b).Close()
 }
 
 // insertAdmitted inserts the admitted registrations in one statement and

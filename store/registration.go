@@ -164,6 +164,10 @@ func (s *Store) Readmit(ctx context.Context, id string) (registration.Registrati
 			UPDATE registration r SET status = 'approved', updated_at = now(), expires_at = NULL
 			FROM activity a WHERE r.public_id = $1 AND a.id = r.activity_id
 			RETURNING `+registrationColumns, id))
+		if err != nil {
+			return err
+		}
+		_, err = bumpAdmissionEpoch(ctx, tx, aid)
 		return err
 	})
 	return r, err

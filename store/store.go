@@ -83,11 +83,14 @@ type Store struct {
 
 	idMu sync.RWMutex
 	ids  map[string]int64 // activity public id → internal id (immutable)
+
+	boundsMu sync.Mutex
+	bounds   map[int64]takenBound // activity internal id → taken bound
 }
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{db: pool, pool: pool, ids: make(map[string]int64)}
+	return &Store{db: pool, pool: pool, ids: make(map[string]int64), bounds: make(map[int64]takenBound)}
 }
 
 // Ping checks that PostgreSQL answers.
