@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -177,7 +178,31 @@ func WriteMarkdownFile(path string, r *Report, m MarkdownMeta) error {
 		f.Close()
 		return fmt.Errorf("loadtest: write %s: %w", path, err)
 	}
+	if soak, err := os.ReadFile(filepath.Join(filepath.Dir(path), "docs", "soak.md")); err == nil {
+		if _, err := io.WriteString(f, soakSection(string(soak))); err != nil {
+			f.Close()
+			return fmt.Errorf("loadtest: write %s: %w", path, err)
+		}
+	}
 	return f.Close()
+}
+
+// soakSection carries the results of the last soak (run by hand, not by
+// make bench) from docs/soak.md into the report, headings demoted and links
+// made relative to the report.
+func soakSection(soak string) string {
+	var b strings.Builder
+	b.WriteString("\n## Soak\n\nRun by hand (`loadtest soak`, 10 minutes, with Redis and PostgreSQL restarted in the middle), not by `make bench`; copied from [docs/soak.md](docs/soak.md).\n\n")
+	for _, line := range strings.Split(soak, "\n") {
+		if strings.HasPrefix(line, "# ") {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			line = "#" + line
+		}
+		b.WriteString(strings.ReplaceAll(line, "](soak-", "](docs/soak-") + "\n")
+	}
+	return b.String()
 }
 
 func sortedKeys(m map[string]*float64) []string {
