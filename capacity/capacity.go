@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/physiciansnet/capacityd"
 )
 
 // Sources of a Seats reading.
@@ -300,6 +302,9 @@ func (c *Counter) Seats(ctx context.Context, activityID string) (Seats, error) {
 			return c.rebuild(ctx, activityID)
 		}
 		_ = c.redisError("read", err)
+		if ctx.Err() != nil {
+			return Seats{}, capacityd.Unavailable(ctx.Err(), "the request ended before the seats were read")
+		}
 	}
 	capacity, taken, err := c.authority.SeatCount(ctx, activityID)
 	if err != nil {
@@ -391,7 +396,13 @@ func (c *Counter) recovered(ctx context.Context) {
 
 // redisError counts err, suspends the display tier for a moment, logs at
 // most once a second, and returns err wrapped.
+//
+// A request that ended (its client went away, its deadline passed) is not a
+// Redis failure: that error is returned as it is, with no suspension.
 func (c *Counter) redisError(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("capacity: redis %s: %w", op, err)
+	}
 	c.metrics.redisErrors.WithLabelValues(op).Inc()
 	c.stale.Store(true)
 	c.suspendedUntil.Store(time.Now().Add(suspension).UnixNano())

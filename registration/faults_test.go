@@ -152,3 +152,22 @@ func TestCrashBetweenReserveAndInsertConvergesWithinTTL(t *testing.T) {
 		return s.Taken == 1
 	}, 5*time.Second, 50*time.Millisecond, "the display converges to the authority after the TTL")
 }
+
+func TestEndedRequestsDoNotSuspendTheDisplayTier(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	id := inst.CreateActivity(t, "gone", 5)
+	signupBurst(t, []*apptest.Instance{inst}, id, "u", 1)
+	_, err := inst.App.Seats.Seats(context.Background(), id)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = inst.App.Seats.Seats(ctx, id)
+	require.Error(t, err)
+
+	s, err := inst.App.Seats.Seats(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, "cache", s.Source, "a client that went away is not a Redis failure")
+	require.NotContains(t, string(inst.MustDo(t, http.MethodGet, "/metrics", "", nil).Body), "capacityd_redis_errors_total{")
+}
