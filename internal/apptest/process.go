@@ -48,22 +48,26 @@ type Process struct {
 	URL  string
 	cmd  *exec.Cmd
 	done chan struct{}
-	out  *syncBuffer
+	out  *SyncBuffer
 	auth *httpapi.Authenticator
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent writers, for capturing
+// the output or logs of a service under test.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -82,7 +86,7 @@ func StartProcess(t testing.TB, databaseURL, redisURL string, env ...string) *Pr
 		"DATABASE_URL="+databaseURL, "REDIS_URL="+redisURL, "LISTEN_ADDR="+addr,
 		"CAPACITY_JWT_SECRET="+Secret)
 	cmd.Env = append(cmd.Env, env...)
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("apptest: start capacityd: %v", err)

@@ -1,11 +1,9 @@
 package faulttest
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,31 +13,13 @@ import (
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTokensAndSecretsAreNeverLogged captures every log line (debug and
 // up) of an instance while requests with good and bad tokens fail with
 // 5xx (PostgreSQL down) and 4xx, and checks that no token, signature or
 // secret appears.
 func TestTokensAndSecretsAreNeverLogged(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &apptest.SyncBuffer{}
 	pg := migratedPrivatePostgres(t)
 	inst := apptest.Start(t, apptest.Options{DatabaseURL: pg.URL, RedisURL: testenv.RedisURL(), App: app.Options{
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
