@@ -142,9 +142,6 @@ func New(cfg Config) *Counter {
 	}
 }
 
-// Enabled reports whether a display tier is configured.
-func (c *Counter) Enabled() bool { return c.rdb != nil }
-
 // Key returns the Redis key of an activity's counter. Every key of one
 // activity shares the hash tag {<activity id>}, so they live in one Redis
 // Cluster slot.
@@ -163,17 +160,19 @@ if taken >= capacity then return {-2, taken, capacity} end
 return {redis.call('HINCRBY', KEYS[1], 'taken', 1), v[3]}
 `)
 
-// releaseScript frees one seat, never below zero.
+// releaseScript frees seats, never below zero.
 //
-// KEYS[1] the counter hash; ARGV[1] the generation the seat was reserved in,
-// or "" for any. Returns the new taken, -1 when the key is missing, -2 when
-// the generation differs (the counter was rebuilt since: nothing to undo).
+// KEYS[1] the counter hash; ARGV[1] the generation the seats were reserved
+// in, or "" for any; ARGV[2] how many seats. Returns the new taken, -1 when
+// the key is missing, -2 when the generation differs (the counter was
+// rebuilt since: nothing to undo).
 var releaseScript = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 'taken', 'gen')
 if not v[1] then return -1 end
 if ARGV[1] ~= '' and v[2] ~= ARGV[1] then return -2 end
-if tonumber(v[1]) <= 0 then return 0 end
-return redis.call('HINCRBY', KEYS[1], 'taken', -1)
+local n = math.min(tonumber(v[1]), tonumber(ARGV[2]))
+if n <= 0 then return tonumber(v[1]) end
+return redis.call('HINCRBY', KEYS[1], 'taken', -n)
 `)
 
 // buildScript writes a counter only if none exists.
@@ -255,7 +254,7 @@ func (c *Counter) Release(ctx context.Context, activityID string, h Hold) {
 	if gen == "-" {
 		gen = ""
 	}
-	if err := releaseScript.Run(ctx, c.rdb, []string{Key(activityID)}, gen).Err(); err != nil {
+	if err := releaseScript.Run(ctx, c.rdb, []string{Key(activityID)}, gen, 1).Err(); err != nil {
 		_ = c.redisError("release", err)
 	}
 }
@@ -267,11 +266,8 @@ func (c *Counter) Freed(ctx context.Context, activityID string, n int) {
 		return
 	}
 	c.touch(activityID)
-	for range n {
-		if err := releaseScript.Run(ctx, c.rdb, []string{Key(activityID)}, "").Err(); err != nil {
-			_ = c.redisError("free", err)
-			return
-		}
+	if err := releaseScript.Run(ctx, c.rdb, []string{Key(activityID)}, "", n).Err(); err != nil {
+		_ = c.redisError("free", err)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 
 // registerNoteRoutes adds the public note routes of API.md.
 func (s *Server) registerNoteRoutes(v1 *echo.Group) {
-	v1.POST("/notes/:noteId/views", s.noteView)
-	v1.POST("/notes/:noteId/waters", s.noteWater)
+	v1.POST("/notes/:noteId/views", s.noteView, s.limitPublicWrites)
+	v1.POST("/notes/:noteId/waters", s.noteWater, s.limitPublicWrites)
 	v1.GET("/notes/:noteId/stats", s.noteStats)
 }
 

@@ -205,17 +205,11 @@ func clientIP(r *http.Request) string {
 
 // isPublicWrite reports whether the request is a write that needs no
 // token: a note view or water, or a demo signup.
-func isPublicWrite(c echo.Context) bool {
-	p := c.Path()
-	return c.Request().Method == http.MethodPost && (p == "/demo/signups" || strings.HasPrefix(p, "/v1/notes/") &&
-		(strings.HasSuffix(p, "/views") || strings.HasSuffix(p, "/waters")))
-}
-
-// limitPublicWrites is server-wide middleware limiting note views and
-// waters per client IP.
+// limitPublicWrites is route middleware limiting the public writes (note
+// views and waters, demo signups) per client IP.
 func (s *Server) limitPublicWrites(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.limits == nil || s.limits.publicWrites == nil || !isPublicWrite(c) {
+		if s.limits == nil || s.limits.publicWrites == nil {
 			return next(c)
 		}
 		if ok, d := s.limits.publicWrites.allow(clientIP(c.Request())); !ok {

@@ -34,10 +34,8 @@ type Config struct {
 	// RequestTimeout bounds every request but streams. Default 10s.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
-	// -- notes (issue 4) --
 	// Notes counts note views and waters; nil leaves the note routes out.
 	Notes *note.Service
-	// -- stream and widgets (issue 5) --
 	// Streams fans seat changes out to the seat streams; nil leaves the
 	// stream route out.
 	Streams *capacity.Hub
@@ -50,7 +48,6 @@ type Config struct {
 	// DemoSignups enables POST /demo/signups, which signs up a random
 	// user without a token, for the demo page. Never in production.
 	DemoSignups bool
-	// -- rate limits and security (issue 7) --
 	// PublicWriteLimit limits note views and waters (and demo signups) per
 	// client IP; the zero value is off.
 	PublicWriteLimit RateLimit
@@ -65,7 +62,7 @@ type Server struct {
 	auth *Authenticator
 	log  *slog.Logger
 	echo *echo.Echo
-	// limits are the per-client rate limits (issue 7).
+	// limits are the per-client rate limits.
 	limits *rateLimits
 }
 
@@ -80,7 +77,11 @@ func New(cfg Config) *Server {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, regs: cfg.Registrations, auth: cfg.Auth, log: cfg.Logger, echo: echo.New()}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = defaultPingInterval
+	}
+	s := &Server{cfg: cfg, regs: cfg.Registrations, auth: cfg.Auth, log: cfg.Logger, echo: echo.New(),
+		limits: newRateLimits(cfg.PublicWriteLimit, cfg.SignupLimit, cfg.Registry)}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -89,6 +90,7 @@ func New(cfg Config) *Server {
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("64K"))
 	e.Use(s.deadline)
+	e.Use(cors(cfg.CORSAllowedOrigins), noSniff)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -106,31 +108,18 @@ func New(cfg Config) *Server {
 	v1.GET("/registrations/:id", s.getRegistration, user)
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
-	// -- note routes (issue 4) --
 	if cfg.Notes != nil {
 		s.registerNoteRoutes(v1)
 	}
-	// -- stream and widget routes (issue 5) --
-	if cfg.PingInterval <= 0 {
-		s.cfg.PingInterval = defaultPingInterval
-	}
-	e.Use(cors(cfg.CORSAllowedOrigins))
 	if cfg.Streams != nil {
 		v1.GET("/activities/:id/seats/stream", s.seatStream)
 	}
 	s.registerWidgetRoutes(e)
-	// -- rate limit and security middleware (issue 7) --
-	s.limits = newRateLimits(cfg.PublicWriteLimit, cfg.SignupLimit, cfg.Registry)
-	e.Use(s.limitPublicWrites, noSniff)
 	return s
 }
 
 // Handler returns the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
-
-// Echo returns the underlying echo instance, for routes added by other
-// parts of the service.
-func (s *Server) Echo() *echo.Echo { return s.echo }
 
 // deadline bounds every request but long-lived streams by RequestTimeout.
 func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {

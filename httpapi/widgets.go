@@ -36,7 +36,7 @@ func (s *Server) registerWidgetRoutes(e *echo.Echo) {
 	e.GET("/widget/:file", s.widgetAsset)
 	e.GET("/demo", s.demoPage)
 	if s.cfg.DemoSignups {
-		e.POST("/demo/signups", s.demoSignup)
+		e.POST("/demo/signups", s.demoSignup, s.limitPublicWrites)
 	}
 }
 

@@ -281,3 +281,24 @@ func TestReadmissionOnAnotherInstanceIsSeenByAdmission(t *testing.T) {
 	require.Equal(t, 1, created)
 	require.Equal(t, 3, authorityTaken(t, a, id))
 }
+
+func TestExpiringManyHoldsFreesEachSeatOnce(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	inst := apptest.Start(t, apptest.Options{App: app.Options{Now: clock.Now, ExpiryInterval: time.Hour}})
+	id := inst.CreateActivity(t, "many holds", 6)
+	for i := range 5 {
+		reg := regOf(t, signup(t, inst, id, fmt.Sprint("h", i)))
+		if i < 4 {
+			require.Equal(t, http.StatusOK, setStatus(t, inst, reg.ID, "awaiting_payment").Status)
+		}
+	}
+	require.Equal(t, 5, displayTaken(t, inst, id))
+
+	clock.Advance(time.Hour)
+	n, err := inst.App.Registrations.ExpireDue(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, displayTaken(t, inst, id), "four seats freed in one release")
+}

@@ -31,8 +31,6 @@ func scanActivity(row pgx.Row) (registration.Activity, error) {
 	return a, err
 }
 
-func notFoundActivity(id string) error { return registration.ActivityNotFound(id) }
-
 // CreateActivity inserts an activity with public id id.
 func (s *Store) CreateActivity(ctx context.Context, id string, in registration.NewActivity) (registration.Activity, error) {
 	row := s.db.QueryRow(ctx, `
@@ -47,7 +45,7 @@ func (s *Store) CreateActivity(ctx context.Context, id string, in registration.N
 func (s *Store) GetActivity(ctx context.Context, id string) (registration.Activity, error) {
 	a, err := scanActivity(s.db.QueryRow(ctx, `SELECT `+activityColumns+` FROM activity a WHERE a.public_id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, notFoundActivity(id)
+		return a, registration.ActivityNotFound(id)
 	}
 	return a, interpret(err)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // DBTX is what the queries need: a pool, a connection or a transaction.
@@ -168,7 +169,7 @@ func (s *Store) activityID(ctx context.Context, publicID string) (int64, error) 
 	}
 	err := s.db.QueryRow(ctx, `SELECT id FROM activity WHERE public_id = $1`, publicID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, notFoundActivity(publicID)
+		return 0, registration.ActivityNotFound(publicID)
 	}
 	if err != nil {
 		return 0, interpret(err)

@@ -32,22 +32,19 @@ type config struct {
 	ShutdownTimeout   time.Duration
 	Dev               bool
 
-	DBMaxConns        int
-	RequestTimeout    time.Duration
-	ExpiryInterval    time.Duration
-	ReconcileInterval time.Duration
-	AdmissionMaxBatch int
-	// -- note fields (issue 4) --
-	NoteCombining bool
-	NoteMaxBatch  int
-	// -- stream and widget fields (issue 5) --
+	DBMaxConns         int
+	RequestTimeout     time.Duration
+	ExpiryInterval     time.Duration
+	ReconcileInterval  time.Duration
+	AdmissionMaxBatch  int
+	NoteCombining      bool
+	NoteMaxBatch       int
 	StreamMaxClients   int
 	StreamPingInterval time.Duration
 	CORSAllowedOrigins []string
 	DemoSignups        bool
-	// -- rate limit and security fields (issue 7) --
-	PublicWriteLimit httpapi.RateLimit
-	SignupLimit      httpapi.RateLimit
+	PublicWriteLimit   httpapi.RateLimit
+	SignupLimit        httpapi.RateLimit
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -133,7 +130,6 @@ var serveSettings = []setting{
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
 	intSetting("ADMISSION_MAX_BATCH", "1000", "most signups in one admission transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
-	// -- note settings (issue 4) --
 	{"NOTE_COMBINING", "on", "combine concurrent increments of a note into one upsert (on or off)", func(c *config, v string) error {
 		switch v {
 		case "on":
@@ -146,7 +142,6 @@ var serveSettings = []setting{
 		return nil
 	}},
 	intSetting("NOTE_MAX_BATCH", "1000", "most note increments in one upsert", 1, 100000, func(c *config) *int { return &c.NoteMaxBatch }),
-	// -- stream and widget settings (issue 5) --
 	intSetting("STREAM_MAX_CLIENTS", "10000", "most seat streams open on this instance (503 beyond)", 1, 1000000, func(c *config) *int { return &c.StreamMaxClients }),
 	durationSetting("STREAM_PING_INTERVAL", "15s", "time between pings on a seat stream", func(c *config) *time.Duration { return &c.StreamPingInterval }),
 	{"CORS_ALLOWED_ORIGINS", "", "comma-separated origins allowed to send writes from a browser (* for any; reads are open to all)", func(c *config, v string) error {
@@ -175,7 +170,6 @@ var serveSettings = []setting{
 		}
 		return nil
 	}},
-	// -- rate limit and security settings (issue 7) --
 	rateLimitSetting("RATE_LIMIT_PUBLIC_WRITES", "50:100", "note views and waters per second per client IP, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.PublicWriteLimit }),
 	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",

@@ -88,7 +88,6 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
 		AdmissionMaxBatch: cfg.AdmissionMaxBatch, ExpiryInterval: cfg.ExpiryInterval,
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
-		// -- options from config (issues 4, 5, 7) --
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
 		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit, // issue 7
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval, // issue 5

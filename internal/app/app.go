@@ -32,14 +32,12 @@ type Options struct {
 	// Now is the clock of expiry; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// -- note options (issue 4) --
 	// NoteCombiningOff makes every note increment its own upsert (the
 	// baseline of the load test); the zero value combines concurrent
 	// increments of a note into one upsert.
 	NoteCombiningOff bool
 	// NoteMaxBatch caps the increments one note upsert combines. Default 1000.
 	NoteMaxBatch int
-	// -- stream and widget options (issue 5) --
 	// StreamMaxClients caps the seat streams of this instance; beyond it a
 	// stream is refused with unavailable. Default 10000.
 	StreamMaxClients int
@@ -54,7 +52,6 @@ type Options struct {
 	CORSAllowedOrigins []string
 	// DemoSignups enables the demo page's "sign up a random user" endpoint.
 	DemoSignups bool
-	// -- rate limit and security options (issue 7) --
 	// PublicWriteLimit limits note views and waters per client IP;
 	// SignupLimit limits signups per user. The zero values are off.
 	PublicWriteLimit httpapi.RateLimit
@@ -97,9 +94,9 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st := store.New(pool)
-	display := rdb
+
 	counter := capacity.New(capacity.Config{
-		Redis: display, Authority: st, TTL: opts.SeatCacheTTL, Logger: opts.Logger, Registerer: reg,
+		Redis: rdb, Authority: st, TTL: opts.SeatCacheTTL, Logger: opts.Logger, Registerer: reg,
 	})
 	regs := registration.NewService(registration.Config{
 		Store: st, Seats: counter, Now: opts.Now, MaxBatch: opts.AdmissionMaxBatch,
@@ -109,11 +106,11 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Store: st, CombiningOff: opts.NoteCombiningOff, MaxBatch: opts.NoteMaxBatch, Registerer: reg,
 	})
 	streams := capacity.NewHub(capacity.HubConfig{
-		Redis: display, Seats: counter.Seats, RefreshInterval: opts.StreamRefreshInterval,
+		Redis: rdb, Seats: counter.Seats, RefreshInterval: opts.StreamRefreshInterval,
 		MaxStreams: opts.StreamMaxClients, Logger: opts.Logger, Registerer: reg,
 	})
 	var pingRedis func(context.Context) error
-	if display != nil {
+	if rdb != nil {
 		pingRedis = counter.Ping
 	}
 	srv := httpapi.New(httpapi.Config{
@@ -125,7 +122,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
 	})
 	return &App{
-		Pool: pool, Redis: display, Store: st, Seats: counter, Registrations: regs, Notes: notes,
+		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
 		Streams: streams, Server: srv, Registry: reg, opts: opts,
 	}, nil
 }
