@@ -1,10 +1,12 @@
 // Package capacity is the display tier: a per-activity Redis counter of
-// taken seats that widgets read and that rejects signups once an activity is
-// full, without touching PostgreSQL.
+// taken seats (and of the waiting list) that widgets read and that sheds
+// signups once an activity is full, without touching PostgreSQL.
 //
-// The counter is never the authority. It is updated asymmetrically (reserved
-// before a signup's insert, released after a cancellation commits), so it
-// errs towards showing fewer seats; it carries a TTL set when it is built from
+// The counter is never the authority. It is updated asymmetrically: a seat
+// is held before a signup reaches the authority, and a freed seat is shown
+// only after the transaction that freed it committed; so it errs towards
+// showing fewer seats. After each commit it takes the authority's counts
+// as of the commit's event seq. It carries a TTL set when it is built from
 // the authority and is rebuilt on a miss. Redis errors are reported to the
 // caller, which falls back to the authority.
 package capacity
@@ -24,6 +26,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // Sources of a Seats reading.
@@ -38,24 +41,29 @@ type Seats struct {
 	Capacity   int       `json:"capacity"`
 	Taken      int       `json:"taken"`
 	Remaining  int       `json:"remaining"`
+	Waiting    int       `json:"waiting"`
 	Source     string    `json:"source"`
 	AsOf       time.Time `json:"as_of"`
 }
 
-func newSeats(id string, capacity, taken int, source string, now time.Time) Seats {
-	return Seats{ActivityID: id, Capacity: capacity, Taken: taken,
-		Remaining: max(0, capacity-taken), Source: source, AsOf: now.UTC().Truncate(time.Second)}
+func newSeats(id string, capacity, taken, waiting int, source string, now time.Time) Seats {
+	return Seats{ActivityID: id, Capacity: capacity, Taken: taken, Remaining: max(0, capacity-taken),
+		Waiting: waiting, Source: source, AsOf: now.UTC().Truncate(time.Second)}
 }
 
-// Authority counts an activity's occupying registrations in the database.
+// Authority reads an activity's seats in the database.
 type Authority interface {
-	// SeatCount returns the activity's capacity and its number of
-	// occupying registrations, or a not_found *capacityd.Error.
-	SeatCount(ctx context.Context, activityID string) (capacity, taken int, err error)
+	// SeatState returns the activity's capacity, waiting-list setting,
+	// occupying and waitlisted registrations and last event seq, all read
+	// in one snapshot, or a not_found *capacityd.Error.
+	SeatState(ctx context.Context, activityID string) (registration.SeatState, error)
 }
 
-// ErrFull means the display counter says the activity has no seat left.
-var ErrFull = errors.New("capacity: activity full by the display counter")
+// Announcer tells the seat streams of every instance that an activity's
+// seats changed.
+type Announcer interface {
+	Announce(ctx context.Context, activityID string)
+}
 
 // ErrNoCache means there is no display tier configured.
 var ErrNoCache = errors.New("capacity: no display tier")
@@ -68,17 +76,6 @@ var ErrSuspended = errors.New("capacity: display tier suspended after an error")
 // that an outage costs one failed call per second, not one per request.
 const suspension = time.Second
 
-// Hold is a seat reserved in the display counter for a signup in flight. The
-// zero Hold holds nothing.
-type Hold struct {
-	// Gen is the generation of the counter the seat was reserved in; a
-	// release only applies to the same generation.
-	Gen string
-}
-
-// Held reports whether h holds a seat.
-func (h Hold) Held() bool { return h.Gen != "" }
-
 // Config configures a Counter.
 type Config struct {
 	// Redis is the display tier; nil means none (every read from the
@@ -86,6 +83,9 @@ type Config struct {
 	Redis redis.UniversalClient
 	// Authority rebuilds counters and answers when Redis cannot.
 	Authority Authority
+	// Announcer is told when a counter is corrected or invalidated
+	// outside a commit; nil: nobody.
+	Announcer Announcer
 	// TTL is the lifetime of a counter from its build. Default 60s.
 	TTL time.Duration
 	// Now is the clock; default time.Now.
@@ -100,6 +100,7 @@ type Config struct {
 type Counter struct {
 	rdb       redis.UniversalClient
 	authority Authority
+	announcer Announcer
 	ttl       time.Duration
 	now       func() time.Time
 	log       *slog.Logger
@@ -134,6 +135,7 @@ func New(cfg Config) *Counter {
 	return &Counter{
 		rdb:       cfg.Redis,
 		authority: cfg.Authority,
+		announcer: cfg.Announcer,
 		ttl:       cfg.TTL,
 		now:       cfg.Now,
 		log:       cfg.Logger,
@@ -147,141 +149,96 @@ func New(cfg Config) *Counter {
 // Cluster slot.
 func Key(activityID string) string { return "seats:{" + activityID + "}" }
 
-// reserveScript reserves one seat.
-//
-// KEYS[1] the activity's counter hash (fields taken, capacity, gen).
-// Returns {-1} when the key is missing (never creates it), {-2, taken,
-// capacity} when taken >= capacity, else {taken after the increment, gen}.
-var reserveScript = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'taken', 'capacity', 'gen')
-if not v[1] or not v[2] then return {-1} end
-local taken, capacity = tonumber(v[1]), tonumber(v[2])
-if taken >= capacity then return {-2, taken, capacity} end
-return {redis.call('HINCRBY', KEYS[1], 'taken', 1), v[3]}
-`)
-
-// releaseScript frees seats, never below zero.
-//
-// KEYS[1] the counter hash; ARGV[1] the generation the seats were reserved
-// in, or "" for any; ARGV[2] how many seats. Returns the new taken, -1 when
-// the key is missing, -2 when the generation differs (the counter was
-// rebuilt since: nothing to undo).
-var releaseScript = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'taken', 'gen')
-if not v[1] then return -1 end
-if ARGV[1] ~= '' and v[2] ~= ARGV[1] then return -2 end
-local n = math.min(tonumber(v[1]), tonumber(ARGV[2]))
-if n <= 0 then return tonumber(v[1]) end
-return redis.call('HINCRBY', KEYS[1], 'taken', -n)
-`)
-
-// buildScript writes a counter only if none exists.
-//
-// KEYS[1] the counter hash; ARGV[1] taken, ARGV[2] capacity, ARGV[3] TTL in
-// milliseconds, ARGV[4] a fresh generation. Returns 1 when written, 0 when a
-// counter was already there.
-var buildScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'capacity', ARGV[2], 'gen', ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-`)
-
-// setCapacityScript changes the capacity of an existing counter.
-//
-// KEYS[1] the counter hash; ARGV[1] the new capacity. Returns 1 when set, 0
-// when there was no counter.
-var setCapacityScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'capacity', ARGV[1])
-return 1
-`)
-
-// correctScript replaces taken in the counter of a given generation.
-//
-// KEYS[1] the counter hash; ARGV[1] the generation, ARGV[2] the new taken.
-// Returns 1 when corrected, 0 otherwise.
-var correctScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'taken', ARGV[2])
-return 1
-`)
-
-// Reserve holds one seat of the activity in the display counter, building
-// the counter from the authority first if it is missing. It returns ErrFull
-// when the counter has no seat left, a *capacityd.Error when the authority
-// refuses the rebuild (not_found, unavailable), and a wrapped Redis error
-// when the display tier cannot answer; the caller then goes to the
-// authority without a hold.
-func (c *Counter) Reserve(ctx context.Context, activityID string) (Hold, error) {
+// Reserve holds one seat of the activity for a signup in flight, building
+// the counter from the authority first if it is missing. It implements
+// registration.Gate: registration.ErrGateFull when every seat is taken or
+// held, registration.ErrGateWaitlist when the signup joins the waiting
+// list, a *capacityd.Error when the authority refuses the rebuild
+// (not_found, unavailable), and a wrapped Redis error when the display
+// tier cannot answer.
+func (c *Counter) Reserve(ctx context.Context, activityID string) (registration.Hold, error) {
 	if err := c.usable(); err != nil {
-		return Hold{}, err
+		return registration.Hold{}, err
 	}
 	c.touch(activityID)
 	key := Key(activityID)
 	for range 3 {
 		v, err := reserveScript.Run(ctx, c.rdb, []string{key}).Slice()
 		if err != nil {
-			return Hold{}, c.redisError("reserve", err)
+			return registration.Hold{}, c.redisError("reserve", err)
 		}
-		n, _ := v[0].(int64)
-		switch {
-		case n == -1:
+		switch n, _ := v[0].(int64); n {
+		case -1:
 			if _, err := c.rebuild(ctx, activityID); err != nil {
-				return Hold{}, err
+				return registration.Hold{}, err
 			}
 			continue
-		case n == -2:
-			return Hold{}, ErrFull
+		case -2:
+			return registration.Hold{}, registration.ErrGateFull
+		case -3:
+			return registration.Hold{}, registration.ErrGateWaitlist
 		}
 		gen, _ := v[1].(string)
-		if gen == "" {
-			gen = "-"
-		}
 		c.recovered(ctx)
-		return Hold{Gen: gen}, nil
+		return registration.Hold{Gen: gen}, nil
 	}
-	return Hold{}, errors.New("capacity: counter vanished three times in a row")
+	return registration.Hold{}, errors.New("capacity: counter vanished three times in a row")
 }
 
-// Release undoes a Hold whose signup the authority refused or failed. It is
-// a no-op when the counter was rebuilt since the hold was taken.
-func (c *Counter) Release(ctx context.Context, activityID string, h Hold) {
-	if !h.Held() || c.usable() != nil {
-		return
-	}
-	gen := h.Gen
-	if gen == "-" {
-		gen = ""
-	}
-	if err := releaseScript.Run(ctx, c.rdb, []string{Key(activityID)}, gen, 1).Err(); err != nil {
-		_ = c.redisError("release", err)
-	}
-}
-
-// Freed records that n seats of the activity were freed by a committed
-// cancellation or expiry.
-func (c *Counter) Freed(ctx context.Context, activityID string, n int) {
+// Committed applies the commits of a change transaction to the display
+// counters, in one pipeline: the authority's taken and waiting as of the
+// commit's seq, a changed capacity or waiting-list setting, and the holds
+// of the batch's signups given back. It implements registration.Observer.
+func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) {
 	if c.usable() != nil {
 		return
 	}
-	c.touch(activityID)
-	if err := releaseScript.Run(ctx, c.rdb, []string{Key(activityID)}, "", n).Err(); err != nil {
-		_ = c.redisError("free", err)
+	var keys [][]string
+	var args [][]any
+	for _, cm := range commits {
+		c.touch(cm.ActivityID)
+		a := []any{-1, 0, 0, "", ""}
+		if !cm.Failed {
+			st := cm.State
+			a[0], a[1], a[2] = st.LastSeq, st.Taken, st.Waiting
+			if cm.ActivityChanged {
+				a[3], a[4] = st.Capacity, boolFlag(st.Waitlist)
+			}
+		} else if len(cm.Holds) == 0 {
+			continue
+		}
+		keys = append(keys, []string{Key(cm.ActivityID)})
+		args = append(args, append(a, holdArgs(cm.Holds)...))
+	}
+	if len(keys) == 0 {
+		return
+	}
+	if err := runScripts(ctx, c.rdb, settleScript, keys, args); err != nil {
+		_ = c.redisError("settle", err)
 	}
 }
 
-// SetCapacity changes the capacity in the activity's counter, if it has one.
-func (c *Counter) SetCapacity(ctx context.Context, activityID string, capacity int) {
-	if c.rdb == nil {
-		return
+// holdArgs returns (generation, count) pairs of holds.
+func holdArgs(hs []registration.Hold) []any {
+	var out []any
+	count := make(map[string]int)
+	for _, h := range hs {
+		if count[h.Gen] == 0 {
+			out = append(out, h.Gen, 0)
+		}
+		count[h.Gen]++
 	}
-	c.touch(activityID)
-	if err := setCapacityScript.Run(ctx, c.rdb, []string{Key(activityID)}, capacity).Err(); err != nil {
-		_ = c.redisError("set capacity", err)
-		// A counter left with the old capacity must not outlive the change.
-		c.rdb.Del(ctx, Key(activityID))
+	for i := 0; i < len(out); i += 2 {
+		out[i+1] = count[out[i].(string)]
 	}
+	return out
+}
+
+func boolFlag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Seats returns the activity's seat display: from the counter while it is
@@ -289,11 +246,11 @@ func (c *Counter) SetCapacity(ctx context.Context, activityID string, capacity i
 // on the way.
 func (c *Counter) Seats(ctx context.Context, activityID string) (Seats, error) {
 	if c.usable() == nil {
-		v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "capacity").Result()
+		v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting").Result()
 		if err == nil {
 			c.recovered(ctx)
-			if taken, capacity, ok := parseCounter(v); ok {
-				return newSeats(activityID, capacity, taken, SourceCache, c.now()), nil
+			if n, ok := parseInts(v); ok {
+				return newSeats(activityID, n[2], n[0]+n[1], n[3], SourceCache, c.now()), nil
 			}
 			return c.rebuild(ctx, activityID)
 		}
@@ -302,42 +259,47 @@ func (c *Counter) Seats(ctx context.Context, activityID string) (Seats, error) {
 			return Seats{}, capacityd.Unavailable(ctx.Err(), "the request ended before the seats were read")
 		}
 	}
-	capacity, taken, err := c.authority.SeatCount(ctx, activityID)
+	st, err := c.authority.SeatState(ctx, activityID)
 	if err != nil {
 		return Seats{}, err
 	}
-	return newSeats(activityID, capacity, taken, SourceDatabase, c.now()), nil
+	return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, SourceDatabase, c.now()), nil
 }
 
-func parseCounter(v []any) (taken, capacity int, ok bool) {
-	if len(v) != 2 {
-		return 0, 0, false
+// parseInts parses the fields of an HMGET, all integers; ok is false when
+// one is missing.
+func parseInts(v []any) ([]int, bool) {
+	out := make([]int, len(v))
+	for i, x := range v {
+		s, ok := x.(string)
+		if !ok {
+			return nil, false
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, false
+		}
+		out[i] = n
 	}
-	ts, ok1 := v[0].(string)
-	cs, ok2 := v[1].(string)
-	if !ok1 || !ok2 {
-		return 0, 0, false
-	}
-	t, err1 := strconv.Atoi(ts)
-	cp, err2 := strconv.Atoi(cs)
-	return t, cp, err1 == nil && err2 == nil
+	return out, true
 }
 
-// rebuild counts the activity at the authority and writes the counter if it
+// rebuild reads the activity at the authority and writes the counter if it
 // is still missing. One rebuild per activity runs at a time in this process.
 func (c *Counter) rebuild(ctx context.Context, activityID string) (Seats, error) {
 	v, err, _ := c.rebuilds.Do(activityID, func() (any, error) {
-		capacity, taken, err := c.authority.SeatCount(ctx, activityID)
+		st, err := c.authority.SeatState(ctx, activityID)
 		if err != nil {
 			return nil, err
 		}
 		c.metrics.rebuilds.Inc()
 		gen := strconv.FormatInt(c.now().UnixNano(), 36)
-		err = buildScript.Run(ctx, c.rdb, []string{Key(activityID)}, taken, capacity, c.ttl.Milliseconds(), gen).Err()
+		err = buildScript.Run(ctx, c.rdb, []string{Key(activityID)}, st.Taken, st.Capacity, st.Waiting,
+			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), gen).Err()
 		if err != nil {
 			_ = c.redisError("rebuild", err)
 		}
-		return newSeats(activityID, capacity, taken, SourceDatabase, c.now()), nil
+		return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, SourceDatabase, c.now()), nil
 	})
 	if err != nil {
 		return Seats{}, err
@@ -385,7 +347,7 @@ func (c *Counter) recovered(ctx context.Context) {
 			return
 		}
 		// Streams missed the changes made while Redis was away.
-		c.rdb.Publish(ctx, Channel, id)
+		c.announce(ctx, id)
 	}
 	c.log.Info("redis display tier back; counters of recently active activities invalidated", "count", len(ids))
 }
@@ -417,4 +379,66 @@ func (c *Counter) touch(activityID string) {
 	c.activeMu.Lock()
 	c.active[activityID] = c.now()
 	c.activeMu.Unlock()
+}
+
+func (c *Counter) announce(ctx context.Context, activityID string) {
+	if c.announcer != nil {
+		c.announcer.Announce(ctx, activityID)
+	}
+}
+
+// recent returns the activities changed through this instance within
+// window, with the time of their last change, and forgets older ones.
+func (c *Counter) recent(window time.Duration) (active map[string]time.Time, forgotten []string) {
+	now := c.now()
+	c.activeMu.Lock()
+	defer c.activeMu.Unlock()
+	active = make(map[string]time.Time, len(c.active))
+	for id, at := range c.active {
+		if now.Sub(at) > window {
+			delete(c.active, id)
+			forgotten = append(forgotten, id)
+			continue
+		}
+		active[id] = at
+	}
+	return active, forgotten
+}
+
+// reading is one read of a counter next to the authority.
+type reading struct {
+	display int // taken + held
+	gen     string
+	state   registration.SeatState
+}
+
+// compare reads an activity's counter and then its state at the authority;
+// ok is false when there is no counter.
+func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok bool, err error) {
+	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "gen").Result()
+	if err != nil {
+		return r, false, c.redisError("reconcile", err)
+	}
+	n, ok := parseInts(v[:2])
+	gen, _ := v[2].(string)
+	if !ok || gen == "" {
+		return r, false, nil
+	}
+	r.display, r.gen = n[0]+n[1], gen
+	r.state, err = c.authority.SeatState(ctx, activityID)
+	return r, err == nil, err
+}
+
+// correct resets an activity's counter of generation gen to the
+// authority's state, and announces the change. It reports whether the
+// counter was still of that generation.
+func (c *Counter) correct(ctx context.Context, activityID, gen string, st registration.SeatState) bool {
+	n, err := correctScript.Run(ctx, c.rdb, []string{Key(activityID)}, gen, st.Taken, st.Waiting, st.LastSeq).Int()
+	if err != nil || n != 1 {
+		return false
+	}
+	c.metrics.corrections.Inc()
+	c.log.Info("display counter corrected", "activity_id", activityID)
+	c.announce(ctx, activityID)
+	return true
 }

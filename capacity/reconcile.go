@@ -2,8 +2,10 @@ package capacity
 
 import (
 	"context"
-	"strconv"
+	"log/slog"
 	"time"
+
+	"github.com/physiciansnet/capacityd/internal/loop"
 )
 
 // reconcileWindow is how long after its last change an activity is still
@@ -17,7 +19,9 @@ type driftSeen struct {
 }
 
 // Reconciler compares display counters with the authority for recently
-// active activities and corrects drift that persists. Run it with Run.
+// active activities and corrects drift that persists: seats held by
+// signups that never finished (an instance that crashed), or a commit the
+// counter missed. Run it with Run.
 type Reconciler struct {
 	c    *Counter
 	prev map[string]driftSeen
@@ -29,78 +33,47 @@ func NewReconciler(c *Counter) *Reconciler {
 }
 
 // Run reconciles every interval until ctx ends.
-func (r *Reconciler) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.Pass(ctx)
-		}
-	}
+func (r *Reconciler) Run(ctx context.Context, every time.Duration, log *slog.Logger) {
+	loop.Every(ctx, every, log, "reconcile display counters", func(ctx context.Context) error {
+		r.Pass(ctx)
+		return nil
+	})
 }
 
 // Pass runs one reconciliation. A counter whose difference from the
 // authority is the same, in the same generation, as in the previous pass,
 // with no change to the activity seen here in between, is corrected to the
-// authority. In-flight signups make a counter briefly higher than the
+// authority. Signups in flight make a counter briefly higher than the
 // authority; requiring the drift to persist across a quiet interval keeps
-// those holds from being wiped.
+// their holds from being wiped.
 func (r *Reconciler) Pass(ctx context.Context) {
 	c := r.c
-	if c.rdb == nil {
+	if c.usable() != nil {
 		return
 	}
-	now := c.now()
-	c.activeMu.Lock()
-	active := make(map[string]time.Time, len(c.active))
-	for id, at := range c.active {
-		if now.Sub(at) > reconcileWindow {
-			delete(c.active, id)
-			delete(r.prev, id)
-			c.metrics.drift.DeleteLabelValues(id)
-			continue
-		}
-		active[id] = at
+	active, forgotten := c.recent(reconcileWindow)
+	for _, id := range forgotten {
+		delete(r.prev, id)
+		c.metrics.drift.DeleteLabelValues(id)
 	}
-	c.activeMu.Unlock()
-
 	for id, touched := range active {
 		if ctx.Err() != nil {
 			return
 		}
-		v, err := c.rdb.HMGet(ctx, Key(id), "taken", "gen").Result()
-		if err != nil {
-			_ = c.redisError("reconcile", err)
-			return
+		rd, ok, err := c.compare(ctx, id)
+		if err != nil || !ok {
+			delete(r.prev, id)
+			if err != nil && c.usable() != nil {
+				return
+			}
+			continue
 		}
-		ts, ok1 := v[0].(string)
-		gen, ok2 := v[1].(string)
-		if !ok1 || !ok2 {
+		drift := rd.display - rd.state.Taken
+		c.metrics.drift.WithLabelValues(id).Set(float64(drift))
+		seen := driftSeen{drift: drift, gen: rd.gen, touched: touched}
+		if p, ok := r.prev[id]; ok && drift != 0 && p == seen && c.correct(ctx, id, rd.gen, rd.state) {
 			delete(r.prev, id)
 			continue
-		}
-		display, err := strconv.Atoi(ts)
-		if err != nil {
-			continue
-		}
-		_, taken, err := c.authority.SeatCount(ctx, id)
-		if err != nil {
-			continue
-		}
-		drift := display - taken
-		c.metrics.drift.WithLabelValues(id).Set(float64(drift))
-		seen := driftSeen{drift: drift, gen: gen, touched: touched}
-		if p, ok := r.prev[id]; ok && drift != 0 && p == seen {
-			if n, err := correctScript.Run(ctx, c.rdb, []string{Key(id)}, gen, taken).Int(); err == nil && n == 1 {
-				c.metrics.corrections.Inc()
-				c.log.Info("display counter corrected", "activity_id", id, "drift", drift)
-				c.Changed(ctx, id)
-				delete(r.prev, id)
-				continue
-			}
 		}
 		r.prev[id] = seen
 	}

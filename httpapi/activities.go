@@ -13,6 +13,7 @@ type activityRequest struct {
 	Title       *string `json:"title"`
 	Capacity    *int    `json:"capacity"`
 	HoldSeconds *int    `json:"hold_seconds"`
+	Waitlist    *bool   `json:"waitlist"`
 }
 
 func (s *Server) createActivity(c echo.Context) error {
@@ -23,7 +24,7 @@ func (s *Server) createActivity(c echo.Context) error {
 	if req.Title == nil || req.Capacity == nil {
 		return capacityd.Errorf(capacityd.EInvalid, "title and capacity are required")
 	}
-	in := registration.NewActivity{Title: *req.Title, Capacity: *req.Capacity}
+	in := registration.NewActivity{Title: *req.Title, Capacity: *req.Capacity, Waitlist: req.Waitlist != nil && *req.Waitlist}
 	if req.HoldSeconds != nil {
 		if *req.HoldSeconds == 0 {
 			return capacityd.Errorf(capacityd.EInvalid, "hold_seconds must be between %d and %d",
@@ -65,8 +66,8 @@ func (s *Server) patchActivity(c echo.Context) error {
 		return err
 	}
 	a, err := s.regs.UpdateActivity(c.Request().Context(), id, registration.ActivityPatch{
-		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds,
-	})
+		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds, Waitlist: req.Waitlist,
+	}, callerOf(c))
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (s *Server) seats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.regs.Seats(c.Request().Context(), id)
+	st, err := s.cfg.Seats(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}

@@ -115,6 +115,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		caller.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
 		c.Set(callerKey, caller)
 		return next(c)
 	}

@@ -69,7 +69,7 @@ func (s *Server) signup(c echo.Context) error {
 		}
 	}
 	reg, replayed, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
-		ActivityID: id, UserID: callerOf(c).UserID, Metadata: meta, IdempotencyKey: key,
+		ActivityID: id, Caller: callerOf(c), Metadata: meta, IdempotencyKey: key,
 	})
 	if replayed {
 		c.Response().Header().Set(headerReplayed, "true")
@@ -77,8 +77,18 @@ func (s *Server) signup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return writeSignup(c, reg)
+}
+
+// writeSignup answers a signup: 201 with a registration that took a seat,
+// 202 with one that joined the waiting list.
+func writeSignup(c echo.Context, reg registration.Registration) error {
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/registrations/"+reg.ID)
-	return writeJSON(c, http.StatusCreated, reg)
+	status := http.StatusCreated
+	if reg.Status == registration.Waitlisted {
+		status = http.StatusAccepted
+	}
+	return writeJSON(c, status, reg)
 }
 
 func registrationID(c echo.Context) (string, error) {
@@ -126,7 +136,7 @@ func (s *Server) setStatus(c echo.Context) error {
 	if req.Status == nil {
 		return capacityd.Errorf(capacityd.EInvalid, `field "status" is required`)
 	}
-	r, err := s.regs.SetStatus(c.Request().Context(), id, registration.Status(*req.Status))
+	r, err := s.regs.SetStatus(c.Request().Context(), id, registration.Status(*req.Status), callerOf(c))
 	if err != nil {
 		return err
 	}
@@ -143,19 +153,50 @@ func (s *Server) listRegistrations(c echo.Context) error {
 		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
 	}
 	f := registration.ListFilter{ActivityID: id, Status: registration.Status(q.Get("status"))}
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > registration.MaxListLimit {
-			return capacityd.Errorf(capacityd.EInvalid, "limit must be an integer between 1 and %d", registration.MaxListLimit)
-		}
-		f.Limit = n
-	}
-	if v, ok := q["cursor"]; ok {
-		if f.After, err = registration.DecodeCursor(v[0]); err != nil {
-			return err
-		}
+	if f.Limit, f.After, err = pageQuery(q); err != nil {
+		return err
 	}
 	page, err := s.regs.ListRegistrations(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, page)
+}
+
+// pageQuery reads the limit and cursor of a registration listing.
+func pageQuery(q url.Values) (limit int, after int64, err error) {
+	if v, ok := q["limit"]; ok {
+		if limit, err = intParam("limit", v[0], 1, registration.MaxListLimit); err != nil {
+			return 0, 0, err
+		}
+	}
+	if v, ok := q["cursor"]; ok {
+		if after, err = registration.DecodeCursor(v[0]); err != nil {
+			return 0, 0, err
+		}
+	}
+	return limit, after, nil
+}
+
+// intParam parses a query parameter as an integer from lo to hi.
+func intParam(name, v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, capacityd.Errorf(capacityd.EInvalid, "%s must be an integer between %d and %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+func (s *Server) myRegistrations(c echo.Context) error {
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
+	}
+	f := registration.UserFilter{UserID: callerOf(c).UserID}
+	if f.Limit, f.Before, err = pageQuery(q); err != nil {
+		return err
+	}
+	page, err := s.regs.UserRegistrations(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,15 @@ import (
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 // Config holds what the HTTP edge serves.
 type Config struct {
 	Registrations *registration.Service
-	Auth          *Authenticator
+	// Seats reads an activity's live seat display.
+	Seats func(ctx context.Context, activityID string) (capacity.Seats, error)
+	Auth  *Authenticator
 	// PingPostgres and PingRedis back /readyz. PingRedis nil means no
 	// display tier is configured.
 	PingPostgres func(context.Context) error
@@ -38,7 +41,7 @@ type Config struct {
 	Notes *note.Service
 	// Streams fans seat changes out to the seat streams; nil leaves the
 	// stream route out.
-	Streams *capacity.Hub
+	Streams *stream.Hub
 	// PingInterval is the time between ": ping" comments on a seat
 	// stream. Default 15s.
 	PingInterval time.Duration
@@ -105,7 +108,10 @@ func New(cfg Config) *Server {
 	v1.GET("/activities/:id/seats", s.seats)
 	v1.POST("/activities/:id/registrations", s.signup, user, s.limitSignups)
 	v1.GET("/activities/:id/registrations", s.listRegistrations, admin...)
+	v1.GET("/activities/:id/events", s.activityEvents, admin...)
+	v1.GET("/me/registrations", s.myRegistrations, user)
 	v1.GET("/registrations/:id", s.getRegistration, user)
+	v1.GET("/registrations/:id/events", s.registrationEvents, user)
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
 	if cfg.Notes != nil {
@@ -121,10 +127,11 @@ func New(cfg Config) *Server {
 // Handler returns the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// deadline bounds every request but long-lived streams by RequestTimeout.
+// deadline bounds every request but long-lived streams and long polls (which
+// set their own) by RequestTimeout.
 func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if strings.HasSuffix(c.Path(), "/stream") {
+		if p := c.Path(); strings.HasSuffix(p, "/stream") || p == "/v1/activities/:id/events" {
 			return next(c)
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)

@@ -372,7 +372,9 @@ func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 	}
 	ctx := context.Background()
 	for range 5 {
-		inst.App.Seats.Changed(ctx, id) // as another instance's change would
+		// As another instance's signup would: a seat held, then announced.
+		require.NoError(t, inst.App.Redis.HIncrBy(ctx, capacity.Key(id), "held", 1).Err())
+		inst.App.Changes.Announce(ctx, id)
 		for _, c := range clients {
 			c.Next(t, time.Second)
 		}
@@ -407,7 +409,7 @@ func TestSeatStreamFollowsRedisOutages(t *testing.T) {
 	require.Equal(t, capacity.SourceDatabase, ev.seats(t).Source)
 
 	rs.Start(t)
-	require.Eventually(t, inst.App.Streams.Healthy, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, inst.App.Changes.Healthy, 10*time.Second, 20*time.Millisecond)
 	// Wait for the display tier to be back too: while it still counts
 	// Redis as failed, signups neither reserve in it nor announce changes.
 	require.Eventually(t, func() bool {

@@ -98,11 +98,12 @@ func (s *Server) demoSignup(c echo.Context) error {
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
+	caller := registration.Caller{UserID: "demo-" + hex.EncodeToString(b), RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
 	reg, _, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
-		ActivityID: req.ActivityID, UserID: "demo-" + hex.EncodeToString(b), Metadata: []byte(`{"demo":true}`),
+		ActivityID: req.ActivityID, Caller: caller, Metadata: []byte(`{"demo":true}`),
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusCreated, reg)
+	return writeSignup(c, reg)
 }

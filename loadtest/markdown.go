@@ -27,6 +27,7 @@ type MarkdownMeta struct {
 // scenarioDescriptions say what each scenario does, in the page's table.
 var scenarioDescriptions = map[string]string{
 	ScenarioSignupHot:    "POST signup, each a distinct user, to the hot activity (24k occupying of 80k rows at the start), 64 clients",
+	ScenarioCancelHot:    "POST cancel (as an admin) of the registrations signup_hot made on the hot activity, 64 clients",
 	ScenarioSignupHot256: "the same at 256 clients",
 	ScenarioSignupSpread: "POST signup, distinct users, round-robin over 1,000 ordinary activities, 64 clients",
 	ScenarioFlashCrowd:   "20,000 distinct users, once each, for 500 seats of a new activity, 256 clients",
@@ -74,7 +75,7 @@ var checkDescriptions = map[string]string{
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
-var scenarioOrder = []string{ScenarioSignupHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+var scenarioOrder = []string{ScenarioSignupHot, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 
 // orderedScenarios returns the report's scenario names in page order.

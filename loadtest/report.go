@@ -12,6 +12,7 @@ import (
 // Scenario names, as they appear in the report.
 const (
 	ScenarioSignupHot    = "signup_hot"
+	ScenarioCancelHot    = "cancel_hot"
 	ScenarioSignupHot256 = "signup_hot_256"
 	ScenarioSignupSpread = "signup_spread"
 	ScenarioFlashCrowd   = "flash_crowd"
@@ -42,6 +43,7 @@ const (
 	RatioSignupHotVsHotRow       = "signup_hot_vs_hot_row_update"
 	RatioSignupHot256VsHotRow256 = "signup_hot_256_vs_hot_row_update_256"
 	RatioSignupHotVsSpread       = "signup_hot_vs_spread"
+	RatioCancelHotVsSignupHot    = "cancel_hot_vs_signup_hot"
 	RatioViewsHotVsNaive         = "views_hot_vs_naive"
 	RatioViewsHotVsPGUpsert      = "views_hot_vs_pg_upsert"
 	RatioSeatsReadVsTrivial      = "seats_read_vs_trivial"
@@ -150,6 +152,7 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioSignupHotVsHotRow] = ratio(r.scenarioRPS(ScenarioSignupHot), r.Baselines[BaselineHotRow32])
 	r.Ratios[RatioSignupHot256VsHotRow256] = ratio(r.scenarioRPS(ScenarioSignupHot256), r.Baselines[BaselineHotRow256])
 	r.Ratios[RatioSignupHotVsSpread] = ratio(r.scenarioRPS(ScenarioSignupHot), r.scenarioRPS(ScenarioSignupSpread))
+	r.Ratios[RatioCancelHotVsSignupHot] = ratio(r.scenarioRPS(ScenarioCancelHot), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioViewsHotVsNaive] = ratio(r.scenarioRPS(ScenarioViewsHot), r.scenarioRPS(ScenarioViewsNaive))
 	r.Ratios[RatioViewsHotVsPGUpsert] = ratio(r.scenarioRPS(ScenarioViewsHot), r.Baselines[BaselineNoteUpsert32])
 	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))

@@ -2,10 +2,13 @@ package loadtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/physiciansnet/capacityd/capacity"
 )
@@ -42,15 +45,53 @@ func (b *bench) signupHot(ctx context.Context, name string, clients int) error {
 			return b.client.Expect(ctx, http.StatusCreated, http.MethodPost, path, toks[i], signupBody, nil)
 		})
 	b.report.Scenarios[name] = out.Result(clients)
+	if name == ScenarioSignupHot {
+		if err := b.cancelHot(ctx); err != nil {
+			fmt.Fprintf(b.log, "%-16s not measured: %v\n", ScenarioCancelHot, err)
+		}
+	}
 	return b.resetHot(ctx)
 }
 
-// resetHot deletes the registrations scenarios added to the hot activity,
-// vacuums so the COUNT is index-only again, and drops its display counter
-// (rebuilt from the authority on the next signup).
+// cancelHot cancels, as an admin from 64 clients, the registrations that
+// signup_hot made on the hot activity: a cancellation storm on one
+// activity, batched on its queue like a signup storm.
+func (b *bench) cancelHot(ctx context.Context) error {
+	const clients = 64
+	rows, err := b.db.Query(ctx, `SELECT public_id FROM registration
+		WHERE activity_id = $1 AND id > $2 AND status = 'pending' ORDER BY id`, b.seed.HotID, b.seed.MaxRegistrationID)
+	if err != nil {
+		return fatalError{fmt.Errorf("loadtest: read the registrations to cancel: %w", err)}
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fatalError{fmt.Errorf("loadtest: read the registrations to cancel: %w", err)}
+	}
+	if len(ids) == 0 {
+		return errors.New("signup_hot left nothing to cancel")
+	}
+	out := Drive(ctx, Load{Name: ScenarioCancelHot, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(len(ids))}, b.log,
+		func(ctx context.Context, _ int, i int64) error {
+			return b.client.Expect(ctx, http.StatusOK, http.MethodPost, "/v1/registrations/"+ids[i]+"/cancel", b.admin, nil, nil)
+		})
+	b.report.Scenarios[ScenarioCancelHot] = out.Result(clients)
+	return nil
+}
+
+// resetHot deletes the registrations scenarios added to the hot activity
+// and their events (the seeded rows have none) and sets its last event seq
+// back to 0, so every instance counts it again; vacuums so the COUNT is
+// index-only again, and drops its display counter (rebuilt from the
+// authority on the next signup).
 func (b *bench) resetHot(ctx context.Context) error {
 	t0 := time.Now()
 	tag, err := b.db.Exec(ctx, `DELETE FROM registration WHERE activity_id = $1 AND id > $2`, b.seed.HotID, b.seed.MaxRegistrationID)
+	if err == nil {
+		_, err = b.db.Exec(ctx, `DELETE FROM registration_event WHERE activity_id = $1`, b.seed.HotID)
+	}
+	if err == nil {
+		_, err = b.db.Exec(ctx, `UPDATE activity_state SET last_seq = 0 WHERE activity_id = $1`, b.seed.HotID)
+	}
 	if err != nil {
 		return fatalError{fmt.Errorf("loadtest: reset the hot activity: %w", err)}
 	}

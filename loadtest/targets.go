@@ -75,6 +75,7 @@ var comparisons = []comparison{
 	{3, "flash crowd: 5xx responses", "==", 0, fromCheck(CheckFlash5xx)},
 	{3, "flash crowd: admission transactions that reached PostgreSQL", "<=", 50, fromCheck(CheckFlashAdmissionTx)},
 	{3, "seat reads: PostgreSQL transactions with a warm cache", "==", 0, fromCheck(CheckSeatsReadPGQueries)},
+	{10, "hot cancellations/s vs hot signups/s at 64 clients", ">=", 0.8, fromRatio(RatioCancelHotVsSignupHot)},
 	{4, "hot-note views/s at 64 clients vs one upsert per request", ">=", 5, fromRatio(RatioViewsHotVsNaive)},
 	{4, "hot-note views/s at 64 clients vs pgx single-note upsert at 32 clients", ">=", 5, fromRatio(RatioViewsHotVsPGUpsert)},
 	{5, "1,000 stream clients: p99 fan-out of a signup (ms)", "<", 1000, fromCheck(CheckSSEP99MS)},

@@ -89,7 +89,7 @@ func NewService(cfg Config) *Service {
 	}
 	s := &Service{store: cfg.Store, flushTimeout: cfg.FlushTimeout, metrics: newMetrics(cfg.Registerer)}
 	if !cfg.CombiningOff {
-		s.combine = groupcommit.New(s.flushPending, groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: cfg.FlushTimeout})
+		s.combine = groupcommit.New(groupcommit.PerKey(s.flushPending), groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: cfg.FlushTimeout})
 	}
 	return s
 }

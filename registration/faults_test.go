@@ -27,8 +27,8 @@ func watchAuthority(t *testing.T, inst *apptest.Instance, id string, stop <-chan
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
-			if _, taken, err := inst.App.Store.SeatCount(context.Background(), id); err == nil {
-				highest = max(highest, taken)
+			if st, err := inst.App.Store.SeatState(context.Background(), id); err == nil {
+				highest = max(highest, st.Taken)
 			}
 		}
 	}()

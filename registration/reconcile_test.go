@@ -21,8 +21,9 @@ func TestReconcilerCorrectsPersistentDriftOnly(t *testing.T) {
 	ctx := context.Background()
 	r := capacity.NewReconciler(inst.App.Seats)
 
-	// Drift appears (say a lost release); one pass only observes it.
-	require.NoError(t, inst.App.Redis.HSet(ctx, capacity.Key(id), "taken", 7).Err())
+	// Drift appears (seats held by signups of an instance that crashed);
+	// one pass only observes it.
+	require.NoError(t, inst.App.Redis.HSet(ctx, capacity.Key(id), "held", 4).Err())
 	r.Pass(ctx)
 	require.Equal(t, 7, displayTaken(t, inst, id))
 

@@ -1,7 +1,9 @@
 // Package registration is the signup domain: activities with a fixed number
-// of seats, registrations that occupy them, the rules for moving between
-// statuses, and the Service that admits signups exactly through the
-// authority (PostgreSQL) while keeping the display tier (capacity) in step.
+// of seats and an optional waiting list, registrations that occupy seats or
+// wait for one, the one rule (Decide) by which every change of an activity's
+// seats is made, the events those changes record, and the Service that puts
+// every change on its activity's queue and applies it in one transaction at
+// the authority (PostgreSQL).
 package registration
 
 import (
@@ -16,11 +18,13 @@ import (
 // Status is a registration's state.
 type Status string
 
-// Registration statuses. Pending, AwaitingPayment and Approved occupy a seat.
+// Registration statuses. Pending, AwaitingPayment and Approved occupy a
+// seat; Waitlisted waits for one.
 const (
 	Pending         Status = "pending"
 	AwaitingPayment Status = "awaiting_payment"
 	Approved        Status = "approved"
+	Waitlisted      Status = "waitlisted"
 	Cancelled       Status = "cancelled"
 	Expired         Status = "expired"
 )
@@ -30,9 +34,13 @@ func (s Status) Occupying() bool {
 	return s == Pending || s == AwaitingPayment || s == Approved
 }
 
-// Valid reports whether s is one of the five statuses.
+// Active reports whether a registration in status s holds or waits for a
+// seat: a user has at most one active registration per activity.
+func (s Status) Active() bool { return s.Occupying() || s == Waitlisted }
+
+// Valid reports whether s is one of the six statuses.
 func (s Status) Valid() bool {
-	return s.Occupying() || s == Cancelled || s == Expired
+	return s.Active() || s == Cancelled || s == Expired
 }
 
 // Limits on activity fields, mirrored by the schema's check constraints.
@@ -49,14 +57,17 @@ const (
 	MaxListLimit       = 500
 )
 
-// Activity is an event with a fixed number of seats.
+// Activity is an event with a fixed number of seats. Taken, Remaining and
+// Waiting are the authority's numbers.
 type Activity struct {
 	ID          string    `json:"id"`
 	Title       string    `json:"title"`
 	Capacity    int       `json:"capacity"`
 	HoldSeconds int       `json:"hold_seconds"`
+	Waitlist    bool      `json:"waitlist"`
 	Taken       int       `json:"taken"`
 	Remaining   int       `json:"remaining"`
+	Waiting     int       `json:"waiting"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }
@@ -69,6 +80,7 @@ type NewActivity struct {
 	Title       string
 	Capacity    int
 	HoldSeconds int
+	Waitlist    bool
 }
 
 // ActivityPatch changes the fields that are set.
@@ -76,6 +88,7 @@ type ActivityPatch struct {
 	Title       *string
 	Capacity    *int
 	HoldSeconds *int
+	Waitlist    *bool
 }
 
 // Registration is one user's claim on a seat of an activity.
@@ -88,9 +101,15 @@ type Registration struct {
 	CreatedAt  time.Time       `json:"created_at"`
 	UpdatedAt  time.Time       `json:"updated_at"`
 	ExpiresAt  *time.Time      `json:"expires_at"`
+	// WaitlistPosition is the registration's place in its activity's
+	// waiting list (1 = next to be admitted) while it is waitlisted.
+	WaitlistPosition *int `json:"waitlist_position"`
 
 	// Seq orders registrations by creation for keyset pagination.
 	Seq int64 `json:"-"`
+	// WaitlistSeq is the seq of the registration's waitlisted event: its
+	// place in the join order of the waiting list. Zero if it never waited.
+	WaitlistSeq int64 `json:"-"`
 }
 
 // Page is one page of a registration listing.
@@ -105,6 +124,14 @@ type ListFilter struct {
 	Status     Status // empty: all statuses
 	After      int64  // Seq of the last item of the previous page
 	Limit      int
+}
+
+// UserFilter selects a user's registrations over all activities, newest
+// first.
+type UserFilter struct {
+	UserID string
+	Before int64 // Seq of the last item of the previous page; 0: from the newest
+	Limit  int
 }
 
 // EncodeCursor returns the opaque cursor for the page after seq.
@@ -136,8 +163,8 @@ func (n *NewActivity) Validate() error {
 
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
-	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil {
-		return capacityd.Errorf(capacityd.EInvalid, "nothing to change: set title, capacity or hold_seconds")
+	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil {
+		return capacityd.Errorf(capacityd.EInvalid, "nothing to change: set title, capacity, hold_seconds or waitlist")
 	}
 	return validateFields(p.Title, p.Capacity, p.HoldSeconds)
 }
@@ -166,6 +193,12 @@ func RegistrationNotFound(id string) error {
 // ActivityNotFound returns the not_found error for a missing activity.
 func ActivityNotFound(id string) error {
 	return capacityd.Errorf(capacityd.ENotFound, "activity %s not found", id)
+}
+
+// InvalidTransition returns the invalid_transition error of a status change
+// that the registration's status does not allow.
+func InvalidTransition(r Registration, to Status) error {
+	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s cannot move from %s to %s", r.ID, r.Status, to)
 }
 
 // ActivityFull returns the activity_full error.

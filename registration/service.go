@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,38 +14,56 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/physiciansnet/capacityd"
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/internal/groupcommit"
+	"github.com/physiciansnet/capacityd/internal/loop"
 )
 
-// Caller is who makes a request.
-type Caller struct {
-	UserID string
-	Admin  bool
-}
+// Defaults of the change queue.
+const (
+	DefaultMaxBatch        = 1000
+	DefaultMaxActivities   = 256
+	DefaultMaxTransactions = 4
+)
 
 // Config configures a Service.
 type Config struct {
 	Store Store
-	// Seats is the display tier.
-	Seats *capacity.Counter
-	// Now is the clock; default time.Now. Tests inject a fake one.
+	// Gate is the display tier's gate; nil: none, the authority alone
+	// decides.
+	Gate Gate
+	// Observers react to every commit, in this order.
+	Observers []Observer
+	// Changes wakes the event feed's long polls; nil: they re-read every
+	// second.
+	Changes Changes
+	// Now is the clock of holds and expiry; default time.Now. Tests inject
+	// a fake one.
 	Now func() time.Time
-	// MaxBatch caps the signups of one admission transaction. Default 1000.
-	MaxBatch   int
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	// MaxBatch caps the commands of one change transaction (default 1000),
+	// MaxActivities the activities it serves (default 256), and
+	// MaxTransactions the change transactions in flight at once (default
+	// 4).
+	MaxBatch        int
+	MaxActivities   int
+	MaxTransactions int
+	Logger          *slog.Logger
+	Registerer      prometheus.Registerer
 }
 
-// Service admits, cancels and moves registrations, keeping the display tier
-// in step with the authority.
+// Service is the signup domain's entry point: it puts every change of an
+// activity on the activity's queue, where it is applied with the other
+// queued changes in one transaction at the authority, and tells the
+// observers what each transaction committed.
 type Service struct {
-	store   Store
-	seats   *capacity.Counter
-	now     func() time.Time
-	log     *slog.Logger
-	admit   *groupcommit.Group[string, AdmissionRequest, AdmissionResult]
-	metrics *metrics
+	store     Store
+	gate      Gate
+	observers []Observer
+	changes   Changes
+	now       func() time.Time
+	log       *slog.Logger
+	queue     *groupcommit.Group[string, Command, Outcome]
+	checks    *groupcommit.Group[string, string, fullVerdict]
+	metrics   *metrics
 
 	idMu    sync.Mutex
 	entropy *ulid.MonotonicEntropy
@@ -55,23 +74,32 @@ func NewService(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	s := &Service{
-		store:   cfg.Store,
-		seats:   cfg.Seats,
-		now:     cfg.Now,
-		log:     cfg.Logger,
-		metrics: newMetrics(cfg.Registerer),
-		entropy: ulid.Monotonic(rand.Reader, 0),
+		store:     cfg.Store,
+		gate:      cfg.Gate,
+		observers: cfg.Observers,
+		changes:   cfg.Changes,
+		now:       cfg.Now,
+		log:       cmp.Or(cfg.Logger, slog.Default()),
+		metrics:   newMetrics(cfg.Registerer),
+		entropy:   ulid.Monotonic(rand.Reader, 0),
 	}
-	s.admit = groupcommit.New(s.admitBatch, groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: 10 * time.Second})
+	s.queue = groupcommit.New(s.apply, groupcommit.Options{
+		MaxBatch:     cmp.Or(cfg.MaxBatch, DefaultMaxBatch),
+		MaxKeys:      cmp.Or(cfg.MaxActivities, DefaultMaxActivities),
+		MaxFlushes:   cmp.Or(cfg.MaxTransactions, DefaultMaxTransactions),
+		FlushTimeout: 10 * time.Second,
+	})
+	s.checks = groupcommit.New(s.checkFull, groupcommit.Options{
+		MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch), MaxKeys: DefaultMaxActivities, MaxFlushes: 2,
+	})
 	return s
 }
 
-// Close finishes the admission batches in flight and refuses new signups.
-func (s *Service) Close(ctx context.Context) error { return s.admit.Close(ctx) }
+// Close applies the changes queued so far and refuses new ones.
+func (s *Service) Close(ctx context.Context) error {
+	return errors.Join(s.queue.Close(ctx), s.checks.Close(ctx))
+}
 
 func (s *Service) newID(prefix string) string {
 	s.idMu.Lock()
@@ -92,134 +120,162 @@ func (s *Service) GetActivity(ctx context.Context, id string) (Activity, error) 
 	return s.store.GetActivity(ctx, id)
 }
 
-// UpdateActivity changes an activity. A capacity change is made under the
-// admission lock, then written to the display counter. Lowering capacity
-// below taken evicts nobody.
-func (s *Service) UpdateActivity(ctx context.Context, id string, p ActivityPatch) (Activity, error) {
+// UpdateActivity changes an activity on its queue, like every seat change:
+// lowering the capacity below taken evicts nobody, raising it admits the
+// first in line at once.
+func (s *Service) UpdateActivity(ctx context.Context, id string, p ActivityPatch, c Caller) (Activity, error) {
 	if err := p.Validate(); err != nil {
 		return Activity{}, err
 	}
-	a, err := s.store.UpdateActivity(ctx, id, p)
+	out, err := s.submit(ctx, id, ActivityCommand{Origin: c.origin(), Patch: p})
 	if err != nil {
 		return Activity{}, err
 	}
-	if p.Capacity != nil {
-		s.seats.SetCapacity(ctx, id, a.Capacity)
-		s.seats.Changed(ctx, id)
+	if out.Err != nil {
+		return Activity{}, out.Err
 	}
-	return a, nil
+	return *out.Activity, nil
 }
 
-// Seats returns the live seat display of an activity.
-func (s *Service) Seats(ctx context.Context, id string) (capacity.Seats, error) {
-	return s.seats.Seats(ctx, id)
-}
-
-// SignupInput is a signup request.
+// SignupInput is a signup request: the caller signs up for the activity.
 type SignupInput struct {
 	ActivityID     string
-	UserID         string
+	Caller         Caller
 	Metadata       []byte // a compact JSON object
 	IdempotencyKey string
 }
 
-// Signup admits the user to the activity, exactly: the display counter is a
-// fast gate that refuses once full and otherwise holds a seat, and the
-// authority decides in a group admission transaction. replayed is true when
-// the outcome (registration or error) is the stored first outcome of the
-// same Idempotency-Key.
+// Signup admits the caller to the activity, puts them on its waiting list,
+// or refuses, exactly. The display tier's gate holds a seat for the signup
+// in flight, or sheds it when every seat is taken; a refusal as full is
+// always confirmed by the authority first. The authority decides on the
+// activity's queue. replayed is true when the outcome (registration or
+// error) is the stored first outcome of the same Idempotency-Key.
 func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration, replayed bool, err error) {
 	if err := validateSignup(in); err != nil {
 		return Registration{}, false, err
 	}
-	req := AdmissionRequest{
+	cmd := SignupCommand{
+		Origin:         in.Caller.origin(),
 		RegistrationID: s.newID("r_"),
-		UserID:         in.UserID,
+		UserID:         in.Caller.UserID,
 		Metadata:       in.Metadata,
 		IdempotencyKey: in.IdempotencyKey,
 	}
 	if in.IdempotencyKey != "" {
 		h := sha256.Sum256(in.Metadata)
-		req.RequestHash = h[:]
-		o, ok, err := s.store.FindOutcome(ctx, in.ActivityID, in.UserID, in.IdempotencyKey)
+		cmd.RequestHash = h[:]
+		o, ok, err := s.store.FindOutcome(ctx, in.ActivityID, cmd.UserID, in.IdempotencyKey)
 		if err != nil {
 			return Registration{}, false, err
 		}
 		if ok {
-			return s.finish(o.Result(req.RequestHash), "replayed")
+			return s.signupResult(o.Replay(cmd.RequestHash), "replayed")
 		}
 	}
-
-	hold, gateErr := s.seats.Reserve(ctx, in.ActivityID)
-	switch {
-	case gateErr == nil:
-	case errors.Is(gateErr, capacity.ErrFull):
-		// A first use of an idempotency key must record its outcome at the
-		// authority; everyone else is refused here without a query.
-		if in.IdempotencyKey == "" {
-			s.metrics.signups.WithLabelValues("full_gate").Inc()
-			return Registration{}, false, ActivityFull(in.ActivityID)
+	if s.gate != nil {
+		hold, err := s.gate.Reserve(ctx, in.ActivityID)
+		switch {
+		case err == nil:
+			cmd.Hold = hold
+		case errors.Is(err, ErrGateFull):
+			// A first use of an idempotency key must record its outcome
+			// at the authority, in the change transaction.
+			if in.IdempotencyKey == "" {
+				if err := s.confirmFull(ctx, in.ActivityID, cmd.UserID); err != nil {
+					return Registration{}, false, err
+				}
+			}
+		case errors.Is(err, ErrGateWaitlist):
+		case capacityd.ErrorCode(err) != capacityd.EInternal:
+			// The authority answered the display's rebuild: not_found or
+			// unavailable.
+			return Registration{}, false, err
+		default:
+			// The display tier cannot answer: the authority decides alone.
 		}
-	case capacityd.ErrorCode(gateErr) != capacityd.EInternal:
-		// The authority answered the rebuild: not_found or unavailable.
-		return Registration{}, false, gateErr
-	default:
-		// No display tier, or Redis is failing: the authority alone decides.
 	}
-
-	res, err := s.admit.Submit(ctx, in.ActivityID, req)
-	if err != nil || res.Err != nil || res.Replayed {
-		// Only a fresh admission keeps its display hold.
-		s.seats.Release(context.WithoutCancel(ctx), in.ActivityID, hold)
-	}
+	out, err := s.submit(ctx, in.ActivityID, cmd)
 	if err != nil {
 		s.metrics.signups.WithLabelValues("error").Inc()
-		if errors.Is(err, groupcommit.ErrClosed) {
-			return Registration{}, false, capacityd.Unavailable(err, "the service is shutting down")
-		}
 		return Registration{}, false, err
 	}
-	return s.finish(res, "")
+	return s.signupResult(out, "")
 }
 
-func (s *Service) finish(res AdmissionResult, outcome string) (Registration, bool, error) {
-	if outcome == "" {
-		outcome = "admitted"
-		if res.Replayed {
-			outcome = "replayed"
-		} else if res.Err != nil {
-			outcome = capacityd.ErrorCode(res.Err)
-		}
+// confirmFull asks the authority whether the activity the gate called full
+// is full for the user, in one read-only snapshot shared with the other
+// signups the gate shed meanwhile. It returns the refusal (activity_full,
+// or already_registered for a user who holds or waits for a place), a
+// failure, or nil when the signup must go on to the activity's queue: a
+// seat is free (the gate's holds were not all admissions in flight) or the
+// activity keeps a waiting list.
+func (s *Service) confirmFull(ctx context.Context, activityID, userID string) error {
+	v, err := s.checks.Submit(ctx, activityID, userID)
+	switch {
+	case err != nil:
+		s.metrics.signups.WithLabelValues("error").Inc()
+		return unavailableIfClosed(err)
+	case v.holder != "":
+		s.metrics.signups.WithLabelValues("already_registered").Inc()
+		return AlreadyRegistered(activityID, v.holder)
+	case v.full && !v.waitlist:
+		s.metrics.signups.WithLabelValues("full_gate").Inc()
+		return ActivityFull(activityID)
 	}
-	s.metrics.signups.WithLabelValues(outcome).Inc()
-	if res.Err != nil {
-		return Registration{}, res.Replayed, res.Err
-	}
-	return *res.Registration, res.Replayed, nil
+	s.metrics.fullChecksPassed.Inc()
+	return nil
 }
 
-// admitBatch is the group-commit flush of one activity's signups.
-func (s *Service) admitBatch(ctx context.Context, activityID string, reqs []AdmissionRequest) ([]AdmissionResult, error) {
-	start := time.Now()
-	res, err := s.store.Admit(ctx, activityID, reqs)
-	s.metrics.batchSize.Observe(float64(len(reqs)))
-	s.metrics.batchSeconds.Observe(time.Since(start).Seconds())
+// fullVerdict is one user's answer from a FullAnswer.
+type fullVerdict struct {
+	full, waitlist bool
+	holder         string
+}
+
+// checkFull is the flush of the full checks: one snapshot of the authority
+// for the shed signups of many activities.
+func (s *Service) checkFull(ctx context.Context, batches []*groupcommit.Batch[string, string, fullVerdict]) error {
+	checks := make([]FullCheck, len(batches))
+	for i, b := range batches {
+		checks[i] = FullCheck{ActivityID: b.Key, UserIDs: b.Reqs}
+	}
+	answers, err := s.store.CheckFull(ctx, checks)
 	if err != nil {
-		s.metrics.admissionTx.WithLabelValues("error").Inc()
-		return nil, err
+		return err
 	}
-	s.metrics.admissionTx.WithLabelValues("ok").Inc()
-	for _, r := range res {
-		if r.Err == nil && !r.Replayed {
-			s.seats.Changed(ctx, activityID)
-			break
+	for i, b := range batches {
+		a := answers[i]
+		b.Results = make([]fullVerdict, len(b.Reqs))
+		for j, u := range b.Reqs {
+			b.Results[j] = fullVerdict{full: a.Full, waitlist: a.Waitlist, holder: a.Holders[u]}
 		}
 	}
-	return res, nil
+	return nil
+}
+
+func (s *Service) signupResult(out Outcome, label string) (Registration, bool, error) {
+	if label == "" {
+		switch {
+		case out.Replayed:
+			label = "replayed"
+		case out.Err != nil:
+			label = capacityd.ErrorCode(out.Err)
+		case out.Registration.Status == Waitlisted:
+			label = "waitlisted"
+		default:
+			label = "admitted"
+		}
+	}
+	s.metrics.signups.WithLabelValues(label).Inc()
+	if out.Err != nil {
+		return Registration{}, out.Replayed, out.Err
+	}
+	return *out.Registration, out.Replayed, nil
 }
 
 func validateSignup(in SignupInput) error {
-	if n := len(in.UserID); n < 1 || n > MaxUserIDLen {
+	if n := len(in.Caller.UserID); n < 1 || n > MaxUserIDLen {
 		return capacityd.Errorf(capacityd.EInvalid, "user id must be 1 to %d characters", MaxUserIDLen)
 	}
 	if len(in.Metadata) > MaxMetadataBytes {
@@ -242,6 +298,120 @@ func ValidateIdempotencyKey(k string) error {
 	return nil
 }
 
+// submit queues a command on its activity and waits for its outcome. A
+// signup's display hold is given back if the command never reaches a
+// transaction.
+func (s *Service) submit(ctx context.Context, activityID string, c Command) (Outcome, error) {
+	out, err := s.queue.Submit(ctx, activityID, c)
+	if errors.Is(err, groupcommit.ErrClosed) {
+		if sc, ok := c.(SignupCommand); ok && sc.Hold.Held() {
+			s.notify(context.WithoutCancel(ctx), []Commit{{ActivityID: activityID, Failed: true, Holds: []Hold{sc.Hold}}})
+		}
+	}
+	return out, unavailableIfClosed(err)
+}
+
+func unavailableIfClosed(err error) error {
+	if errors.Is(err, groupcommit.ErrClosed) {
+		return capacityd.Unavailable(err, "the service is shutting down")
+	}
+	return err
+}
+
+// apply is the flush of the change queue: one transaction for the queued
+// commands of many activities, then the observers, then the answers.
+func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string, Command, Outcome]) error {
+	in := make([]CommandBatch, len(batches))
+	for i, b := range batches {
+		in[i] = CommandBatch{ActivityID: b.Key, Commands: b.Reqs}
+	}
+	applied, err := s.transact(ctx, in)
+	if err != nil && len(in) > 1 && !capacityd.IsCode(err, capacityd.EUnavailable) {
+		// Something in one activity's batch failed the whole transaction
+		// (never a client's input: that is validated before it is
+		// queued). Apply each activity alone, so the others go through.
+		s.log.Error("a change transaction of many activities failed; applying them one by one", "activities", len(in), "err", err)
+		applied, err = make([]Applied, len(in)), nil
+		for i := range in {
+			one, oneErr := s.transact(ctx, in[i:i+1])
+			if oneErr != nil {
+				applied[i] = Applied{Err: oneErr}
+				continue
+			}
+			applied[i] = one[0]
+		}
+	}
+	commits := make([]Commit, len(batches))
+	for i, b := range batches {
+		c := Commit{ActivityID: b.Key, Holds: holdsOf(b.Reqs)}
+		switch {
+		case err != nil:
+			c.Failed = true
+		case applied[i].Err != nil:
+			c.Failed, b.Err = true, applied[i].Err
+		default:
+			p := applied[i].Plan
+			b.Results = p.Outcomes
+			c.Events, c.ActivityChanged = p.Events, p.ActivityChanged
+			c.State = SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist,
+				Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq}
+			s.metrics.count(p.Events)
+		}
+		commits[i] = c
+	}
+	s.notify(ctx, commits)
+	return err
+}
+
+// transact runs one change transaction and counts it.
+func (s *Service) transact(ctx context.Context, in []CommandBatch) ([]Applied, error) {
+	start := time.Now()
+	n := 0
+	for _, b := range in {
+		n += len(b.Commands)
+	}
+	applied, err := s.store.Apply(ctx, in, s.now())
+	s.metrics.batchSize.Observe(float64(n))
+	s.metrics.batchActivities.Observe(float64(len(in)))
+	s.metrics.batchSeconds.Observe(time.Since(start).Seconds())
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.metrics.transactions.WithLabelValues(result).Inc()
+	return applied, err
+}
+
+func holdsOf(cmds []Command) []Hold {
+	var hs []Hold
+	for _, c := range cmds {
+		if sc, ok := c.(SignupCommand); ok && sc.Hold.Held() {
+			hs = append(hs, sc.Hold)
+		}
+	}
+	return hs
+}
+
+// notify tells every observer about commits, in order.
+func (s *Service) notify(ctx context.Context, commits []Commit) {
+	for _, o := range s.observers {
+		o.Committed(ctx, commits)
+	}
+}
+
+// changeOf submits a command that names an existing registration and
+// returns the registration after it.
+func (s *Service) changeOf(ctx context.Context, r Registration, c Command) (Registration, error) {
+	out, err := s.submit(ctx, r.ActivityID, c)
+	if err != nil {
+		return Registration{}, err
+	}
+	if out.Err != nil {
+		return Registration{}, out.Err
+	}
+	return *out.Registration, nil
+}
+
 // GetRegistration returns a registration its owner or an admin may see;
 // anyone else gets not_found.
 func (s *Service) GetRegistration(ctx context.Context, id string, c Caller) (Registration, error) {
@@ -255,84 +425,40 @@ func (s *Service) GetRegistration(ctx context.Context, id string, c Caller) (Reg
 	return r, nil
 }
 
-// Cancel cancels a registration its owner or an admin may see. Cancelling a
-// cancelled or expired registration returns it unchanged and frees nothing.
-// The display counter is decremented only after the commit.
+// Cancel cancels a registration its owner or an admin may see: it frees
+// the seat, or the place on the waiting list, and the first in line takes
+// a freed seat in the same transaction. Cancelling a cancelled or expired
+// registration returns it unchanged and frees nothing.
 func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Registration, error) {
-	if _, err := s.GetRegistration(ctx, id, c); err != nil {
-		return Registration{}, err
+	r, err := s.GetRegistration(ctx, id, c)
+	if err != nil || !r.Status.Active() {
+		return r, err
 	}
-	r, changed, err := s.store.Cancel(ctx, id)
+	return s.changeOf(ctx, r, CancelCommand{Origin: c.origin(), RegistrationID: id, Caller: c})
+}
+
+// SetStatus moves a registration to awaiting_payment or approved; see
+// Decide for the transitions allowed.
+func (s *Service) SetStatus(ctx context.Context, id string, to Status, c Caller) (Registration, error) {
+	if !to.Valid() {
+		return Registration{}, capacityd.Errorf(capacityd.EInvalid, `status must be "awaiting_payment" or "approved"`)
+	}
+	r, err := s.store.GetRegistration(ctx, id)
 	if err != nil {
 		return Registration{}, err
 	}
-	if changed {
-		s.seatsFreed(ctx, r.ActivityID, 1)
+	if to != AwaitingPayment && to != Approved {
+		return Registration{}, InvalidTransition(r, to)
 	}
-	return r, nil
-}
-
-func (s *Service) seatsFreed(ctx context.Context, activityID string, n int) {
-	ctx = context.WithoutCancel(ctx)
-	s.seats.Freed(ctx, activityID, n)
-	s.seats.Changed(ctx, activityID)
-}
-
-// SetStatus moves a registration to awaiting_payment or approved. Allowed:
-// pending → awaiting_payment, pending → approved, awaiting_payment →
-// approved, and expired → approved, which admits the registration again
-// through the authority only if a seat is free.
-func (s *Service) SetStatus(ctx context.Context, id string, to Status) (Registration, error) {
-	switch to {
-	case AwaitingPayment:
-		return s.store.Transition(ctx, id, []Status{Pending}, AwaitingPayment, s.now())
-	case Approved:
-		r, err := s.store.Transition(ctx, id, []Status{Pending, AwaitingPayment}, Approved, s.now())
-		if capacityd.ErrorCode(err) != capacityd.EInvalidTransition {
-			return r, err
-		}
-		cur, gerr := s.store.GetRegistration(ctx, id)
-		if gerr != nil || cur.Status != Expired {
-			return r, err
-		}
-		return s.readmit(ctx, cur)
-	default:
-		if !to.Valid() {
-			return Registration{}, capacityd.Errorf(capacityd.EInvalid, `status must be "awaiting_payment" or "approved"`)
-		}
-		cur, err := s.store.GetRegistration(ctx, id)
-		if err != nil {
-			return Registration{}, err
-		}
-		return Registration{}, capacityd.Errorf(capacityd.EInvalidTransition,
-			"registration %s cannot move from %s to %s", id, cur.Status, to)
-	}
-}
-
-// readmit takes an expired registration back like a signup: hold a seat in
-// the display first, let the authority decide, release the hold if refused.
-func (s *Service) readmit(ctx context.Context, cur Registration) (Registration, error) {
-	hold, gateErr := s.seats.Reserve(ctx, cur.ActivityID)
-	if errors.Is(gateErr, capacity.ErrFull) {
-		return Registration{}, ActivityFull(cur.ActivityID)
-	}
-	r, err := s.store.Readmit(ctx, cur.ID)
-	if err != nil {
-		s.seats.Release(context.WithoutCancel(ctx), cur.ActivityID, hold)
-		return Registration{}, err
-	}
-	s.seats.Changed(ctx, cur.ActivityID)
-	return r, nil
+	return s.changeOf(ctx, r, StatusCommand{Origin: c.origin(), RegistrationID: id, To: to})
 }
 
 // ListRegistrations returns one page of an activity's registrations in
 // creation order.
 func (s *Service) ListRegistrations(ctx context.Context, f ListFilter) (Page, error) {
-	if f.Limit == 0 {
-		f.Limit = DefaultListLimit
-	}
-	if f.Limit < 1 || f.Limit > MaxListLimit {
-		return Page{}, capacityd.Errorf(capacityd.EInvalid, "limit must be between 1 and %d", MaxListLimit)
+	limit, err := pageLimit(f.Limit)
+	if err != nil {
+		return Page{}, err
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return Page{}, capacityd.Errorf(capacityd.EInvalid, "unknown status %q", f.Status)
@@ -340,54 +466,169 @@ func (s *Service) ListRegistrations(ctx context.Context, f ListFilter) (Page, er
 	if _, err := s.store.GetActivity(ctx, f.ActivityID); err != nil {
 		return Page{}, err
 	}
-	want := f.Limit
-	f.Limit++
+	f.Limit = limit + 1
 	items, err := s.store.ListRegistrations(ctx, f)
+	return pageOf(items, limit), err
+}
+
+// UserRegistrations returns one page of a user's own registrations over
+// all activities, newest first.
+func (s *Service) UserRegistrations(ctx context.Context, f UserFilter) (Page, error) {
+	limit, err := pageLimit(f.Limit)
 	if err != nil {
 		return Page{}, err
 	}
+	f.Limit = limit + 1
+	items, err := s.store.UserRegistrations(ctx, f)
+	return pageOf(items, limit), err
+}
+
+func pageLimit(n int) (int, error) {
+	if n == 0 {
+		return DefaultListLimit, nil
+	}
+	if n < 1 || n > MaxListLimit {
+		return 0, capacityd.Errorf(capacityd.EInvalid, "limit must be between 1 and %d", MaxListLimit)
+	}
+	return n, nil
+}
+
+// pageOf cuts items (read with one extra) to limit and sets the cursor of
+// the next page.
+func pageOf(items []Registration, limit int) Page {
 	p := Page{Items: items}
-	if len(items) > want {
-		p.Items = items[:want]
-		c := EncodeCursor(p.Items[want-1].Seq)
+	if len(items) > limit {
+		p.Items = items[:limit]
+		c := EncodeCursor(p.Items[limit-1].Seq)
 		p.NextCursor = &c
 	}
 	if p.Items == nil {
 		p.Items = []Registration{}
 	}
-	return p, nil
+	return p
 }
 
-// ExpireDue expires the awaiting_payment holds that are past due, in
-// batches, and frees their seats in the display after each commit. It
-// returns how many it expired.
-func (s *Service) ExpireDue(ctx context.Context) (int, error) {
-	const batch = 500
-	total := 0
+// RegistrationEvents returns the events of a registration its owner or an
+// admin may see, in seq order.
+func (s *Service) RegistrationEvents(ctx context.Context, id string, c Caller) ([]Event, error) {
+	if _, err := s.GetRegistration(ctx, id, c); err != nil {
+		return nil, err
+	}
+	evs, err := s.store.RegistrationEvents(ctx, id)
+	if evs == nil {
+		evs = []Event{}
+	}
+	return evs, err
+}
+
+// feedPoll is how often an empty long poll re-reads the feed when no
+// Changes wake it.
+const feedPoll = time.Second
+
+// ActivityEvents returns the activity's events after f.After. With f.Wait,
+// an empty page waits up to that long for the next event, woken by the
+// activity's change announcements: it holds no database connection while
+// it waits.
+func (s *Service) ActivityEvents(ctx context.Context, f EventFilter) (EventPage, error) {
+	if err := f.Validate(); err != nil {
+		return EventPage{}, err
+	}
+	var changed <-chan struct{}
+	var poll <-chan time.Time
+	if f.Wait > 0 {
+		if s.changes != nil {
+			ch, stop := s.changes.Watch(f.ActivityID)
+			defer stop()
+			changed = ch
+		} else {
+			t := time.NewTicker(feedPoll)
+			defer t.Stop()
+			poll = t.C
+		}
+	}
+	timeout := time.NewTimer(f.Wait)
+	defer timeout.Stop()
 	for {
-		rs, err := s.store.ExpireHolds(ctx, s.now(), batch)
+		evs, err := s.store.ActivityEvents(ctx, f)
 		if err != nil {
-			return total, err
+			return EventPage{}, err
 		}
-		freed := make(map[string]int)
-		for _, r := range rs {
-			freed[r.ActivityID]++
+		if len(evs) > 0 || f.Wait == 0 {
+			return eventPage(evs, f.After), nil
 		}
-		for id, n := range freed {
-			s.seatsFreed(ctx, id, n)
-		}
-		total += len(rs)
-		s.metrics.expired.Add(float64(len(rs)))
-		if len(rs) < batch {
-			return total, nil
+		select {
+		case <-changed:
+		case <-poll:
+		case <-timeout.C:
+			return eventPage(nil, f.After), nil
+		case <-ctx.Done():
+			return eventPage(nil, f.After), nil
 		}
 	}
 }
 
+func eventPage(evs []Event, after int64) EventPage {
+	p := EventPage{Items: evs, NextAfter: after}
+	if len(evs) > 0 {
+		p.NextAfter = evs[len(evs)-1].Seq
+	}
+	if p.Items == nil {
+		p.Items = []Event{}
+	}
+	return p
+}
+
+// expiryBatch is how many due holds one claim takes.
+const expiryBatch = 500
+
+// ExpireDue expires the awaiting_payment holds that are past due: it
+// claims them in batches, then applies them as commands on their
+// activities' queues, where the first in line takes each freed seat. It
+// returns how many it expired.
+func (s *Service) ExpireDue(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		due, err := s.store.ClaimDueHolds(ctx, s.now(), expiryBatch)
+		if err != nil || len(due) == 0 {
+			return total, err
+		}
+		n, err := s.expire(ctx, due)
+		total += n
+		s.metrics.expired.Add(float64(n))
+		if err != nil || len(due) < expiryBatch || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// expire submits one expiry per due hold, all at once, and counts those
+// that expired (another instance may have been first).
+func (s *Service) expire(ctx context.Context, due []DueHold) (int, error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	n := 0
+	origin := Origin{Actor: ActorSystem}
+	for _, d := range due {
+		wg.Go(func() {
+			out, err := s.submit(ctx, d.ActivityID, ExpireCommand{Origin: origin, RegistrationID: d.RegistrationID})
+			mu.Lock()
+			defer mu.Unlock()
+			if err = cmp.Or(err, out.Err); err != nil {
+				errs = append(errs, err)
+			} else if out.Changed {
+				n++
+			}
+		})
+	}
+	wg.Wait()
+	return n, errors.Join(errs...)
+}
+
 // RunExpiry calls ExpireDue every interval until ctx ends. Every instance
-// runs it; SKIP LOCKED keeps them from expiring the same rows.
+// runs it.
 func (s *Service) RunExpiry(ctx context.Context, every time.Duration) {
-	s.runEvery(ctx, every, "expire holds", func(ctx context.Context) error {
+	loop.Every(ctx, every, s.log, "expire holds", func(ctx context.Context) error {
 		_, err := s.ExpireDue(ctx)
 		return err
 	})
@@ -396,25 +637,8 @@ func (s *Service) RunExpiry(ctx context.Context, every time.Duration) {
 // RunOutcomePurge deletes idempotency records older than 24 hours (plus a
 // margin) every interval until ctx ends.
 func (s *Service) RunOutcomePurge(ctx context.Context, every time.Duration) {
-	s.runEvery(ctx, every, "purge idempotency keys", func(ctx context.Context) error {
+	loop.Every(ctx, every, s.log, "purge idempotency keys", func(ctx context.Context) error {
 		_, err := s.store.PurgeOutcomes(ctx, s.now().Add(-25*time.Hour))
 		return err
 	})
-}
-
-func (s *Service) runEvery(ctx context.Context, every time.Duration, what string, f func(context.Context) error) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			runCtx, cancel := context.WithTimeout(ctx, every+10*time.Second)
-			if err := f(runCtx); err != nil && ctx.Err() == nil {
-				s.log.Warn(what+" failed", "err", err)
-			}
-			cancel()
-		}
-	}
 }

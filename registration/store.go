@@ -2,48 +2,84 @@ package registration
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
 // Store is what the registration domain needs from the authority
 // (PostgreSQL). Every method returns *capacityd.Error values for expected
-// failures: not_found, invalid_transition, already_registered, unavailable.
+// failures: not_found, unavailable.
 type Store interface {
 	CreateActivity(ctx context.Context, id string, in NewActivity) (Activity, error)
-	// GetActivity returns the activity with its authoritative taken count.
+	// GetActivity returns the activity with its authoritative Taken and
+	// Waiting.
 	GetActivity(ctx context.Context, id string) (Activity, error)
-	// UpdateActivity applies p under the activity's admission lock.
-	UpdateActivity(ctx context.Context, id string, p ActivityPatch) (Activity, error)
-	// SeatCount returns capacity and the COUNT of occupying registrations.
-	SeatCount(ctx context.Context, activityID string) (capacity, taken int, err error)
 
-	// Admit runs one admission transaction for a batch of signups of one
-	// activity: under the activity's admission lock it reads the
-	// AdmissionState, applies Decide, inserts the admitted registrations
-	// and the idempotency records, and commits. Results are in request
-	// order.
-	Admit(ctx context.Context, activityID string, reqs []AdmissionRequest) ([]AdmissionResult, error)
+	// Apply runs one change transaction for the queued commands of one or
+	// more activities: it takes their admission locks in a fixed order
+	// (so that instances never deadlock), reads each activity's
+	// ActivityState, decides with Decide, writes every plan (rows, events,
+	// idempotency records) and commits. The results are in batch order; a
+	// batch whose activity does not exist gets a not_found Applied.Err.
+	Apply(ctx context.Context, batches []CommandBatch, now time.Time) ([]Applied, error)
+	// CheckFull answers FullChecks, each from one snapshot of the
+	// authority, without taking any lock.
+	CheckFull(ctx context.Context, checks []FullCheck) ([]FullAnswer, error)
+	// ClaimDueHolds returns up to limit awaiting_payment registrations due
+	// at now, skipping those other instances are claiming at the moment.
+	ClaimDueHolds(ctx context.Context, now time.Time, limit int) ([]DueHold, error)
+
 	// FindOutcome returns the stored outcome of an idempotency key, or
 	// ok=false.
 	FindOutcome(ctx context.Context, activityID, userID, key string) (o IdempotentOutcome, ok bool, err error)
 	// PurgeOutcomes deletes idempotency records created before t.
 	PurgeOutcomes(ctx context.Context, before time.Time) (int64, error)
 
+	// GetRegistration returns a registration with its waiting-list
+	// position.
 	GetRegistration(ctx context.Context, id string) (Registration, error)
 	ListRegistrations(ctx context.Context, f ListFilter) ([]Registration, error)
-	// Cancel makes an occupying registration cancelled. changed is false
-	// when it was already cancelled or expired (returned unchanged).
-	Cancel(ctx context.Context, id string) (r Registration, changed bool, err error)
-	// Transition moves a registration from one of from to to, setting
-	// expires_at to now+hold_seconds when to is AwaitingPayment and
-	// clearing it otherwise. It returns invalid_transition when the
-	// registration's status is not in from.
-	Transition(ctx context.Context, id string, from []Status, to Status, now time.Time) (Registration, error)
-	// Readmit moves an expired registration to approved under the
-	// activity's admission lock if a seat is free (else activity_full).
-	Readmit(ctx context.Context, id string) (Registration, error)
-	// ExpireHolds expires up to limit awaiting_payment registrations whose
-	// expires_at is at or before now, skipping rows other instances hold,
-	// and returns them.
-	ExpireHolds(ctx context.Context, now time.Time, limit int) ([]Registration, error)
+	UserRegistrations(ctx context.Context, f UserFilter) ([]Registration, error)
+
+	// RegistrationEvents returns a registration's events in seq order.
+	RegistrationEvents(ctx context.Context, registrationID string) ([]Event, error)
+	// ActivityEvents returns up to f.Limit events of an activity with seq
+	// above f.After, in seq order, or not_found for an unknown activity.
+	ActivityEvents(ctx context.Context, f EventFilter) ([]Event, error)
+}
+
+// Gate is the display tier's fast gate in front of the authority. It
+// holds a seat for a signup in flight, or says that none is left.
+type Gate interface {
+	// Reserve holds a seat of the activity. It returns ErrGateFull when no
+	// seat is left for sure as far as the display knows (the authority is
+	// asked before anyone is refused), ErrGateWaitlist when the signup
+	// will join the waiting list (no hold is needed), a *capacityd.Error
+	// when the authority refused to rebuild the display (not_found,
+	// unavailable), and any other error when the display tier cannot
+	// answer: the authority then decides alone.
+	Reserve(ctx context.Context, activityID string) (Hold, error)
+}
+
+// Gate answers that are not holds.
+var (
+	ErrGateFull     = errors.New("registration: the display says every seat is taken or held")
+	ErrGateWaitlist = errors.New("registration: the display says the signup joins the waiting list")
+)
+
+// Observer reacts to committed changes: the display counter, the seat
+// streams and webhooks follow the commits, in the order the Service was
+// given its observers.
+type Observer interface {
+	// Committed is called once per change transaction, after its commit
+	// (or failure), before the commands' callers are answered.
+	Committed(ctx context.Context, commits []Commit)
+}
+
+// Changes tells when an activity changes, on any instance.
+type Changes interface {
+	// Watch returns a channel that receives after each announced change of
+	// the activity (and, while announcements may be missed, now and
+	// then), and a function that ends the watch.
+	Watch(activityID string) (changed <-chan struct{}, stop func())
 }

@@ -85,13 +85,13 @@ type Store struct {
 	idMu sync.RWMutex
 	ids  map[string]int64 // activity public id → internal id (immutable)
 
-	boundsMu sync.Mutex
-	bounds   map[int64]takenBound // activity internal id → taken bound
+	cacheMu sync.Mutex
+	cache   map[int64]seatCache // activity internal id → counts at a seq
 }
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{db: pool, pool: pool, ids: make(map[string]int64), bounds: make(map[int64]takenBound)}
+	return &Store{db: pool, pool: pool, ids: make(map[string]int64), cache: make(map[int64]seatCache)}
 }
 
 // Ping checks that PostgreSQL answers.
@@ -105,14 +105,6 @@ const admissionLockNamespace = 0x43415041
 
 // admissionLockTimeout bounds the wait for an activity's admission lock.
 const admissionLockTimeout = "3s"
-
-// lockActivity takes the transaction-level admission lock of an activity,
-// waiting at most admissionLockTimeout. Transaction-level locks are safe
-// with pools and PgBouncer in transaction mode.
-func lockActivity(b *pgx.Batch, internalID int64) {
-	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
-	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", int32(admissionLockNamespace), int32(internalID))
-}
 
 // inTx runs f in a transaction and commits it, rolling back on any error.
 func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {

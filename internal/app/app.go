@@ -19,16 +19,23 @@ import (
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 // Options are the settings of an assembled service.
 type Options struct {
-	JWTSecret         string
-	SeatCacheTTL      time.Duration
-	RequestTimeout    time.Duration
-	AdmissionMaxBatch int
-	ExpiryInterval    time.Duration
-	ReconcileInterval time.Duration
+	JWTSecret      string
+	SeatCacheTTL   time.Duration
+	RequestTimeout time.Duration
+	// AdmissionMaxBatch caps the commands of one change transaction,
+	// AdmissionMaxActivities the activities it serves and
+	// AdmissionMaxTransactions the change transactions in flight; zero:
+	// the registration package's defaults.
+	AdmissionMaxBatch        int
+	AdmissionMaxActivities   int
+	AdmissionMaxTransactions int
+	ExpiryInterval           time.Duration
+	ReconcileInterval        time.Duration
 	// Now is the clock of expiry; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -66,7 +73,8 @@ type App struct {
 	Seats         *capacity.Counter
 	Registrations *registration.Service
 	Notes         *note.Service
-	Streams       *capacity.Hub
+	Changes       *stream.Notifier
+	Streams       *stream.Hub
 	Server        *httpapi.Server
 	Registry      *prometheus.Registry
 
@@ -95,26 +103,37 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st := store.New(pool)
 
-	counter := capacity.New(capacity.Config{
-		Redis: rdb, Authority: st, TTL: opts.SeatCacheTTL, Logger: opts.Logger, Registerer: reg,
+	changes := stream.NewNotifier(stream.NotifierConfig{
+		Redis: rdb, RefreshInterval: opts.StreamRefreshInterval, Logger: opts.Logger, Registerer: reg,
 	})
+	counter := capacity.New(capacity.Config{
+		Redis: rdb, Authority: st, Announcer: changes, TTL: opts.SeatCacheTTL, Logger: opts.Logger, Registerer: reg,
+	})
+	var gate registration.Gate
+	if rdb != nil {
+		gate = counter
+	}
 	regs := registration.NewService(registration.Config{
-		Store: st, Seats: counter, Now: opts.Now, MaxBatch: opts.AdmissionMaxBatch,
-		Logger: opts.Logger, Registerer: reg,
+		Store: st, Gate: gate,
+		// The display first, so that announced changes read new numbers.
+		Observers: []registration.Observer{counter, changes},
+		Changes:   changes, Now: opts.Now,
+		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
+		MaxTransactions: opts.AdmissionMaxTransactions,
+		Logger:          opts.Logger, Registerer: reg,
 	})
 	notes := note.NewService(note.Config{
 		Store: st, CombiningOff: opts.NoteCombiningOff, MaxBatch: opts.NoteMaxBatch, Registerer: reg,
 	})
-	streams := capacity.NewHub(capacity.HubConfig{
-		Redis: rdb, Seats: counter.Seats, RefreshInterval: opts.StreamRefreshInterval,
-		MaxStreams: opts.StreamMaxClients, Logger: opts.Logger, Registerer: reg,
+	streams := stream.NewHub(stream.HubConfig{
+		Changes: changes, Seats: counter.Seats, MaxStreams: opts.StreamMaxClients, Registerer: reg,
 	})
 	var pingRedis func(context.Context) error
 	if rdb != nil {
 		pingRedis = counter.Ping
 	}
 	srv := httpapi.New(httpapi.Config{
-		Registrations: regs, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
+		Registrations: regs, Seats: counter.Seats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
 		Registry: reg, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
 		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit,
@@ -123,7 +142,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	})
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
-		Streams: streams, Server: srv, Registry: reg, opts: opts,
+		Changes: changes, Streams: streams, Server: srv, Registry: reg, opts: opts,
 	}, nil
 }
 
@@ -134,8 +153,8 @@ func (a *App) StartWorkers() {
 	a.stop = cancel
 	a.workers.Go(func() { a.Registrations.RunExpiry(ctx, a.opts.ExpiryInterval) })
 	a.workers.Go(func() { a.Registrations.RunOutcomePurge(ctx, time.Hour) })
-	a.workers.Go(func() { capacity.NewReconciler(a.Seats).Run(ctx, a.opts.ReconcileInterval) })
-	a.workers.Go(func() { a.Streams.Run(ctx) })
+	a.workers.Go(func() { capacity.NewReconciler(a.Seats).Run(ctx, a.opts.ReconcileInterval, a.opts.Logger) })
+	a.workers.Go(func() { a.Changes.Run(ctx) })
 }
 
 // Shutdown finishes the admission batches and note upserts in flight, then stops the
@@ -143,6 +162,7 @@ func (a *App) StartWorkers() {
 // closing Redis and the pool is left to their owner.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.Streams.Close()
+	defer a.Changes.Close()
 	err := errors.Join(a.Registrations.Close(ctx), a.Notes.Close(ctx))
 	if a.stop != nil {
 		a.stop()

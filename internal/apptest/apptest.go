@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -205,4 +207,28 @@ func (i *Instance) CreateActivity(t testing.TB, title string, capacity int) stri
 	var a struct{ ID string }
 	r.JSON(t, &a)
 	return a.ID
+}
+
+// DisplayTaken reads the display counter of an activity straight from
+// Redis, without rebuilding it: the seats it shows as taken (taken at the
+// authority plus held for signups in flight).
+func (i *Instance) DisplayTaken(t testing.TB, activityID string) int {
+	t.Helper()
+	v, err := i.App.Redis.HMGet(context.Background(), capacity.Key(activityID), "taken", "held").Result()
+	if err != nil {
+		t.Fatalf("read the display counter: %v", err)
+	}
+	n := 0
+	for _, x := range v {
+		s, ok := x.(string)
+		if !ok {
+			t.Fatalf("display counter of %s: no field in %v", activityID, v)
+		}
+		k, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("display counter of %s: %v", activityID, err)
+		}
+		n += k
+	}
+	return n
 }

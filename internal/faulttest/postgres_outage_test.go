@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -82,8 +80,7 @@ func TestPostgresOutageAnswers503AndRecovers(t *testing.T) {
 	require.JSONEq(t, `{"postgres":"unavailable","redis":"ok"}`, string(r.Body))
 
 	// The display counter was compensated: every hold released.
-	held, err := inst.App.Redis.HGet(context.Background(), capacity.Key(id), "taken").Int()
-	require.NoError(t, err)
+	held := inst.DisplayTaken(t, id)
 	require.Equal(t, 10, held)
 
 	pg.Start(t)
@@ -107,8 +104,7 @@ func TestPostgresOutageAnswers503AndRecovers(t *testing.T) {
 	var views, waters int64
 	query(t, pg.URL, `SELECT views, waters FROM note_stats WHERE note_id = 'outage'`, &views, &waters)
 	require.Equal(t, [2]int64{1, 0}, [2]int64{views, waters})
-	held, err = inst.App.Redis.HGet(context.Background(), capacity.Key(id), "taken").Int()
-	require.NoError(t, err)
+	held = inst.DisplayTaken(t, id)
 	require.Equal(t, 11, held, "display equals the authority")
 
 	// Cancels and note writes work again too.

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -45,8 +44,7 @@ func TestHeldAdmissionLockAnswers503WithinLockTimeout(t *testing.T) {
 	require.GreaterOrEqual(t, took, 2500*time.Millisecond, "it waited for the lock")
 	require.Less(t, took, 8*time.Second, "503 within the lock timeout, not hung")
 
-	held, err := inst.App.Redis.HGet(ctx, capacity.Key(id), "taken").Int()
-	require.NoError(t, err)
+	held := inst.DisplayTaken(t, id)
 	require.Equal(t, 1, held, "the display hold was released")
 	var n int
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM registration`).Scan(&n))

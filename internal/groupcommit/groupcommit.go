@@ -1,11 +1,14 @@
-// Package groupcommit combines concurrent requests for the same key into
-// batches handled by one call, with at most one batch in flight per key.
+// Package groupcommit combines concurrent requests into batches handled by
+// one call, with at most one batch in flight per key.
 //
-// Requests that arrive while a key's batch is being flushed queue up and are
-// all taken by the next flush, so batches grow with load: one request alone
-// costs one flush, a thousand concurrent ones cost a handful. Both seat
-// admission (one transaction per activity batch) and note counters (one
-// upsert per note batch) are built on it.
+// Requests that arrive while their key's batch is being flushed queue up
+// and are all taken by the next flush, so batches grow with load: one
+// request alone costs one flush, a thousand concurrent ones cost a handful.
+// A flush may serve several keys at once (Options.MaxKeys), and the number
+// of flushes in flight may be bounded (Options.MaxFlushes): requests for
+// many keys then share flushes, the way requests for one key share a batch.
+// Seat changes (one transaction for the queued commands of many activities)
+// and note counters (one upsert per note) are built on it.
 package groupcommit
 
 import (
@@ -18,28 +21,56 @@ import (
 // ErrClosed is returned by Submit after Close has been called.
 var ErrClosed = errors.New("groupcommit: closed")
 
-// FlushFunc handles one batch of requests for key and returns one result per
-// request, in order. An error fails every request of the batch.
-type FlushFunc[K comparable, Req, Res any] func(ctx context.Context, key K, reqs []Req) ([]Res, error)
+// Batch is the requests of one key taken by a flush, in the order they were
+// submitted. The flush sets Results (one per request, in order) or Err,
+// which fails every request of the batch.
+type Batch[K comparable, Req, Res any] struct {
+	Key     K
+	Reqs    []Req
+	Results []Res
+	Err     error
+}
+
+// FlushFunc handles one flush: the batches of one or more keys (each key
+// once). An error fails every request of every batch.
+type FlushFunc[K comparable, Req, Res any] func(ctx context.Context, batches []*Batch[K, Req, Res]) error
+
+// PerKey adapts a function that handles the batch of one key to a
+// FlushFunc, for Groups whose flushes serve one key each (MaxKeys 1).
+func PerKey[K comparable, Req, Res any](f func(ctx context.Context, key K, reqs []Req) ([]Res, error)) FlushFunc[K, Req, Res] {
+	return func(ctx context.Context, batches []*Batch[K, Req, Res]) error {
+		for _, b := range batches {
+			b.Results, b.Err = f(ctx, b.Key, b.Reqs)
+		}
+		return nil
+	}
+}
 
 // Options tune a Group.
 type Options struct {
-	// MaxBatch caps how many requests one flush takes. Default 1000.
+	// MaxBatch caps the requests one flush takes, over all its keys.
+	// Default 1000.
 	MaxBatch int
+	// MaxKeys caps the keys one flush serves. Default 1.
+	MaxKeys int
+	// MaxFlushes caps the flushes in flight. Default 0: no cap, every key
+	// with queued requests has its flush.
+	MaxFlushes int
 	// FlushTimeout bounds each flush's context. Default 10s.
 	FlushTimeout time.Duration
 }
 
 // Group batches requests per key. The zero value is not usable; call New.
 type Group[K comparable, Req, Res any] struct {
-	flush        FlushFunc[K, Req, Res]
-	maxBatch     int
-	flushTimeout time.Duration
+	flush FlushFunc[K, Req, Res]
+	opts  Options
 
-	mu     sync.Mutex
-	queues map[K]*queue[Req, Res]
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	queues   map[K]*queue[Req, Res] // keys with queued requests or a flush in flight
+	ready    []K                    // keys with queued requests and no flush in flight, oldest first
+	inFlight int                    // flushes in flight
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 type outcome[Res any] struct {
@@ -53,7 +84,9 @@ type item[Req, Res any] struct {
 }
 
 type queue[Req, Res any] struct {
-	items []*item[Req, Res]
+	items    []*item[Req, Res]
+	flushing bool // a flush of the key is in flight
+	ready    bool // the key is in Group.ready
 }
 
 // New returns a Group that hands batches to flush.
@@ -61,18 +94,16 @@ func New[K comparable, Req, Res any](flush FlushFunc[K, Req, Res], opts Options)
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 1000
 	}
+	if opts.MaxKeys <= 0 {
+		opts.MaxKeys = 1
+	}
 	if opts.FlushTimeout <= 0 {
 		opts.FlushTimeout = 10 * time.Second
 	}
-	return &Group[K, Req, Res]{
-		flush:        flush,
-		maxBatch:     opts.MaxBatch,
-		flushTimeout: opts.FlushTimeout,
-		queues:       make(map[K]*queue[Req, Res]),
-	}
+	return &Group[K, Req, Res]{flush: flush, opts: opts, queues: make(map[K]*queue[Req, Res])}
 }
 
-// Submit queues req under key and waits for the result of the batch that
+// Submit queues req under key and waits for the result of the flush that
 // takes it. It does not give up when ctx ends: once queued, a request's
 // outcome (committed or not) is always reported, and each flush is bounded
 // by FlushTimeout. Submit returns ErrClosed after Close.
@@ -85,58 +116,96 @@ func (g *Group[K, Req, Res]) Submit(_ context.Context, key K, req Req) (Res, err
 		var zero Res
 		return zero, ErrClosed
 	}
-	q, running := g.queues[key]
-	if !running {
+	q := g.queues[key]
+	if q == nil {
 		q = &queue[Req, Res]{}
 		g.queues[key] = q
-		g.wg.Add(1)
-		go g.run(key, q)
 	}
 	q.items = append(q.items, it)
+	if !q.flushing && !q.ready {
+		q.ready = true
+		g.ready = append(g.ready, key)
+	}
+	g.dispatch()
 	g.mu.Unlock()
 
 	o := <-it.done
 	return o.res, o.err
 }
 
-// run flushes key's queue until it is empty, then forgets the key.
-func (g *Group[K, Req, Res]) run(key K, q *queue[Req, Res]) {
-	defer g.wg.Done()
-	for {
-		g.mu.Lock()
-		if len(q.items) == 0 {
-			delete(g.queues, key)
-			g.mu.Unlock()
-			return
+// dispatch starts flushes while there are ready keys and room for a
+// flush. g.mu is held.
+func (g *Group[K, Req, Res]) dispatch() {
+	for len(g.ready) > 0 && (g.opts.MaxFlushes == 0 || g.inFlight < g.opts.MaxFlushes) {
+		var batches []*Batch[K, Req, Res]
+		var taken [][]*item[Req, Res]
+		room := g.opts.MaxBatch
+		for len(g.ready) > 0 && len(batches) < g.opts.MaxKeys && room > 0 {
+			key := g.ready[0]
+			g.ready = g.ready[1:]
+			q := g.queues[key]
+			q.ready, q.flushing = false, true
+			n := min(len(q.items), room)
+			its := q.items[:n:n]
+			q.items = append([]*item[Req, Res](nil), q.items[n:]...)
+			room -= n
+			b := &Batch[K, Req, Res]{Key: key, Reqs: make([]Req, n)}
+			for i, it := range its {
+				b.Reqs[i] = it.req
+			}
+			batches = append(batches, b)
+			taken = append(taken, its)
 		}
-		n := min(len(q.items), g.maxBatch)
-		batch := q.items[:n:n]
-		q.items = append([]*item[Req, Res](nil), q.items[n:]...)
-		g.mu.Unlock()
-
-		g.flushBatch(key, batch)
+		g.inFlight++
+		g.wg.Add(1)
+		go g.run(batches, taken)
 	}
 }
 
-func (g *Group[K, Req, Res]) flushBatch(key K, batch []*item[Req, Res]) {
-	reqs := make([]Req, len(batch))
-	for i, it := range batch {
-		reqs[i] = it.req
+// run flushes batches, answers their requests, and readies their keys
+// again if requests queued meanwhile.
+func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[Req, Res]) {
+	defer g.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.FlushTimeout)
+	err := g.flush(ctx, batches)
+	cancel()
+	for i, b := range batches {
+		berr := firstErr(err, b.Err)
+		if berr == nil && len(b.Results) != len(b.Reqs) {
+			berr = errors.New("groupcommit: flush returned a wrong number of results")
+		}
+		for j, it := range taken[i] {
+			if berr != nil {
+				it.done <- outcome[Res]{err: berr}
+				continue
+			}
+			it.done <- outcome[Res]{res: b.Results[j]}
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.flushTimeout)
-	defer cancel()
 
-	res, err := g.flush(ctx, key, reqs)
-	if err == nil && len(res) != len(batch) {
-		err = errors.New("groupcommit: flush returned a wrong number of results")
-	}
-	for i, it := range batch {
-		if err != nil {
-			it.done <- outcome[Res]{err: err}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight--
+	for _, b := range batches {
+		q := g.queues[b.Key]
+		q.flushing = false
+		if len(q.items) == 0 {
+			delete(g.queues, b.Key)
 			continue
 		}
-		it.done <- outcome[Res]{res: res[i]}
+		q.ready = true
+		g.ready = append(g.ready, b.Key)
 	}
+	g.dispatch()
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close refuses new requests and waits until every queued request has been

@@ -16,7 +16,7 @@ import (
 func TestGroupCombinesConcurrentRequestsAndAnswersEach(t *testing.T) {
 	t.Parallel()
 	var flushes, inFlight, maxInFlight atomic.Int64
-	g := groupcommit.New(func(ctx context.Context, key string, reqs []int) ([]int, error) {
+	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
 		flushes.Add(1)
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
@@ -32,7 +32,7 @@ func TestGroupCombinesConcurrentRequestsAndAnswersEach(t *testing.T) {
 			out[i] = r * 2
 		}
 		return out, nil
-	}, groupcommit.Options{MaxBatch: 50})
+	}), groupcommit.Options{MaxBatch: 50})
 
 	const n = 1000
 	var wg sync.WaitGroup
@@ -52,9 +52,9 @@ func TestGroupCombinesConcurrentRequestsAndAnswersEach(t *testing.T) {
 func TestGroupFailsWholeBatchAndRefusesAfterClose(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	g := groupcommit.New(func(ctx context.Context, key string, reqs []int) ([]int, error) {
+	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
 		return nil, boom
-	}, groupcommit.Options{})
+	}), groupcommit.Options{})
 	_, err := g.Submit(context.Background(), "k", 1)
 	require.ErrorIs(t, err, boom)
 	require.NoError(t, g.Close(context.Background()))
@@ -66,11 +66,11 @@ func TestGroupCloseWaitsForQueuedWork(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	var done atomic.Int64
-	g := groupcommit.New(func(ctx context.Context, key int, reqs []int) ([]int, error) {
+	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key int, reqs []int) ([]int, error) {
 		<-release
 		done.Add(int64(len(reqs)))
 		return reqs, nil
-	}, groupcommit.Options{})
+	}), groupcommit.Options{})
 	var wg sync.WaitGroup
 	for i := range 10 {
 		wg.Go(func() { _, _ = g.Submit(context.Background(), i%2, i) })
@@ -82,4 +82,112 @@ func TestGroupCloseWaitsForQueuedWork(t *testing.T) {
 	require.NoError(t, <-closed)
 	wg.Wait()
 	require.Equal(t, int64(10), done.Load())
+}
+
+// TestFlushesServeManyKeysWithinTheirCaps hammers 200 keys from many
+// goroutines through a Group whose flushes serve up to 16 keys, at most 2
+// at a time, and checks every cap and every answer: each key is in at most
+// one flush at a time, its requests keep their order, and requests for
+// different keys share flushes.
+func TestFlushesServeManyKeysWithinTheirCaps(t *testing.T) {
+	t.Parallel()
+	const keys, perKey = 200, 20
+	var flushes, inFlight, maxInFlight, maxKeys, maxReqs atomic.Int64
+	var mu sync.Mutex
+	busy := map[int]bool{}
+	last := map[int]int{}
+	raise := func(a *atomic.Int64, v int64) {
+		for m := a.Load(); v > m && !a.CompareAndSwap(m, v); m = a.Load() {
+		}
+	}
+	g := groupcommit.New(func(ctx context.Context, batches []*groupcommit.Batch[int, int, int]) error {
+		flushes.Add(1)
+		raise(&maxInFlight, inFlight.Add(1))
+		defer inFlight.Add(-1)
+		raise(&maxKeys, int64(len(batches)))
+		n := 0
+		mu.Lock()
+		for _, b := range batches {
+			require.False(t, busy[b.Key], "key %d in two flushes at once", b.Key)
+			busy[b.Key] = true
+			n += len(b.Reqs)
+			for _, r := range b.Reqs {
+				require.Greater(t, r, last[b.Key], "requests of key %d out of order", b.Key)
+				last[b.Key] = r
+			}
+		}
+		mu.Unlock()
+		raise(&maxReqs, int64(n))
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		for _, b := range batches {
+			busy[b.Key] = false
+			b.Results = make([]int, len(b.Reqs))
+			for i, r := range b.Reqs {
+				b.Results[i] = b.Key*1000 + r
+			}
+		}
+		mu.Unlock()
+		return nil
+	}, groupcommit.Options{MaxBatch: 100, MaxKeys: 16, MaxFlushes: 2})
+
+	var wg sync.WaitGroup
+	for k := range keys {
+		wg.Go(func() {
+			// One goroutine per key submits in sequence, so that order
+			// within a key is defined; keys run concurrently.
+			for r := 1; r <= perKey; r++ {
+				res, err := g.Submit(context.Background(), k, r)
+				require.NoError(t, err)
+				require.Equal(t, k*1000+r, res)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, g.Close(context.Background()))
+	require.LessOrEqual(t, maxInFlight.Load(), int64(2))
+	require.LessOrEqual(t, maxKeys.Load(), int64(16))
+	require.LessOrEqual(t, maxReqs.Load(), int64(100))
+	require.Greater(t, maxKeys.Load(), int64(1), "keys share flushes")
+	require.Less(t, flushes.Load(), int64(keys*perKey/4), "far fewer flushes than requests")
+}
+
+// TestOneKeysErrorFailsOnlyItsBatch: a flush that fails one key's batch
+// answers that key's requests with the error and the others with results.
+func TestOneKeysErrorFailsOnlyItsBatch(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	release := make(chan struct{})
+	g := groupcommit.New(func(ctx context.Context, batches []*groupcommit.Batch[string, int, int]) error {
+		<-release
+		for _, b := range batches {
+			if b.Key == "bad" {
+				b.Err = boom
+				continue
+			}
+			b.Results = b.Reqs
+		}
+		return nil
+	}, groupcommit.Options{MaxKeys: 10, MaxFlushes: 1})
+	// The first flush blocks, so the next requests queue and share one.
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = g.Submit(context.Background(), "first", 0) })
+	time.Sleep(10 * time.Millisecond)
+	errs := make(map[string]error)
+	var mu sync.Mutex
+	for _, k := range []string{"a", "bad", "b"} {
+		wg.Go(func() {
+			_, err := g.Submit(context.Background(), k, 1)
+			mu.Lock()
+			errs[k] = err
+			mu.Unlock()
+		})
+	}
+	time.Sleep(10 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	require.NoError(t, errs["a"])
+	require.NoError(t, errs["b"])
+	require.ErrorIs(t, errs["bad"], boom)
+	require.NoError(t, g.Close(context.Background()))
 }

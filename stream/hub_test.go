@@ -1,4 +1,4 @@
-package capacity_test
+package stream_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 // fakeSeats stands in for the seat counter: the hub's subject is fan-out,
@@ -35,26 +36,29 @@ func (f *fakeSeats) read(_ context.Context, id string) (capacity.Seats, error) {
 }
 
 type hubBundle struct {
-	hub   *capacity.Hub
-	seats *fakeSeats
-	rdb   redis.UniversalClient
+	hub      *stream.Hub
+	notifier *stream.Notifier
+	seats    *fakeSeats
+	rdb      redis.UniversalClient
 }
 
-// setupHub starts a hub on rdb (nil: none) and waits until its
-// subscription is up.
-func setupHub(t *testing.T, rdb redis.UniversalClient, cfg capacity.HubConfig) hubBundle {
+// setupHub starts a notifier on rdb (nil: none) that pokes on a timer every
+// refresh (0: the default) while announcements may be missed, and a hub
+// on it, and waits until the subscription is up.
+func setupHub(t *testing.T, rdb redis.UniversalClient, refresh time.Duration, cfg stream.HubConfig) hubBundle {
 	t.Helper()
 	f := &fakeSeats{}
-	cfg.Redis, cfg.Seats = rdb, f.read
-	h := capacity.NewHub(cfg)
+	n := stream.NewNotifier(stream.NotifierConfig{Redis: rdb, RefreshInterval: refresh})
+	cfg.Changes, cfg.Seats = n, f.read
+	h := stream.NewHub(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { h.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); h.Close(); <-done })
+	go func() { n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); h.Close(); n.Close(); <-done })
 	if rdb != nil {
-		require.Eventually(t, h.Healthy, 5*time.Second, 5*time.Millisecond, "subscription up")
+		require.Eventually(t, n.Healthy, 5*time.Second, 5*time.Millisecond, "subscription up")
 	}
-	return hubBundle{hub: h, seats: f, rdb: rdb}
+	return hubBundle{hub: h, notifier: n, seats: f, rdb: rdb}
 }
 
 // activity returns a fresh activity id, unique across tests sharing Redis.
@@ -64,7 +68,7 @@ func activity(t *testing.T) string {
 
 func publish(t *testing.T, rdb redis.UniversalClient, id string) {
 	t.Helper()
-	require.NoError(t, rdb.Publish(context.Background(), capacity.Channel, id).Err())
+	require.NoError(t, rdb.Publish(context.Background(), stream.Channel, id).Err())
 }
 
 // eventSeats decodes the data of one encoded event.
@@ -78,7 +82,7 @@ func eventSeats(t *testing.T, ev []byte) capacity.Seats {
 	return s
 }
 
-func next(t *testing.T, s *capacity.Subscriber, within time.Duration) []byte {
+func next(t *testing.T, s *stream.Subscriber, within time.Duration) []byte {
 	t.Helper()
 	select {
 	case ev := <-s.Events():
@@ -91,9 +95,9 @@ func next(t *testing.T, s *capacity.Subscriber, within time.Duration) []byte {
 
 func TestHubReadsOncePerChangeForAllSubscribers(t *testing.T) {
 	t.Parallel()
-	b := setupHub(t, testenv.Redis(t), capacity.HubConfig{})
+	b := setupHub(t, testenv.Redis(t), 0, stream.HubConfig{})
 	id := activity(t)
-	subs := make([]*capacity.Subscriber, 50)
+	subs := make([]*stream.Subscriber, 50)
 	for i := range subs {
 		s, err := b.hub.Subscribe(context.Background(), id)
 		require.NoError(t, err)
@@ -117,7 +121,7 @@ func TestHubReadsOncePerChangeForAllSubscribers(t *testing.T) {
 
 func TestHubCoalescesBurstsAndEndsExact(t *testing.T) {
 	t.Parallel()
-	b := setupHub(t, testenv.Redis(t), capacity.HubConfig{})
+	b := setupHub(t, testenv.Redis(t), 0, stream.HubConfig{})
 	id := activity(t)
 	s, err := b.hub.Subscribe(context.Background(), id)
 	require.NoError(t, err)
@@ -161,7 +165,7 @@ func TestHubCoalescesBurstsAndEndsExact(t *testing.T) {
 
 func TestHubDropsSubscriberThatStopsReading(t *testing.T) {
 	t.Parallel()
-	b := setupHub(t, testenv.Redis(t), capacity.HubConfig{Interval: 5 * time.Millisecond, Buffer: 2})
+	b := setupHub(t, testenv.Redis(t), 0, stream.HubConfig{Interval: 5 * time.Millisecond, Buffer: 2})
 	id := activity(t)
 	slow, err := b.hub.Subscribe(context.Background(), id)
 	require.NoError(t, err)
@@ -186,7 +190,7 @@ func TestHubDropsSubscriberThatStopsReading(t *testing.T) {
 
 func TestHubCapsStreams(t *testing.T) {
 	t.Parallel()
-	b := setupHub(t, nil, capacity.HubConfig{MaxStreams: 2})
+	b := setupHub(t, nil, 0, stream.HubConfig{MaxStreams: 2})
 	id := activity(t)
 	for range 2 {
 		s, err := b.hub.Subscribe(context.Background(), id)
@@ -199,7 +203,7 @@ func TestHubCapsStreams(t *testing.T) {
 
 func TestHubUnknownActivityLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
-	b := setupHub(t, nil, capacity.HubConfig{})
+	b := setupHub(t, nil, 0, stream.HubConfig{})
 	_, err := b.hub.Subscribe(context.Background(), "missing-1")
 	require.True(t, capacityd.IsCode(err, capacityd.ENotFound), "%v", err)
 	require.Equal(t, 0, b.hub.Streams())
@@ -207,7 +211,7 @@ func TestHubUnknownActivityLeavesNothingBehind(t *testing.T) {
 
 func TestHubWithoutRedisRefreshesFromTheAuthority(t *testing.T) {
 	t.Parallel()
-	b := setupHub(t, nil, capacity.HubConfig{RefreshInterval: 50 * time.Millisecond})
+	b := setupHub(t, nil, 50*time.Millisecond, stream.HubConfig{})
 	s, err := b.hub.Subscribe(context.Background(), activity(t))
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
@@ -227,27 +231,27 @@ func TestHubResubscribesAfterRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := testenv.PrivateRedis(t)
 	rdb := testenv.RedisClient(t, srv.URL())
-	b := setupHub(t, rdb, capacity.HubConfig{RefreshInterval: 100 * time.Millisecond})
+	b := setupHub(t, rdb, 100*time.Millisecond, stream.HubConfig{})
 	id := activity(t)
 	s, err := b.hub.Subscribe(context.Background(), id)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 
 	srv.Kill()
-	require.Eventually(t, func() bool { return !b.hub.Healthy() }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !b.notifier.Healthy() }, 5*time.Second, 10*time.Millisecond)
 	// Down: changes still reach the stream, from periodic reads.
 	b.seats.taken.Store(4)
 	require.Equal(t, 4, eventSeats(t, next(t, s, 2*time.Second)).Taken)
 
 	srv.Start(t)
-	require.Eventually(t, b.hub.Healthy, 10*time.Second, 10*time.Millisecond, "subscribed again")
+	require.Eventually(t, b.notifier.Healthy, 10*time.Second, 10*time.Millisecond, "subscribed again")
 	drain(s)
 	b.seats.taken.Store(5)
 	publish(t, rdb, id)
 	require.Equal(t, 5, eventSeats(t, next(t, s, time.Second)).Taken)
 }
 
-func drain(s *capacity.Subscriber) {
+func drain(s *stream.Subscriber) {
 	for {
 		select {
 		case <-s.Events():
@@ -259,8 +263,8 @@ func drain(s *capacity.Subscriber) {
 
 func TestHubCloseEndsEveryStream(t *testing.T) {
 	t.Parallel()
-	b := setupHub(t, nil, capacity.HubConfig{})
-	var subs []*capacity.Subscriber
+	b := setupHub(t, nil, 0, stream.HubConfig{})
+	var subs []*stream.Subscriber
 	for i := range 3 {
 		s, err := b.hub.Subscribe(context.Background(), activity(t)+string(rune('a'+i)))
 		require.NoError(t, err)

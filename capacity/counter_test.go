@@ -1,0 +1,171 @@
+package capacity_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/store"
+)
+
+type bundle struct {
+	counter *capacity.Counter
+	store   *store.Store
+	rdb     *redis.Client
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	st := store.New(testenv.DB(t))
+	rdb := testenv.Redis(t)
+	c := capacity.New(capacity.Config{Redis: rdb, Authority: st, TTL: time.Minute})
+	return bundle{counter: c, store: st, rdb: rdb}
+}
+
+var seq atomic.Int64
+
+func (b bundle) activity(t *testing.T, capacity int, waitlist bool) string {
+	t.Helper()
+	a, err := b.store.CreateActivity(context.Background(), fmt.Sprintf("a_%026d", time.Now().UnixNano()+seq.Add(1)),
+		registration.NewActivity{Title: "counter", Capacity: capacity, HoldSeconds: 900, Waitlist: waitlist})
+	require.NoError(t, err)
+	return a.ID
+}
+
+// admit signs users up at the authority and returns the committed state.
+func (b bundle) admit(t *testing.T, id string, users ...string) registration.Plan {
+	t.Helper()
+	var cmds []registration.Command
+	for _, u := range users {
+		cmds = append(cmds, registration.SignupCommand{RegistrationID: fmt.Sprintf("r_%026d", time.Now().UnixNano()+seq.Add(1)),
+			UserID: u, Metadata: []byte(`{}`)})
+	}
+	out, err := b.store.Apply(context.Background(), []registration.CommandBatch{{ActivityID: id, Commands: cmds}}, time.Now())
+	require.NoError(t, err)
+	return out[0].Plan
+}
+
+func commitOf(id string, p registration.Plan, holds ...registration.Hold) registration.Commit {
+	a := p.Activity
+	return registration.Commit{ActivityID: id, Events: p.Events, Holds: holds,
+		State: registration.SeatState{Capacity: a.Capacity, Waitlist: a.Waitlist, Taken: a.Taken, Waiting: a.Waiting, LastSeq: p.LastSeq}}
+}
+
+func (b bundle) fields(t *testing.T, id string) map[string]string {
+	t.Helper()
+	m, err := b.rdb.HGetAll(context.Background(), capacity.Key(id)).Result()
+	require.NoError(t, err)
+	return m
+}
+
+func (b bundle) seats(t *testing.T, id string) capacity.Seats {
+	t.Helper()
+	s, err := b.counter.Seats(context.Background(), id)
+	require.NoError(t, err)
+	return s
+}
+
+func TestReserveBuildsFromTheAuthorityAndHoldsUntilFull(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.activity(t, 3, false)
+	b.admit(t, id, "u1")
+
+	h1, err := b.counter.Reserve(ctx, id)
+	require.NoError(t, err)
+	require.True(t, h1.Held())
+	f := b.fields(t, id)
+	require.Equal(t, "1", f["taken"], "built from the authority")
+	require.Equal(t, "1", f["held"])
+	require.Equal(t, "1", f["seq"])
+	ttl, err := b.rdb.PTTL(ctx, capacity.Key(id)).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 50*time.Second, "the TTL is set at the build")
+
+	_, err = b.counter.Reserve(ctx, id)
+	require.NoError(t, err)
+	_, err = b.counter.Reserve(ctx, id)
+	require.ErrorIs(t, err, registration.ErrGateFull, "taken 1 + held 2 of 3")
+	s := b.seats(t, id)
+	require.Equal(t, [4]int{3, 3, 0, 0}, [4]int{s.Capacity, s.Taken, s.Remaining, s.Waiting})
+	require.Equal(t, capacity.SourceCache, s.Source)
+}
+
+func TestCommittedSetsTheAuthoritysCountsAndGivesHoldsBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.activity(t, 10, false)
+	h1, err := b.counter.Reserve(ctx, id)
+	require.NoError(t, err)
+	h2, err := b.counter.Reserve(ctx, id)
+	require.NoError(t, err)
+
+	// Two commits of other instances arrive out of order: the newer wins.
+	p1 := b.admit(t, id, "a", "b")
+	p2 := b.admit(t, id, "c")
+	b.counter.Committed(ctx, []registration.Commit{commitOf(id, p2)})
+	b.counter.Committed(ctx, []registration.Commit{commitOf(id, p1, h1)})
+	f := b.fields(t, id)
+	require.Equal(t, "3", f["taken"], "an older commit never steps back")
+	require.Equal(t, "3", f["seq"])
+	require.Equal(t, "1", f["held"], "h1 given back")
+
+	// A failed transaction gives its holds back and changes nothing else.
+	b.counter.Committed(ctx, []registration.Commit{{ActivityID: id, Failed: true, Holds: []registration.Hold{h2}}})
+	f = b.fields(t, id)
+	require.Equal(t, [2]string{"3", "0"}, [2]string{f["taken"], f["held"]})
+
+	// A hold of an older generation is not given back to a new counter.
+	h3, err := b.counter.Reserve(ctx, id)
+	require.NoError(t, err)
+	require.NoError(t, b.rdb.Del(ctx, capacity.Key(id)).Err())
+	_, err = b.counter.Reserve(ctx, id) // rebuilds, then holds one
+	require.NoError(t, err)
+	b.counter.Committed(ctx, []registration.Commit{{ActivityID: id, Failed: true, Holds: []registration.Hold{h3}}})
+	require.Equal(t, "1", b.fields(t, id)["held"], "the new counter's hold stays")
+}
+
+func TestCommittedAppliesCapacityAndWaitingList(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.activity(t, 1, true)
+	_, err := b.counter.Reserve(ctx, id)
+	require.NoError(t, err)
+	_, err = b.counter.Reserve(ctx, id)
+	require.ErrorIs(t, err, registration.ErrGateWaitlist, "full with a waiting list: the signup joins it")
+
+	p := b.admit(t, id, "seated", "waiter")
+	require.Equal(t, 1, p.Activity.Waiting)
+	c := commitOf(id, p)
+	c.ActivityChanged, c.State.Capacity, c.State.Waitlist = true, 5, false
+	b.counter.Committed(ctx, []registration.Commit{c})
+	s := b.seats(t, id)
+	require.Equal(t, [3]int{5, 2, 1}, [3]int{s.Capacity, s.Taken, s.Waiting}, "taken 1 + held 1, one waiting")
+	_, err = b.counter.Reserve(ctx, id)
+	require.NoError(t, err, "list off: a seat is held")
+}
+
+func TestSeatsFallBackToTheAuthorityWithoutRedis(t *testing.T) {
+	t.Parallel()
+	st := store.New(testenv.DB(t))
+	c := capacity.New(capacity.Config{Authority: st})
+	b := bundle{counter: c, store: st}
+	id := b.activity(t, 4, true)
+	b.admit(t, id, "x")
+	s := b.seats(t, id)
+	require.Equal(t, capacity.SourceDatabase, s.Source)
+	require.Equal(t, [3]int{4, 1, 3}, [3]int{s.Capacity, s.Taken, s.Remaining})
+	_, err := c.Reserve(context.Background(), id)
+	require.ErrorIs(t, err, capacity.ErrNoCache)
+}

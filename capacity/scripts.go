@@ -1,0 +1,117 @@
+package capacity
+
+import (
+	"context"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The display counter of an activity is one Redis hash (see Key) with the
+// fields:
+//
+//	taken     occupying registrations at the authority as of seq
+//	waiting   waitlisted registrations as of seq
+//	seq       the activity's last event seq that taken and waiting reflect
+//	held      seats held for signups in flight (given back after their transaction)
+//	capacity  the activity's capacity
+//	waitlist  1 when the activity keeps a waiting list, else 0
+//	gen       the counter's generation: a new one at every build
+//
+// The display shows taken+held: signups in flight count as taken at once,
+// so the display errs towards fewer seats left. Every script below is one
+// atomic step on it.
+
+// reserveScript holds a seat for a signup.
+//
+// KEYS[1] the counter. Returns {-1} when the counter is missing (it never
+// creates it), {-3} when the signup joins the waiting list (the activity
+// keeps one, and someone waits or no seat is free), {-2} when taken+held
+// >= capacity, else {1, gen} after adding one to held.
+var reserveScript = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen')
+if not v[1] or not v[3] then return {-1} end
+local taken, held, capacity = tonumber(v[1]), tonumber(v[2] or '0'), tonumber(v[3])
+local full = taken + held >= capacity
+if v[5] == '1' and (full or tonumber(v[4] or '0') > 0) then return {-3} end
+if full then return {-2} end
+redis.call('HINCRBY', KEYS[1], 'held', 1)
+return {1, v[6]}
+`)
+
+// settleScript applies one commit of the activity's change transaction.
+//
+// KEYS[1] the counter. ARGV[1] the commit's last seq (-1 for a failed
+// transaction: nothing to apply but the holds), ARGV[2] taken and ARGV[3]
+// waiting after the commit, ARGV[4] and ARGV[5] the new capacity and
+// waitlist (0/1) when the commit changed them, else "", then pairs of
+// (generation, seats) of holds to give back. taken and waiting are set
+// only when the seq is newer than the counter's, so commits applied out of
+// order (several instances) never step back; holds are given back only to
+// the generation they were taken in. Returns 0 when the counter is
+// missing, else 1.
+var settleScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local seq = tonumber(ARGV[1])
+if seq >= 0 and seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
+  redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[1])
+end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'capacity', ARGV[4], 'waitlist', ARGV[5]) end
+local gen = redis.call('HGET', KEYS[1], 'gen')
+for i = 6, #ARGV, 2 do
+  if ARGV[i] == gen then
+    local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
+    if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end
+  end
+end
+return 1
+`)
+
+// buildScript writes a counter from the authority, only if none exists.
+//
+// KEYS[1] the counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3] waiting,
+// ARGV[4] waitlist (0/1), ARGV[5] seq, ARGV[6] TTL in milliseconds,
+// ARGV[7] a fresh generation. Returns 1 when written, 0 when a counter was
+// already there. The TTL is set here only: a hot counter is still rebuilt
+// from the authority every TTL.
+var buildScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'waiting', ARGV[3],
+  'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+return 1
+`)
+
+// correctScript resets the counter of a given generation to the authority,
+// dropping its holds.
+//
+// KEYS[1] the counter; ARGV[1] the generation, ARGV[2] taken, ARGV[3]
+// waiting, ARGV[4] seq. Returns 1 when corrected, 0 otherwise.
+var correctScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[4], 'held', 0)
+return 1
+`)
+
+// runScripts runs script once per argument list in one pipeline, by hash;
+// if Redis lost its script cache, the pipeline is sent again with the
+// scripts' source.
+func runScripts(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, keys [][]string, args [][]any) error {
+	send := func(eval bool) error {
+		pipe := rdb.Pipeline()
+		for i := range keys {
+			if eval {
+				s.Eval(ctx, pipe, keys[i], args[i]...)
+			} else {
+				s.EvalSha(ctx, pipe, keys[i], args[i]...)
+			}
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	err := send(false)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		err = send(true)
+	}
+	return err
+}

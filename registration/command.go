@@ -1,0 +1,183 @@
+package registration
+
+import "encoding/json"
+
+// Caller is who makes a request, and which request it is.
+type Caller struct {
+	UserID string
+	Admin  bool
+	// RequestID is recorded on the events the request causes.
+	RequestID string
+}
+
+// Actor is the caller as events record it: "admin:<sub>" when the token
+// carries the admin role, "user:<sub>" otherwise.
+func (c Caller) Actor() string {
+	if c.Admin {
+		return "admin:" + c.UserID
+	}
+	return "user:" + c.UserID
+}
+
+func (c Caller) origin() Origin { return Origin{Actor: c.Actor(), RequestID: c.RequestID} }
+
+// Origin is who asked for a change and in which request; it is recorded on
+// the change's events.
+type Origin struct {
+	Actor     string
+	RequestID string
+}
+
+// Command is one change of an activity's seats or registrations. Every
+// change is a command: it waits on its activity's queue and is applied with
+// the other commands of the queue in one transaction, by Decide. The
+// concrete types are SignupCommand, CancelCommand, StatusCommand,
+// ExpireCommand and ActivityCommand.
+type Command interface {
+	origin() Origin
+}
+
+// SignupCommand asks for a seat, or a place on the waiting list, for a user.
+type SignupCommand struct {
+	Origin
+	// RegistrationID is the public id the registration gets if one is made.
+	RegistrationID string
+	UserID         string
+	Metadata       json.RawMessage
+	// IdempotencyKey is empty when the client sent none; RequestHash
+	// identifies the request body for idempotency conflicts.
+	IdempotencyKey string
+	RequestHash    []byte
+	// Hold is the seat the display tier holds for the signup while it is in
+	// flight; it is given back after the transaction, whatever its outcome.
+	Hold Hold
+}
+
+// CancelCommand cancels a registration on behalf of its owner or an admin.
+type CancelCommand struct {
+	Origin
+	RegistrationID string
+	Caller         Caller
+}
+
+// StatusCommand moves a registration to awaiting_payment or approved (an
+// admin's request).
+type StatusCommand struct {
+	Origin
+	RegistrationID string
+	To             Status
+}
+
+// ExpireCommand expires an awaiting_payment registration whose hold has run
+// out (the expiry worker's request).
+type ExpireCommand struct {
+	Origin
+	RegistrationID string
+}
+
+// ActivityCommand changes an activity (an admin's request).
+type ActivityCommand struct {
+	Origin
+	Patch ActivityPatch
+}
+
+func (c SignupCommand) origin() Origin   { return c.Origin }
+func (c CancelCommand) origin() Origin   { return c.Origin }
+func (c StatusCommand) origin() Origin   { return c.Origin }
+func (c ExpireCommand) origin() Origin   { return c.Origin }
+func (c ActivityCommand) origin() Origin { return c.Origin }
+
+// Outcome is what one command did.
+type Outcome struct {
+	// Registration is the registration the command made, changed or
+	// found unchanged (nil for an ActivityCommand or a refusal).
+	Registration *Registration
+	// Activity is the activity after an ActivityCommand.
+	Activity *Activity
+	// Err is a *capacityd.Error when the command was refused.
+	Err error
+	// Replayed is true when the outcome is the stored first outcome of the
+	// same Idempotency-Key.
+	Replayed bool
+	// Changed is true when the command changed something (it recorded at
+	// least one event or changed the activity).
+	Changed bool
+}
+
+// CommandBatch is the queued commands of one activity, in queue order.
+type CommandBatch struct {
+	ActivityID string
+	Commands   []Command
+}
+
+// Applied is what one activity's commands did in a transaction: the plan
+// that was committed, or the error that refused the whole batch (an
+// activity that does not exist).
+type Applied struct {
+	Plan Plan
+	Err  error
+}
+
+// Hold is a seat held in the display tier for a signup in flight. The zero
+// Hold holds nothing.
+type Hold struct {
+	// Gen is the generation of the display counter the seat was held in:
+	// it is given back only to the same generation.
+	Gen string
+}
+
+// Held reports whether h holds a seat.
+func (h Hold) Held() bool { return h.Gen != "" }
+
+// Commit tells observers what one activity's part of a transaction
+// changed, after the commit (or that it failed).
+type Commit struct {
+	ActivityID string
+	// Failed is true when the transaction did not commit: nothing changed,
+	// and only Holds are to be given back.
+	Failed bool
+	// Events are the events the commit recorded, in seq order.
+	Events []Event
+	// State is the activity's seat state right after the commit.
+	State SeatState
+	// ActivityChanged is true when the commit changed the activity's
+	// capacity or waiting-list setting.
+	ActivityChanged bool
+	// Holds are the display holds of the batch's signups, to give back.
+	Holds []Hold
+}
+
+// SeatState is an activity's seats at one moment of the authority: as of
+// its event LastSeq.
+type SeatState struct {
+	Capacity int
+	Waitlist bool
+	Taken    int
+	Waiting  int
+	LastSeq  int64
+}
+
+// DueHold is an awaiting_payment registration whose hold has run out.
+type DueHold struct {
+	RegistrationID string
+	ActivityID     string
+}
+
+// FullCheck asks whether an activity is full for a set of users at one
+// snapshot of the authority.
+type FullCheck struct {
+	ActivityID string
+	UserIDs    []string
+}
+
+// FullAnswer is the authority's answer to a FullCheck, all read at one
+// snapshot.
+type FullAnswer struct {
+	// Full is true when every seat is taken (taken >= capacity).
+	Full bool
+	// Waitlist is the activity's waiting-list setting.
+	Waitlist bool
+	// Holders maps the users that hold an active registration of the
+	// activity to its id.
+	Holders map[string]string
+}

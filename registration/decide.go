@@ -1,0 +1,449 @@
+package registration
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ActivityState is what the authority knows about an activity, read under
+// its lock at the start of a change transaction.
+type ActivityState struct {
+	// Activity carries the exact Taken and Waiting counts.
+	Activity Activity
+	// LastSeq is the seq of the activity's last event.
+	LastSeq int64
+	// At is the transaction's time, stamped on the rows and events it
+	// writes.
+	At time.Time
+	// Registrations holds the registrations the commands name, by id.
+	Registrations map[string]Registration
+	// Holders maps the commands' users that hold an active registration of
+	// the activity to its id.
+	Holders map[string]string
+	// Outcomes holds the stored outcomes of the commands' idempotency keys.
+	Outcomes map[IdempotencyRef]IdempotentOutcome
+	// Queue is the head of the waiting list, oldest first: the whole list,
+	// or at least QueueNeeded registrations of it.
+	Queue []Registration
+}
+
+// Plan is what Decide makes of one activity's commands: the outcomes, the
+// rows to write, the events to record and the activity after them.
+type Plan struct {
+	// Outcomes has one outcome per command, in order.
+	Outcomes []Outcome
+	// Inserts are the new registrations, Updates the existing ones that
+	// changed, each in its final state.
+	Inserts []Registration
+	Updates []Registration
+	// Events are the changes, with seqs following the state's LastSeq.
+	Events []Event
+	// Activity is the activity after the commands, with exact Taken and
+	// Waiting; ActivityChanged says whether its settings changed.
+	Activity        Activity
+	ActivityChanged bool
+	// Records are the first outcomes of idempotency keys, to store.
+	Records []IdempotentOutcome
+	// LastSeq is the seq of the last event after the commands.
+	LastSeq int64
+}
+
+// QueueNeeded is how many registrations from the head of the waiting list
+// Decide may need for the commands: each cancellation or expiry can free a
+// seat or take a place off the list, and a capacity raise frees as many
+// seats as it adds.
+func QueueNeeded(a Activity, cmds []Command) int {
+	n := 0
+	for _, c := range cmds {
+		switch c := c.(type) {
+		case CancelCommand, ExpireCommand:
+			n++
+		case ActivityCommand:
+			if c.Patch.Capacity != nil {
+				n += max(0, *c.Patch.Capacity-a.Capacity)
+			}
+		}
+	}
+	return min(n, a.Waiting)
+}
+
+// errShortQueue means the state's queue held fewer registrations than the
+// decision needed: a bug of the caller, never a client's fault.
+var errShortQueue = errors.New("registration: the waiting list's head was read too short")
+
+// Decide applies the commands of one activity, in order, to its state. It
+// is the one copy of the rules of every seat change:
+//
+//   - a signup takes a free seat only when nobody waits; else it joins the
+//     waiting list when the activity keeps one, else it is refused as full;
+//     a user with an active registration gets already_registered, and an
+//     Idempotency-Key's first outcome is replayed;
+//   - a cancellation frees the seat (or the place on the list) of a
+//     registration its owner or an admin may see; cancelling a cancelled
+//     or expired registration changes nothing;
+//   - status changes follow pending → awaiting_payment → approved, and a
+//     late payment admits an expired registration again only if a seat is
+//     free (which implies that nobody waits);
+//   - an expiry ends an awaiting_payment hold that is due at now;
+//   - a capacity change never evicts anyone;
+//   - every seat that a release or a capacity raise frees goes at once to
+//     the first in line, oldest first.
+//
+// now is the service's clock: hold deadlines and expiry follow it. Decide
+// has no side effects; the caller writes the plan in the same transaction.
+func Decide(st ActivityState, cmds []Command, now time.Time) (Plan, error) {
+	d := newDecision(st, cmds)
+	for i, c := range cmds {
+		var err error
+		switch c := c.(type) {
+		case SignupCommand:
+			d.signup(i, c)
+		case CancelCommand:
+			err = d.cancel(i, c)
+		case StatusCommand:
+			err = d.setStatus(i, c, now)
+		case ExpireCommand:
+			err = d.expire(i, c, now)
+		case ActivityCommand:
+			err = d.patch(i, c)
+		default:
+			err = fmt.Errorf("registration: unknown command %T", c)
+		}
+		if err != nil {
+			return Plan{}, err
+		}
+	}
+	return d.plan()
+}
+
+// decision is the state of Decide while it goes through the commands.
+type decision struct {
+	st       ActivityState
+	cmds     []Command
+	act      Activity
+	seq      int64
+	regs     map[string]*Registration
+	inserted map[string]bool // new registrations
+	updated  map[string]bool // existing registrations that changed
+	order    []string        // ids of updated registrations, first change first
+	holders  map[string]string
+	queue    []*Registration // waiting, oldest first, as far as known
+	unread   int             // waiting registrations after the queue's known head
+	tail     []*Registration // waitlisted by this batch, after the unread ones
+	events   []Event
+	outcomes []Outcome
+	first    map[IdempotencyRef]int
+	changed  bool
+}
+
+func newDecision(st ActivityState, cmds []Command) *decision {
+	d := &decision{
+		st: st, cmds: cmds, act: st.Activity, seq: st.LastSeq,
+		regs:     make(map[string]*Registration, len(st.Registrations)+len(cmds)),
+		inserted: make(map[string]bool),
+		updated:  make(map[string]bool),
+		holders:  make(map[string]string, len(st.Holders)),
+		outcomes: make([]Outcome, len(cmds)),
+		first:    make(map[IdempotencyRef]int),
+	}
+	for id, r := range st.Registrations {
+		d.regs[id] = &r
+	}
+	for u, id := range st.Holders {
+		d.holders[u] = id
+	}
+	for _, r := range st.Queue {
+		if p, ok := d.regs[r.ID]; ok {
+			d.queue = append(d.queue, p)
+			continue
+		}
+		p := &r
+		d.regs[r.ID] = p
+		d.queue = append(d.queue, p)
+	}
+	d.unread = max(0, st.Activity.Waiting-len(d.queue))
+	return d
+}
+
+func (d *decision) free() int { return d.act.Capacity - d.act.Taken }
+
+// record appends the event of r moving from from (nil: created) to its
+// current status, and marks r as changed.
+func (d *decision) record(r *Registration, typ EventType, from *Status, o Origin) {
+	d.seq++
+	r.UpdatedAt = d.st.At
+	d.events = append(d.events, Event{
+		ID: EventID(d.act.ID, d.seq), Seq: d.seq, ActivityID: d.act.ID, RegistrationID: r.ID, UserID: r.UserID,
+		Type: typ, From: from, To: r.Status, Actor: o.Actor, RequestID: o.RequestID, At: d.st.At,
+	})
+	if !d.inserted[r.ID] && !d.updated[r.ID] {
+		d.updated[r.ID] = true
+		d.order = append(d.order, r.ID)
+	}
+}
+
+// move changes r's status and records the event.
+func (d *decision) move(r *Registration, to Status, typ EventType, o Origin) {
+	from := r.Status
+	r.Status = to
+	if to != AwaitingPayment {
+		r.ExpiresAt = nil
+	}
+	d.record(r, typ, &from, o)
+}
+
+func (d *decision) signup(i int, c SignupCommand) {
+	if c.IdempotencyKey != "" {
+		ref := IdempotencyRef{c.UserID, c.IdempotencyKey}
+		if o, ok := d.st.Outcomes[ref]; ok {
+			d.outcomes[i] = o.Replay(c.RequestHash)
+			return
+		}
+		if j, ok := d.first[ref]; ok {
+			first := d.outcomes[j]
+			if !bytes.Equal(d.cmds[j].(SignupCommand).RequestHash, c.RequestHash) {
+				d.outcomes[i] = Outcome{Err: idempotencyConflict(c.IdempotencyKey)}
+				return
+			}
+			first.Replayed, first.Changed = true, false
+			d.outcomes[i] = first
+			return
+		}
+		d.first[ref] = i
+	}
+	if id := d.holders[c.UserID]; id != "" {
+		d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
+		return
+	}
+	r := &Registration{
+		ID: c.RegistrationID, ActivityID: d.act.ID, UserID: c.UserID, Metadata: c.Metadata,
+		CreatedAt: d.st.At,
+	}
+	switch {
+	case d.free() > 0 && d.waiting() == 0:
+		r.Status = Pending
+		d.act.Taken++
+		d.inserted[r.ID] = true
+		d.record(r, EventCreated, nil, c.Origin)
+	case d.act.Waitlist:
+		r.Status = Waitlisted
+		d.inserted[r.ID] = true
+		d.record(r, EventWaitlisted, nil, c.Origin)
+		// The join order is the order of the waitlisted events.
+		r.WaitlistSeq = d.seq
+		d.tail = append(d.tail, r)
+		d.act.Waiting++
+		pos := d.act.Waiting
+		snapshot := *r
+		snapshot.WaitlistPosition = &pos
+		d.regs[r.ID] = r
+		d.holders[c.UserID] = r.ID
+		d.outcomes[i] = Outcome{Registration: &snapshot, Changed: true}
+		return
+	default:
+		d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID)}
+		return
+	}
+	d.regs[r.ID] = r
+	d.holders[c.UserID] = r.ID
+	d.outcomes[i] = d.changedOutcome(r)
+}
+
+func (d *decision) waiting() int { return d.act.Waiting }
+
+func (d *decision) changedOutcome(r *Registration) Outcome {
+	snapshot := *r
+	return Outcome{Registration: &snapshot, Changed: true}
+}
+
+func (d *decision) unchangedOutcome(r *Registration) Outcome {
+	snapshot := *r
+	return Outcome{Registration: &snapshot}
+}
+
+// named returns the registration a command names, or not_found.
+func (d *decision) named(id string) (*Registration, error) {
+	r, ok := d.regs[id]
+	if !ok {
+		return nil, RegistrationNotFound(id)
+	}
+	return r, nil
+}
+
+func (d *decision) cancel(i int, c CancelCommand) error {
+	r, err := d.named(c.RegistrationID)
+	if err != nil || (!c.Caller.Admin && r.UserID != c.Caller.UserID) {
+		d.outcomes[i] = Outcome{Err: RegistrationNotFound(c.RegistrationID)}
+		return nil
+	}
+	switch {
+	case r.Status.Occupying():
+		d.move(r, Cancelled, EventCancelled, c.Origin)
+		d.act.Taken--
+		delete(d.holders, r.UserID)
+		d.outcomes[i] = d.changedOutcome(r)
+		return d.promote(c.Origin)
+	case r.Status == Waitlisted:
+		d.leaveQueue(r)
+		d.move(r, Cancelled, EventCancelled, c.Origin)
+		delete(d.holders, r.UserID)
+		d.outcomes[i] = d.changedOutcome(r)
+	default:
+		d.outcomes[i] = d.unchangedOutcome(r)
+	}
+	return nil
+}
+
+// leaveQueue takes a waitlisted registration off the list.
+func (d *decision) leaveQueue(r *Registration) {
+	d.act.Waiting--
+	if removeReg(&d.queue, r) || removeReg(&d.tail, r) {
+		return
+	}
+	// Behind the known head: one fewer unread.
+	d.unread--
+}
+
+func removeReg(list *[]*Registration, r *Registration) bool {
+	for k, q := range *list {
+		if q == r {
+			*list = append((*list)[:k:k], (*list)[k+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
+	r, err := d.named(c.RegistrationID)
+	if err != nil {
+		d.outcomes[i] = Outcome{Err: err}
+		return nil
+	}
+	switch {
+	case c.To == AwaitingPayment && r.Status == Pending:
+		until := now.Add(time.Duration(d.act.HoldSeconds) * time.Second).UTC()
+		r.ExpiresAt = &until
+		d.move(r, AwaitingPayment, EventStatusChanged, c.Origin)
+	case c.To == Approved && (r.Status == Pending || r.Status == AwaitingPayment):
+		d.move(r, Approved, EventStatusChanged, c.Origin)
+	case c.To == Approved && r.Status == Expired:
+		if id := d.holders[r.UserID]; id != "" {
+			d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
+			return nil
+		}
+		if d.free() <= 0 || d.waiting() > 0 {
+			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID)}
+			return nil
+		}
+		d.move(r, Approved, EventReadmitted, c.Origin)
+		d.act.Taken++
+		d.holders[r.UserID] = r.ID
+	default:
+		d.outcomes[i] = Outcome{Err: InvalidTransition(*r, c.To)}
+		return nil
+	}
+	d.outcomes[i] = d.changedOutcome(r)
+	return nil
+}
+
+func (d *decision) expire(i int, c ExpireCommand, now time.Time) error {
+	r, err := d.named(c.RegistrationID)
+	if err != nil {
+		d.outcomes[i] = Outcome{Err: err}
+		return nil
+	}
+	if r.Status != AwaitingPayment || r.ExpiresAt == nil || r.ExpiresAt.After(now) {
+		d.outcomes[i] = d.unchangedOutcome(r)
+		return nil
+	}
+	d.move(r, Expired, EventExpired, c.Origin)
+	d.act.Taken--
+	delete(d.holders, r.UserID)
+	d.outcomes[i] = d.changedOutcome(r)
+	return d.promote(c.Origin)
+}
+
+func (d *decision) patch(i int, c ActivityCommand) error {
+	p := c.Patch
+	if p.Title != nil {
+		d.act.Title = *p.Title
+	}
+	if p.HoldSeconds != nil {
+		d.act.HoldSeconds = *p.HoldSeconds
+	}
+	if p.Waitlist != nil {
+		d.act.Waitlist = *p.Waitlist
+	}
+	if p.Capacity != nil {
+		d.act.Capacity = *p.Capacity
+	}
+	d.act.UpdatedAt = d.st.At
+	d.changed = true
+	if err := d.promote(c.Origin); err != nil {
+		return err
+	}
+	a := d.activity()
+	d.outcomes[i] = Outcome{Activity: &a, Changed: true}
+	return nil
+}
+
+// promote gives every free seat to the first in line.
+func (d *decision) promote(cause Origin) error {
+	o := Origin{Actor: ActorSystem, RequestID: cause.RequestID}
+	for d.free() > 0 && d.waiting() > 0 {
+		var r *Registration
+		switch {
+		case len(d.queue) > 0:
+			r, d.queue = d.queue[0], d.queue[1:]
+		case d.unread > 0:
+			return errShortQueue
+		default:
+			r, d.tail = d.tail[0], d.tail[1:]
+		}
+		d.act.Waiting--
+		d.act.Taken++
+		d.move(r, Pending, EventPromoted, o)
+	}
+	return nil
+}
+
+// activity returns the activity as it stands, with its derived numbers.
+func (d *decision) activity() Activity {
+	a := d.act
+	a.Remaining = Remaining(a.Capacity, a.Taken)
+	return a
+}
+
+func (d *decision) plan() (Plan, error) {
+	p := Plan{Outcomes: d.outcomes, Events: d.events, Activity: d.activity(), ActivityChanged: d.changed, LastSeq: d.seq}
+	for _, e := range d.events {
+		if e.Type == EventCreated || e.Type == EventWaitlisted {
+			r := *d.regs[e.RegistrationID]
+			r.WaitlistPosition = nil
+			p.Inserts = append(p.Inserts, r)
+		}
+	}
+	for _, id := range d.order {
+		r := *d.regs[id]
+		r.WaitlistPosition = nil
+		p.Updates = append(p.Updates, r)
+	}
+	for i, c := range d.cmds {
+		s, ok := c.(SignupCommand)
+		if !ok || s.IdempotencyKey == "" {
+			continue
+		}
+		if j, ok := d.first[IdempotencyRef{s.UserID, s.IdempotencyKey}]; !ok || j != i {
+			continue
+		}
+		o, err := outcomeOf(s, d.outcomes[i])
+		if err != nil {
+			return Plan{}, err
+		}
+		p.Records = append(p.Records, o)
+	}
+	return p, nil
+}

@@ -1,0 +1,103 @@
+package registration
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/physiciansnet/capacityd"
+)
+
+// EventType names a change of a registration.
+type EventType string
+
+// Event types: every change of a registration is exactly one event.
+const (
+	// EventCreated: a signup took a seat (→ pending).
+	EventCreated EventType = "registration.created"
+	// EventWaitlisted: a signup joined the waiting list (→ waitlisted).
+	EventWaitlisted EventType = "registration.waitlisted"
+	// EventPromoted: a freed seat went to the first in line (waitlisted →
+	// pending).
+	EventPromoted EventType = "registration.promoted"
+	// EventStatusChanged: an admin moved a registration to
+	// awaiting_payment or approved.
+	EventStatusChanged EventType = "registration.status_changed"
+	// EventCancelled: the owner or an admin cancelled it.
+	EventCancelled EventType = "registration.cancelled"
+	// EventExpired: an awaiting_payment hold ran out.
+	EventExpired EventType = "registration.expired"
+	// EventReadmitted: a late payment admitted an expired registration
+	// again (expired → approved).
+	EventReadmitted EventType = "registration.readmitted"
+)
+
+// EventTypes lists every event type.
+var EventTypes = []EventType{EventCreated, EventWaitlisted, EventPromoted, EventStatusChanged,
+	EventCancelled, EventExpired, EventReadmitted}
+
+// ActorSystem is the actor of changes the service makes on its own: expiry
+// and promotion.
+const ActorSystem = "system"
+
+// Event is one recorded change of a registration. Seq numbers an
+// activity's events 1, 2, 3, … with no gap, in commit order.
+type Event struct {
+	ID             string    `json:"id"`
+	Seq            int64     `json:"seq"`
+	ActivityID     string    `json:"activity_id"`
+	RegistrationID string    `json:"registration_id"`
+	UserID         string    `json:"user_id"`
+	Type           EventType `json:"type"`
+	From           *Status   `json:"from"`
+	To             Status    `json:"to"`
+	Actor          string    `json:"actor"`
+	RequestID      string    `json:"request_id"`
+	At             time.Time `json:"at"`
+}
+
+// EventID returns the id of an activity's event seq. An event is named by
+// its activity and seq, so its id needs no storage of its own and is the
+// same wherever it is read (the event feed, webhook deliveries).
+func EventID(activityID string, seq int64) string {
+	return "ev_" + strings.TrimPrefix(activityID, "a_") + "_" + strconv.FormatInt(seq, 10)
+}
+
+// EventPage is one page of an activity's event feed.
+type EventPage struct {
+	Items     []Event `json:"items"`
+	NextAfter int64   `json:"next_after"`
+}
+
+// Feed limits of the activity event feed.
+const (
+	DefaultEventLimit = 100
+	MaxEventLimit     = 500
+	MaxEventWait      = 30 * time.Second
+)
+
+// EventFilter selects a page of an activity's event feed.
+type EventFilter struct {
+	ActivityID string
+	After      int64
+	Limit      int
+	// Wait is how long an empty page waits for the next event (long poll).
+	Wait time.Duration
+}
+
+// Validate checks the filter's ranges and fills the default limit.
+func (f *EventFilter) Validate() error {
+	if f.Limit == 0 {
+		f.Limit = DefaultEventLimit
+	}
+	if f.Limit < 1 || f.Limit > MaxEventLimit {
+		return capacityd.Errorf(capacityd.EInvalid, "limit must be between 1 and %d", MaxEventLimit)
+	}
+	if f.After < 0 {
+		return capacityd.Errorf(capacityd.EInvalid, "after must be a seq of 0 or more")
+	}
+	if f.Wait < 0 || f.Wait > MaxEventWait {
+		return capacityd.Errorf(capacityd.EInvalid, "wait must be between 0 and %d seconds", int(MaxEventWait.Seconds()))
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package registration_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// mixActivity is one activity of a randomized mix, as the test drives it.
+type mixActivity struct {
+	id string
+	mu sync.Mutex
+	// regs are the registration ids the test has seen, by user.
+	regs map[string][]string
+	// maxCapacity is the highest capacity ever set.
+	maxCapacity int
+}
+
+func (m *mixActivity) remember(user, id string) {
+	m.mu.Lock()
+	m.regs[user] = append(m.regs[user], id)
+	m.mu.Unlock()
+}
+
+func (m *mixActivity) any(rng *rand.Rand) (user, id string, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.regs) == 0 {
+		return "", "", false
+	}
+	users := make([]string, 0, len(m.regs))
+	for u := range m.regs {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	user = users[rng.IntN(len(users))]
+	ids := m.regs[user]
+	return user, ids[rng.IntN(len(ids))], true
+}
+
+// TestRandomizedChangesKeepAnExactHistory runs a randomized mix of
+// signups (many of them duplicates), cancellations, status changes,
+// expiries on a fake clock, capacity changes and waiting-list toggles on
+// four small activities from two instances, while Redis is flushed now and
+// then; then checks, per activity, that the event history is gapless and
+// replays to every registration's status, that promotions followed the
+// join order, that the authority's counts match the rows and the
+// capacity, that nobody waits while a seat is free, and that the display
+// converges to the authority.
+func TestRandomizedChangesKeepAnExactHistory(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	rds := testenv.PrivateRedis(t)
+	opts := app.Options{Now: clock.Now, ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, SeatCacheTTL: time.Second}
+	a := apptest.Start(t, apptest.Options{RedisURL: rds.URL(), App: opts})
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, RedisURL: rds.URL(), App: opts})
+	insts := []*apptest.Instance{a, b}
+	admin := a.Token(t, "root", true)
+
+	acts := make([]*mixActivity, 4)
+	for i := range acts {
+		waitlist := i%2 == 0
+		r := a.MustDo(t, http.MethodPost, "/v1/activities", admin,
+			map[string]any{"title": fmt.Sprint("mix ", i), "capacity": 3 + i, "hold_seconds": 60, "waitlist": waitlist})
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+		var act registration.Activity
+		r.JSON(t, &act)
+		acts[i] = &mixActivity{id: act.ID, regs: map[string][]string{}, maxCapacity: act.Capacity}
+	}
+
+	stop := make(chan struct{})
+	var background sync.WaitGroup
+	var flushes, expiries atomic.Int64
+	background.Go(func() { // Redis flushed now and then
+		flusher := testenv.RedisClient(t, rds.URL())
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(40+rand.IntN(60)) * time.Millisecond):
+			}
+			if flusher.FlushAll(context.Background()).Err() == nil {
+				flushes.Add(1)
+			}
+		}
+	})
+	background.Go(func() { // the clock runs; both instances expire holds
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+			clock.Advance(20 * time.Second)
+			if n, err := insts[i%2].App.Registrations.ExpireDue(context.Background()); err == nil {
+				expiries.Add(int64(n))
+			}
+		}
+	})
+
+	var ops, fivexx atomic.Int64
+	var workers sync.WaitGroup
+	for w := range 16 {
+		workers.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range 60 {
+				inst := insts[rng.IntN(2)]
+				act := acts[rng.IntN(len(acts))]
+				var r apptest.Response
+				switch k := rng.IntN(20); {
+				case k < 9: // signup, often a user who already has one
+					user := fmt.Sprint("u", rng.IntN(14))
+					r = signup(t, inst, act.id, user)
+					if r.Status == http.StatusCreated || r.Status == http.StatusAccepted {
+						act.remember(user, regOf(t, r).ID)
+					}
+				case k < 13: // cancel, by the owner or an admin
+					user, id, ok := act.any(rng)
+					if !ok {
+						continue
+					}
+					tok := inst.Token(t, user, false)
+					if rng.IntN(3) == 0 {
+						tok = admin
+					}
+					r = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+id+"/cancel", tok, nil)
+				case k < 18: // status change
+					_, id, ok := act.any(rng)
+					if !ok {
+						continue
+					}
+					to := []string{"awaiting_payment", "approved"}[rng.IntN(2)]
+					r = setStatus(t, inst, id, to)
+				default: // capacity change, sometimes the list toggled
+					body := map[string]any{"capacity": 1 + rng.IntN(7)}
+					if rng.IntN(4) == 0 {
+						body["waitlist"] = rng.IntN(2) == 0
+					}
+					r = inst.MustDo(t, http.MethodPatch, "/v1/activities/"+act.id, admin, body)
+					act.mu.Lock()
+					act.maxCapacity = max(act.maxCapacity, body["capacity"].(int))
+					act.mu.Unlock()
+				}
+				ops.Add(1)
+				if r.Status >= 500 {
+					fivexx.Add(1)
+					t.Errorf("%d %s", r.Status, r.Body)
+				}
+			}
+		})
+	}
+	workers.Wait()
+	close(stop)
+	background.Wait()
+	t.Logf("%d operations, %d Redis flushes, %d holds expired", ops.Load(), flushes.Load(), expiries.Load())
+	require.Zero(t, fivexx.Load())
+	require.Positive(t, expiries.Load(), "the mix expired holds")
+
+	pool := testenv.Pool(t, a.DatabaseURL, 2)
+	for _, act := range acts {
+		checkHistory(t, pool, act.id)
+		var got registration.Activity
+		a.MustDo(t, http.MethodGet, "/v1/activities/"+act.id, "", nil).JSON(t, &got)
+		require.LessOrEqual(t, got.Taken, act.maxCapacity, "%s: never above the highest capacity", act.id)
+		if got.Waiting > 0 {
+			require.GreaterOrEqual(t, got.Taken, got.Capacity, "%s: someone waits while a seat is free: %+v", act.id, got)
+		}
+		require.Eventually(t, func() bool {
+			var s struct{ Taken, Waiting, Capacity int }
+			a.MustDo(t, http.MethodGet, "/v1/activities/"+act.id+"/seats", "", nil).JSON(t, &s)
+			return s.Taken == got.Taken && s.Waiting == got.Waiting && s.Capacity == got.Capacity
+		}, 5*time.Second, 50*time.Millisecond, "%s: the display converges to the authority %+v", act.id, got)
+	}
+}
+
+// checkHistory checks an activity's event history against its rows: seqs
+// 1..N with no gap and last_seq N; every event's from is the status the
+// replay had reached; the replay reproduces every row's status; every
+// promotion took the first in line; the rows' counts are the authority's.
+func checkHistory(t *testing.T, pool interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, activityID string) {
+	t.Helper()
+	ctx := context.Background()
+	type ev struct {
+		seq      int64
+		reg, typ string
+		from     *string
+		to       string
+	}
+	rows, err := pool.Query(ctx, `SELECT e.seq, e.registration_id, e.type, e.from_status, e.to_status
+		FROM registration_event e JOIN activity a ON a.id = e.activity_id WHERE a.public_id = $1 ORDER BY e.seq`, activityID)
+	require.NoError(t, err)
+	var evs []ev
+	for rows.Next() {
+		var e ev
+		require.NoError(t, rows.Scan(&e.seq, &e.reg, &e.typ, &e.from, &e.to))
+		evs = append(evs, e)
+	}
+	require.NoError(t, rows.Err())
+	var lastSeq int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(s.last_seq, 0) FROM activity a
+		LEFT JOIN activity_state s ON s.activity_id = a.id WHERE a.public_id = $1`, activityID).Scan(&lastSeq))
+	require.Equal(t, int64(len(evs)), lastSeq, "%s: last_seq is the number of events", activityID)
+
+	status := map[string]string{}
+	var queue []string
+	for i, e := range evs {
+		require.Equal(t, int64(i+1), e.seq, "%s: seqs are 1..N with no gap", activityID)
+		prev, seen := status[e.reg]
+		switch e.typ {
+		case "registration.created", "registration.waitlisted":
+			require.False(t, seen, "%s: %s created twice", activityID, e.reg)
+			require.Nil(t, e.from)
+		default:
+			require.True(t, seen, "%s: event %d of %s before its creation", activityID, e.seq, e.reg)
+			require.NotNil(t, e.from)
+			require.Equal(t, prev, *e.from, "%s: event %d's from is the replayed status", activityID, e.seq)
+		}
+		switch {
+		case e.typ == "registration.waitlisted":
+			queue = append(queue, e.reg)
+		case e.typ == "registration.promoted":
+			require.NotEmpty(t, queue, "%s: promotion %d with nobody in line", activityID, e.seq)
+			require.Equal(t, queue[0], e.reg, "%s: promotion %d skipped the first in line", activityID, e.seq)
+			queue = queue[1:]
+		case prev == "waitlisted":
+			for k, q := range queue {
+				if q == e.reg {
+					queue = append(queue[:k:k], queue[k+1:]...)
+				}
+			}
+		}
+		status[e.reg] = e.to
+	}
+
+	rows, err = pool.Query(ctx, `SELECT r.public_id, r.status FROM registration r JOIN activity a ON a.id = r.activity_id
+		WHERE a.public_id = $1`, activityID)
+	require.NoError(t, err)
+	n, occupying, waitlisted := 0, 0, 0
+	for rows.Next() {
+		var id, st string
+		require.NoError(t, rows.Scan(&id, &st))
+		require.Equal(t, st, status[id], "%s: replaying the events gives %s's status", activityID, id)
+		n++
+		switch registration.Status(st) {
+		case registration.Pending, registration.AwaitingPayment, registration.Approved:
+			occupying++
+		case registration.Waitlisted:
+			waitlisted++
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, len(status), n, "%s: every registration has its events", activityID)
+	require.Equal(t, waitlisted, len(queue), "%s: the replayed line is the waitlisted rows", activityID)
+	var taken, waiting int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status IN ('pending','awaiting_payment','approved')),
+		(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted')
+		FROM activity a WHERE a.public_id = $1`, activityID).Scan(&taken, &waiting))
+	require.Equal(t, occupying, taken)
+	require.Equal(t, waitlisted, waiting)
+}

@@ -1,0 +1,469 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// seatCache is what this instance knows exactly of an activity's seats
+// after its own last commit: valid while the activity's last_seq is still
+// seq, since every change of its registrations records an event under its
+// lock.
+type seatCache struct {
+	seq            int64
+	taken, waiting int
+}
+
+// activityWork is one activity's part of a change transaction.
+type activityWork struct {
+	index int // in Apply's batches
+	aid   int64
+	batch registration.CommandBatch
+	state registration.ActivityState
+	// counted is true once state.Activity carries exact Taken and Waiting.
+	counted bool
+	plan    registration.Plan
+}
+
+// Apply runs one change transaction for the command batches of several
+// activities:
+//
+//	BEGIN
+//	SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity) for each activity, in id order
+//	the activities with their last seq; the named registrations; the users' active
+//	registrations; stored idempotency outcomes; counts of the activities this instance
+//	does not know at their last seq                                   -- one round trip
+//	[counts of activities changed elsewhere; heads of waiting lists]    -- a second, when needed
+//	registration.Decide for each activity
+//	UPDATE changed rows; INSERT new rows; INSERT events; bump last_seq;
+//	UPDATE changed activities; INSERT idempotency records              -- one round trip
+//	COMMIT
+//
+// Locks are taken in a fixed order, so transactions of several instances
+// wait for each other but never deadlock. The counts are the authority:
+// COUNT over the activity's index, or what this instance counted at the
+// same last seq plus what it changed since (every change records an event
+// and bumps last_seq, so an unchanged seq means unchanged counts).
+func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, now time.Time) ([]registration.Applied, error) {
+	out := make([]registration.Applied, len(batches))
+	var work []*activityWork
+	for i, b := range batches {
+		aid, err := s.activityID(ctx, b.ActivityID)
+		if capacityd.IsCode(err, capacityd.ENotFound) {
+			out[i].Err = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		work = append(work, &activityWork{index: i, aid: aid, batch: b})
+	}
+	if len(work) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(work, func(a, b *activityWork) int { return int(a.aid - b.aid) })
+
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.readStates(ctx, tx, work); err != nil {
+			return err
+		}
+		for _, w := range work {
+			p, err := registration.Decide(w.state, w.batch.Commands, now)
+			if err != nil {
+				return fmt.Errorf("activity %s: %w", w.batch.ActivityID, err)
+			}
+			w.plan = p
+		}
+		return writePlans(ctx, tx, work)
+	})
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	for _, w := range work {
+		if err != nil {
+			delete(s.cache, w.aid)
+			continue
+		}
+		a := w.plan.Activity
+		s.cache[w.aid] = seatCache{seq: w.plan.LastSeq, taken: a.Taken, waiting: a.Waiting}
+		out[w.index].Plan = w.plan
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// cached returns this instance's exact counts of an activity at seq.
+func (s *Store) cached(aid, seq int64) (seatCache, bool) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	c, ok := s.cache[aid]
+	return c, ok && c.seq == seq
+}
+
+// readStates takes the activities' locks and reads their states.
+func (s *Store) readStates(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
+	byAID := make(map[int64]*activityWork, len(work))
+	aids := make([]int64, len(work))
+	var pairAIDs []int64
+	var pairUsers, named, keyUsers, keys []string
+	var keyAIDs, uncounted []int64
+	for i, w := range work {
+		byAID[w.aid], aids[i] = w, w.aid
+		w.state = registration.ActivityState{
+			Registrations: make(map[string]registration.Registration),
+			Holders:       make(map[string]string),
+			Outcomes:      make(map[registration.IdempotencyRef]registration.IdempotentOutcome),
+		}
+		for _, c := range w.batch.Commands {
+			switch c := c.(type) {
+			case registration.SignupCommand:
+				pairAIDs, pairUsers = append(pairAIDs, w.aid), append(pairUsers, c.UserID)
+				if c.IdempotencyKey != "" {
+					keyAIDs, keyUsers, keys = append(keyAIDs, w.aid), append(keyUsers, c.UserID), append(keys, c.IdempotencyKey)
+				}
+			case registration.CancelCommand:
+				named = append(named, c.RegistrationID)
+			case registration.StatusCommand:
+				named = append(named, c.RegistrationID)
+			case registration.ExpireCommand:
+				named = append(named, c.RegistrationID)
+			}
+		}
+		s.cacheMu.Lock()
+		if _, ok := s.cache[w.aid]; !ok {
+			uncounted = append(uncounted, w.aid)
+		}
+		s.cacheMu.Unlock()
+	}
+
+	// Transaction-level locks, waited for at most admissionLockTimeout:
+	// safe with pools and with PgBouncer in transaction mode.
+	b := &pgx.Batch{}
+	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
+	for _, aid := range aids {
+		b.Queue("SELECT pg_advisory_xact_lock($1, $2)", int32(admissionLockNamespace), int32(aid))
+	}
+	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at,
+			coalesce(s.last_seq, 0), now()
+		FROM activity a LEFT JOIN activity_state s ON s.activity_id = a.id
+		WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
+		var aid, seq int64
+		var a registration.Activity
+		var at time.Time
+		_, err := pgx.ForEachRow(rows, []any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
+			&a.CreatedAt, &a.UpdatedAt, &seq, &at}, func() error {
+			w := byAID[aid]
+			a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+			w.state.Activity, w.state.LastSeq, w.state.At = a, seq, at.UTC()
+			if c, ok := s.cached(aid, seq); ok {
+				w.state.Activity.Taken, w.state.Activity.Waiting, w.counted = c.taken, c.waiting, true
+			}
+			return nil
+		})
+		return err
+	})
+	if len(named) > 0 {
+		b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
+			WHERE r.public_id = ANY($1)`, named).Query(func(rows pgx.Rows) error {
+			return scanEach(rows, func(aid int64, r registration.Registration) {
+				if w := byAID[aid]; w != nil {
+					w.state.Registrations[r.ID] = r
+				}
+			})
+		})
+	}
+	if len(pairAIDs) > 0 || len(named) > 0 {
+		queueHolders(b, byAID, pairAIDs, pairUsers, named)
+	}
+	if len(keys) > 0 {
+		b.Queue(`SELECT i.activity_id, i.user_id, i.key, i.request_hash, i.outcome, coalesce(i.registration_id, ''), i.body
+			FROM unnest($1::bigint[], $2::text[], $3::text[]) AS k(activity_id, user_id, key)
+			JOIN idempotency_key i ON i.activity_id = k.activity_id AND i.user_id = k.user_id AND i.key = k.key`,
+			keyAIDs, keyUsers, keys).Query(func(rows pgx.Rows) error {
+			var aid int64
+			var o registration.IdempotentOutcome
+			_, err := pgx.ForEachRow(rows, []any{&aid, &o.UserID, &o.Key, &o.RequestHash, &o.Outcome, &o.RegistrationID, &o.Body}, func() error {
+				if w := byAID[aid]; w != nil {
+					w.state.Outcomes[registration.IdempotencyRef{UserID: o.UserID, Key: o.Key}] = o
+				}
+				return nil
+			})
+			return err
+		})
+	}
+	if len(uncounted) > 0 {
+		queueCounts(b, uncounted, byAID)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return readRest(ctx, tx, work, byAID)
+}
+
+// queueHolders adds to b the read of the active registrations of the
+// signups' users and of the named registrations' users.
+func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, users, named []string) {
+	b.Queue(`SELECT r.activity_id, r.user_id, r.public_id
+		FROM (SELECT * FROM unnest($1::bigint[], $2::text[])
+			UNION SELECT activity_id, user_id FROM registration WHERE public_id = ANY($3)) AS k(aid, uid)
+		JOIN registration r ON r.activity_id = k.aid AND r.user_id = k.uid
+		WHERE r.status IN `+active, aids, users, named).Query(func(rows pgx.Rows) error {
+		var aid int64
+		var u, id string
+		_, err := pgx.ForEachRow(rows, []any{&aid, &u, &id}, func() error {
+			if w := byAID[aid]; w != nil {
+				w.state.Holders[u] = id
+			}
+			return nil
+		})
+		return err
+	})
+}
+
+// readRest reads, in a second round trip when any is needed, the counts of
+// activities changed by another instance since this one last counted them,
+// and the heads of the waiting lists the commands may promote from.
+func readRest(ctx context.Context, tx pgx.Tx, work []*activityWork, byAID map[int64]*activityWork) error {
+	b := &pgx.Batch{}
+	var stale []int64
+	for _, w := range work {
+		if !w.counted {
+			stale = append(stale, w.aid)
+		}
+	}
+	if len(stale) > 0 {
+		queueCounts(b, stale, byAID)
+	}
+	for _, w := range work {
+		n := registration.QueueNeeded(w.state.Activity, w.batch.Commands)
+		if !w.counted {
+			// The waiting count is not known yet: read as much as the
+			// commands could need.
+			a := w.state.Activity
+			a.Waiting = registration.MaxCapacity
+			n = registration.QueueNeeded(a, w.batch.Commands)
+		}
+		if n == 0 {
+			continue
+		}
+		b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
+			WHERE r.activity_id = $1 AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT $2`, w.aid, n).
+			Query(func(rows pgx.Rows) error {
+				return scanEach(rows, func(_ int64, r registration.Registration) {
+					w.state.Queue = append(w.state.Queue, r)
+				})
+			})
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueCounts adds the authority counts of activities to b: their
+// occupying and waitlisted registrations, over the (activity_id, status)
+// index.
+func queueCounts(b *pgx.Batch, aids []int64, byAID map[int64]*activityWork) {
+	b.Queue(countActiveSQL, aids).Query(func(rows pgx.Rows) error {
+		for _, aid := range aids {
+			w := byAID[aid]
+			w.state.Activity.Taken, w.state.Activity.Waiting, w.counted = 0, 0, true
+		}
+		var aid, taken, waiting int64
+		_, err := pgx.ForEachRow(rows, []any{&aid, &taken, &waiting}, func() error {
+			w := byAID[aid]
+			w.state.Activity.Taken, w.state.Activity.Waiting = int(taken), int(waiting)
+			return nil
+		})
+		return err
+	})
+}
+
+// countActiveSQL counts the occupying and the waitlisted registrations of
+// activities (by internal id).
+const countActiveSQL = `SELECT activity_id,
+		count(*) FILTER (WHERE status <> 'waitlisted'), count(*) FILTER (WHERE status = 'waitlisted')
+	FROM registration WHERE activity_id = ANY($1) AND status IN ` + active + `
+	GROUP BY activity_id`
+
+// writePlans writes every plan in one round trip. Rows that change come
+// before new rows, so that a user's cancelled registration no longer
+// counts as active when their new one is inserted.
+func writePlans(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
+	b := &pgx.Batch{}
+	var rows rowsOf
+	var evs eventsOf
+	var seqAIDs, seqs []int64
+	for _, w := range work {
+		p := w.plan
+		for _, r := range p.Updates {
+			rows.update(r)
+		}
+		for _, r := range p.Inserts {
+			rows.insert(w.aid, r)
+		}
+		for _, e := range p.Events {
+			evs.add(w.aid, e)
+		}
+		if p.LastSeq != w.state.LastSeq {
+			seqAIDs, seqs = append(seqAIDs, w.aid), append(seqs, p.LastSeq)
+		}
+		if p.ActivityChanged {
+			a := p.Activity
+			b.Queue(`UPDATE activity SET title = $2, capacity = $3, hold_seconds = $4, waitlist = $5, updated_at = $6
+				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt)
+		}
+	}
+	rows.queue(b)
+	evs.queue(b)
+	if len(seqAIDs) > 0 {
+		b.Queue(`INSERT INTO activity_state AS s (activity_id, last_seq)
+			SELECT * FROM unnest($1::bigint[], $2::bigint[])
+			ON CONFLICT (activity_id) DO UPDATE SET last_seq = excluded.last_seq`, seqAIDs, seqs)
+	}
+	queueOutcomes(b, work)
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// rowsOf collects the registration rows of a transaction as columns.
+type rowsOf struct {
+	upIDs, upStatus   []string
+	upExpires         []*time.Time
+	upAt              []time.Time
+	inIDs, inUsers    []string
+	inStatus, inMetas []string
+	inAIDs            []int64
+	inAt              []time.Time
+	inExpires         []*time.Time
+	inWaitSeq         []*int64
+}
+
+func (c *rowsOf) update(r registration.Registration) {
+	c.upIDs, c.upStatus = append(c.upIDs, r.ID), append(c.upStatus, string(r.Status))
+	c.upExpires, c.upAt = append(c.upExpires, r.ExpiresAt), append(c.upAt, r.UpdatedAt)
+}
+
+func (c *rowsOf) insert(aid int64, r registration.Registration) {
+	var ws *int64
+	if r.WaitlistSeq != 0 {
+		ws = &r.WaitlistSeq
+	}
+	c.inIDs, c.inAIDs, c.inUsers = append(c.inIDs, r.ID), append(c.inAIDs, aid), append(c.inUsers, r.UserID)
+	c.inStatus, c.inMetas = append(c.inStatus, string(r.Status)), append(c.inMetas, string(r.Metadata))
+	c.inAt, c.inExpires, c.inWaitSeq = append(c.inAt, r.CreatedAt), append(c.inExpires, r.ExpiresAt), append(c.inWaitSeq, ws)
+}
+
+func (c *rowsOf) queue(b *pgx.Batch) {
+	if n := len(c.upIDs); n > 0 {
+		b.Queue(`UPDATE registration r SET status = u.status, expires_at = u.expires_at, updated_at = u.updated_at
+			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS u(public_id, status, expires_at, updated_at)
+			WHERE r.public_id = u.public_id`, c.upIDs, c.upStatus, c.upExpires, c.upAt).Exec(func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() != int64(n) {
+				return fmt.Errorf("change: %d of %d registrations updated", tag.RowsAffected(), n)
+			}
+			return nil
+		})
+	}
+	if len(c.inIDs) > 0 {
+		b.Queue(`INSERT INTO registration (public_id, activity_id, user_id, status, metadata, created_at, updated_at, expires_at, waitlist_seq)
+			SELECT t.public_id, t.activity_id, t.user_id, t.status, t.metadata::json, t.at, t.at, t.expires_at, t.waitlist_seq
+			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[])
+				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq)`,
+			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq)
+	}
+}
+
+// eventsOf collects the events of a transaction as columns.
+type eventsOf struct {
+	aids, seqs                       []int64
+	regIDs, users, types, to, actors []string
+	from                             []*string
+	reqIDs                           []string
+	at                               []time.Time
+}
+
+func (c *eventsOf) add(aid int64, e registration.Event) {
+	var from *string
+	if e.From != nil {
+		f := string(*e.From)
+		from = &f
+	}
+	c.aids, c.seqs = append(c.aids, aid), append(c.seqs, e.Seq)
+	c.regIDs, c.users, c.types = append(c.regIDs, e.RegistrationID), append(c.users, e.UserID), append(c.types, string(e.Type))
+	c.from, c.to, c.actors = append(c.from, from), append(c.to, string(e.To)), append(c.actors, e.Actor)
+	c.reqIDs, c.at = append(c.reqIDs, e.RequestID), append(c.at, e.At)
+}
+
+func (c *eventsOf) queue(b *pgx.Batch) {
+	if len(c.aids) == 0 {
+		return
+	}
+	b.Queue(`INSERT INTO registration_event (activity_id, seq, registration_id, user_id, type, from_status, to_status, actor, request_id, at)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[])`,
+		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at)
+}
+
+// CheckFull answers each check from one snapshot of the authority (one
+// statement), without a lock: whether the activity's seats are all
+// taken, whether it keeps a waiting list, and which of the users hold an
+// active registration of it.
+func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) ([]registration.FullAnswer, error) {
+	out := make([]registration.FullAnswer, len(checks))
+	index := make(map[int64][]int, len(checks))
+	var aids, pairAIDs []int64
+	var pairUsers []string
+	for i, c := range checks {
+		aid, err := s.activityID(ctx, c.ActivityID)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := index[aid]; !ok {
+			aids = append(aids, aid)
+		}
+		index[aid] = append(index[aid], i)
+		out[i].Holders = make(map[string]string)
+		for _, u := range c.UserIDs {
+			pairAIDs, pairUsers = append(pairAIDs, aid), append(pairUsers, u)
+		}
+	}
+	rows, err := s.db.Query(ctx, `
+		WITH h AS (
+			SELECT r.activity_id, r.user_id, r.public_id
+			FROM unnest($2::bigint[], $3::text[]) AS k(aid, uid)
+			JOIN registration r ON r.activity_id = k.aid AND r.user_id = k.uid
+			WHERE r.status IN `+active+`)
+		SELECT a.id, a.capacity, a.waitlist,
+			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status IN `+occupying+`),
+			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
+			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}')
+		FROM activity a WHERE a.id = ANY($1)`, aids, pairAIDs, pairUsers)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	var aid, taken int64
+	var capacity int
+	var waitlist bool
+	var users, ids []string
+	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &taken, &users, &ids}, func() error {
+		for _, i := range index[aid] {
+			out[i].Full, out[i].Waitlist = int(taken) >= capacity, waitlist
+			for k, u := range users {
+				out[i].Holders[u] = ids[k]
+			}
+		}
+		return nil
+	})
+	return out, interpret(err)
+}
