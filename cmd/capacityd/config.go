@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
@@ -45,6 +46,11 @@ type config struct {
 	DemoSignups        bool
 	PublicWriteLimit   httpapi.RateLimit
 	SignupLimit        httpapi.RateLimit
+
+	LogLevel       slog.Level
+	LogFormat      string
+	TrustedProxies []*net.IPNet
+	MigrateOnStart bool
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -125,6 +131,24 @@ var serveSettings = []setting{
 	}},
 	durationSetting("SEAT_CACHE_TTL", "60s", "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
 	durationSetting("SHUTDOWN_TIMEOUT", "15s", "how long SIGTERM waits for in-flight work", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
+	{"LOG_LEVEL", "info", "least severe log level written: debug, info, warn or error", func(c *config, v string) error {
+		l, err := parseLogLevel(v)
+		c.LogLevel = l
+		return err
+	}},
+	{"LOG_FORMAT", "json", "log line format: json or text", func(c *config, v string) error {
+		if v != "json" && v != "text" {
+			return fmt.Errorf("want json or text, got %q", v)
+		}
+		c.LogFormat = v
+		return nil
+	}},
+	{"TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address (empty: the peer address)", func(c *config, v string) error {
+		nets, err := httpapi.ParseTrustedProxies(v)
+		c.TrustedProxies = nets
+		return err
+	}},
+	boolSetting("MIGRATE_ON_START", "true", "apply pending migrations before serving (false: run capacityd migrate as its own step)", func(c *config) *bool { return &c.MigrateOnStart }),
 	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
 	durationSetting("REQUEST_TIMEOUT", "10s", "deadline of every request but streams", func(c *config) *time.Duration { return &c.RequestTimeout }),
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
@@ -174,6 +198,17 @@ var serveSettings = []setting{
 		func(c *config) *httpapi.RateLimit { return &c.PublicWriteLimit }),
 	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.SignupLimit }),
+}
+
+func boolSetting(env, def, usage string, dst func(*config) *bool) setting {
+	return setting{env, def, usage, func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		*dst(c) = b
+		return nil
+	}}
 }
 
 func rateLimitSetting(env, def, usage string, dst func(*config) *httpapi.RateLimit) setting {

@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -58,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		return serve(ctx, cfg, newLogger(stderr))
+		return serve(ctx, cfg, newLogger(stderr, cfg.LogLevel, cfg.LogFormat))
 	case "migrate":
 		cfg, err := loadConfig("migrate", settingsNamed("DATABASE_URL"), args[1:], getenv, stderr, nil)
 		if err != nil {
@@ -75,10 +74,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
-}
-
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 func migrate(ctx context.Context, cfg config, stdout io.Writer) error {
