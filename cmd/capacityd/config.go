@@ -47,6 +47,12 @@ type config struct {
 	PublicWriteLimit   httpapi.RateLimit
 	SignupLimit        httpapi.RateLimit
 
+	JWTPreviousSecret      string
+	JWTPreviousSecretUntil time.Time
+	JWKSURL                string
+	JWTIssuer              string
+	JWTAudience            string
+
 	LogLevel       slog.Level
 	LogFormat      string
 	TrustedProxies []*net.IPNet
@@ -127,6 +133,39 @@ var serveSettings = []setting{
 	}},
 	{"CAPACITY_JWT_SECRET", "", "HS256 secret, at least 32 bytes (required unless --dev)", func(c *config, v string) error {
 		c.JWTSecret = v
+		return nil
+	}},
+	{"CAPACITY_JWT_PREVIOUS_SECRET", "", "the HS256 secret being rotated out: still accepted (never used to sign) until CAPACITY_JWT_PREVIOUS_SECRET_UNTIL", func(c *config, v string) error {
+		c.JWTPreviousSecret = v
+		return nil
+	}},
+	{"CAPACITY_JWT_PREVIOUS_SECRET_UNTIL", "", "end of the previous secret's grace period, RFC 3339 (e.g. 2026-12-01T12:00:00Z)", func(c *config, v string) error {
+		if v == "" {
+			c.JWTPreviousSecretUntil = time.Time{}
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("want an RFC 3339 time such as 2026-12-01T12:00:00Z, got %q", v)
+		}
+		c.JWTPreviousSecretUntil = t
+		return nil
+	}},
+	{"JWT_JWKS_URL", "", "JWK Set URL of an identity provider whose RS256/ES256 tokens are accepted (empty: none)", func(c *config, v string) error {
+		if v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return fmt.Errorf("want an http(s) URL such as https://idp.example.org/.well-known/jwks.json, got %q", v)
+			}
+		}
+		c.JWKSURL = v
+		return nil
+	}},
+	{"JWT_ISSUER", "", "when set, every token's iss must equal it", func(c *config, v string) error {
+		c.JWTIssuer = v
+		return nil
+	}},
+	{"JWT_AUDIENCE", "", "when set, every token's aud must contain it", func(c *config, v string) error {
+		c.JWTAudience = v
 		return nil
 	}},
 	durationSetting("SEAT_CACHE_TTL", "60s", "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
@@ -255,10 +294,14 @@ func loadConfig(name string, settings []setting, args []string, getenv func(stri
 			return c, fmt.Errorf("%s (--%s): %w", s.env, s.flagName(), err)
 		}
 	}
-	return c, c.validateSecret(settings)
+	return c, c.validateTokens(settings)
 }
 
-func (c *config) validateSecret(settings []setting) error {
+// validateTokens checks the token settings together, when the command has
+// them: a secret of at least 32 bytes unless --dev (which supplies one) or
+// a JWK Set is configured, and a previous secret only with the end of its
+// grace period.
+func (c *config) validateTokens(settings []setting) error {
 	needed := false
 	for _, s := range settings {
 		needed = needed || s.env == "CAPACITY_JWT_SECRET"
@@ -269,13 +312,37 @@ func (c *config) validateSecret(settings []setting) error {
 	if c.JWTSecret == "" && c.Dev {
 		c.JWTSecret = devSecret
 	}
-	if len(c.JWTSecret) < httpapi.MinSecretBytes {
-		if c.JWTSecret == "" {
-			return errors.New("CAPACITY_JWT_SECRET (--capacity-jwt-secret): is required (at least 32 bytes) unless --dev")
+	if n := len(c.JWTSecret); n < httpapi.MinSecretBytes && (n > 0 || c.JWKSURL == "") {
+		if n == 0 {
+			return errors.New("CAPACITY_JWT_SECRET (--capacity-jwt-secret): is required (at least 32 bytes) unless --dev or JWT_JWKS_URL")
 		}
-		return fmt.Errorf("CAPACITY_JWT_SECRET (--capacity-jwt-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, len(c.JWTSecret))
+		return fmt.Errorf("CAPACITY_JWT_SECRET (--capacity-jwt-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, n)
+	}
+	if c.JWTPreviousSecret == "" {
+		return nil
+	}
+	switch {
+	case len(c.JWTPreviousSecret) < httpapi.MinSecretBytes:
+		return fmt.Errorf("CAPACITY_JWT_PREVIOUS_SECRET (--capacity-jwt-previous-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, len(c.JWTPreviousSecret))
+	case c.JWTPreviousSecret == c.JWTSecret:
+		return errors.New("CAPACITY_JWT_PREVIOUS_SECRET (--capacity-jwt-previous-secret): must differ from CAPACITY_JWT_SECRET")
+	case c.JWTPreviousSecretUntil.IsZero():
+		return errors.New("CAPACITY_JWT_PREVIOUS_SECRET_UNTIL (--capacity-jwt-previous-secret-until): is required with CAPACITY_JWT_PREVIOUS_SECRET (the end of its grace period)")
 	}
 	return nil
+}
+
+// tokenConfig returns how tokens are signed and verified.
+func (c *config) tokenConfig(log *slog.Logger) httpapi.TokenConfig {
+	return httpapi.TokenConfig{
+		Secret:              []byte(c.JWTSecret),
+		PreviousSecret:      []byte(c.JWTPreviousSecret),
+		PreviousSecretUntil: c.JWTPreviousSecretUntil,
+		JWKSURL:             c.JWKSURL,
+		Issuer:              c.JWTIssuer,
+		Audience:            c.JWTAudience,
+		Logger:              log,
+	}
 }
 
 // settingsNamed returns the settings with the given environment names.

@@ -94,7 +94,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	var sub string
 	var admin bool
 	var ttl time.Duration
-	cfg, err := loadConfig("token", settingsNamed("CAPACITY_JWT_SECRET"), args, getenv, stderr, func(fs *flag.FlagSet) {
+	cfg, err := loadConfig("token", settingsNamed("CAPACITY_JWT_SECRET", "JWT_ISSUER", "JWT_AUDIENCE"), args, getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&sub, "sub", "", "the user id (1-128 characters)")
 		fs.BoolVar(&admin, "admin", false, "give the token the admin role")
 		fs.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
@@ -105,7 +105,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	if ttl <= 0 {
 		return errors.New("--ttl must be positive")
 	}
-	auth, err := httpapi.NewAuthenticator([]byte(cfg.JWTSecret))
+	auth, err := httpapi.NewTokenAuthenticator(context.Background(), cfg.tokenConfig(nil))
 	if err != nil {
 		return err
 	}

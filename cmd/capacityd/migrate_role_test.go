@@ -107,7 +107,10 @@ func TestServeWithoutMigrationsRefusesAnUnmigratedDatabase(t *testing.T) {
 	name := "capacityd_empty_" + randomSuffix()
 	_, err = conn.Exec(ctx, `CREATE DATABASE `+name)
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); conn.Close(context.Background()) })
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+		conn.Close(context.Background())
+	})
 	u, err := url.Parse(base)
 	require.NoError(t, err)
 	u.Path = "/" + name

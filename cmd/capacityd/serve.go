@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/store"
 )
@@ -94,6 +95,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if rdb != nil {
 		defer rdb.Close()
 	}
+	// The JWK Set, if any, is refreshed until serve returns.
+	authCtx, stopAuth := context.WithCancel(context.Background())
+	defer stopAuth()
+	auth, err := httpapi.NewTokenAuthenticator(authCtx, cfg.tokenConfig(log))
+	if err != nil {
+		return err
+	}
 	a, err := app.New(app.Options{
 		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
 		AdmissionMaxBatch: cfg.AdmissionMaxBatch, ExpiryInterval: cfg.ExpiryInterval,
@@ -102,7 +110,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
-		TrustedProxies: cfg.TrustedProxies,
+		TrustedProxies: cfg.TrustedProxies, Auth: auth,
 	}, pool, rdb)
 	if err != nil {
 		return err
