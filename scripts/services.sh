@@ -11,7 +11,11 @@
 #
 # CAPACITYD_SERVICES=private skips 1-3 (to try the fallback).
 #
-# Usage: scripts/services.sh up | down
+# `tools CMD:PKG ...` installs Debian's package PKG for each command CMD
+# that is missing (when root; otherwise it says how), e.g. chromium for
+# the widget tests and promtool for make lint.
+#
+# Usage: scripts/services.sh up | down | tools CMD:PKG ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
@@ -175,8 +179,18 @@ down() {
   if docker_ok && [ -f docker-compose.yml ]; then docker compose down >&2 || true; fi
 }
 
+tools() {
+  local spec cmd pkg
+  for spec in "$@"; do
+    cmd=${spec%%:*} pkg=${spec#*:}
+    have "$cmd" && continue
+    apt_install "$pkg" || log "$cmd is missing and could not be installed: as root, apt-get install $pkg"
+  done
+}
+
 case "${1:-up}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  tools) shift; tools "$@" ;;
+  *) echo "usage: $0 up|down|tools CMD:PKG ..." >&2; exit 2 ;;
 esac
