@@ -1,4 +1,4 @@
-// Package httpapi is the HTTP edge of capacityd: the routes of API.md on
+// Package httpapi is the HTTP edge of capacityd: the routes of the API on
 // echo v4, token authentication, strict JSON decoding, and the one table
 // from domain errors to HTTP statuses.
 package httpapi
