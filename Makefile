@@ -4,12 +4,15 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: run test services services-down build vet bench bench-quick bench-bin fuzz-smoke vulncheck
+.PHONY: run test services services-down build vet lint bench bench-quick bench-bin fuzz-smoke vulncheck
 
 run: services build
 	@source .data/env && scripts/run.sh
 
+# The widget tests drive a headless chromium: installed here when missing
+# (as root; otherwise the tests fail saying how to install it).
 test: services
+	@scripts/services.sh tools chromium:chromium
 	@source .data/env && $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz-smoke
 
@@ -24,6 +27,19 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# Static checks, run by CI: gofmt, go vet, staticcheck, and promtool (from
+# Debian's prometheus package, installed when missing and root) on the
+# alert rules under deploy/.
+STATICCHECK_VERSION ?= v0.8.2
+
+lint:
+	@unformatted=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	@scripts/services.sh tools promtool:prometheus
+	promtool check rules deploy/prometheus/alerts.yml
 
 # Benchmarks (loadtest/): `make bench` (≤ 10 min) seeds capacityd_bench at
 # full scale, measures, and rewrites BENCHMARKS.md and docs/bench/ (PNG
@@ -45,7 +61,7 @@ bench-quick: services bench-bin
 	@source .data/env && $(BENCH_BIN)/loadtest seed -quick && \
 	  $(BENCH_BIN)/loadtest run -quick -capacityd $(BENCH_BIN)/capacityd -json $(BENCH_JSON)
 
-# Fuzzing (issue 7): `make fuzz-smoke` runs every fuzz target for
+# Fuzzing: `make fuzz-smoke` runs every fuzz target for
 # $(FUZZTIME) each (make test runs it after the unit tests); no input may
 # produce a 5xx or a panic. Longer runs: see README ("Fuzzing").
 FUZZTIME ?= 4s
@@ -61,7 +77,7 @@ fuzz-smoke: services
 	    $(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) -parallel=2 ./$$pkg/; } || exit 1; \
 	done
 
-# govulncheck offline (issue 7): this machine reaches the Go module proxy but
+# govulncheck offline: this machine reaches the Go module proxy but
 # not vuln.go.dev, so the vulnerability database is built from the OSV files
 # of the golang.org/x/vulndb module (fetched through the proxy) with its
 # indexdb command, then read with -db file://. Bump VULNDB_VERSION

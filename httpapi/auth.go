@@ -1,13 +1,16 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 
@@ -27,50 +30,126 @@ type Claims struct {
 	Roles []string `json:"roles,omitempty"`
 }
 
-// Authenticator signs and verifies HS256 tokens.
+// TokenConfig is how tokens are verified: HS256 with a shared secret (the
+// tokens capacityd token mints), RS256 and ES256 against an identity
+// provider's JWK Set, or both. The algorithm of a token picks its keys, so
+// a token of one kind is never checked with a key of the other.
+type TokenConfig struct {
+	// Secret signs and verifies HS256 tokens, at least MinSecretBytes long.
+	// It may be empty only when JWKSURL is set: HS256 tokens are then
+	// refused.
+	Secret []byte
+	// PreviousSecret, during a rotation, is still accepted for HS256 tokens
+	// (never used to sign) until PreviousSecretUntil.
+	PreviousSecret      []byte
+	PreviousSecretUntil time.Time
+	// JWKSURL is the identity provider's JWK Set. Its keys are fetched at
+	// start, cached, refetched every JWKSRefreshInterval, and refetched
+	// at once (at most every UnknownKIDRefreshInterval) for a token whose
+	// kid is not among them.
+	JWKSURL                   string
+	JWKSRefreshInterval       time.Duration // default 1h
+	UnknownKIDRefreshInterval time.Duration // default 1m
+	// Issuer and Audience, when set, must be every token's iss and one of
+	// its aud; Sign sets them.
+	Issuer   string
+	Audience string
+	// Logger receives JWK Set fetch failures; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Authenticator signs and verifies tokens.
 type Authenticator struct {
-	secret []byte
-	now    func() time.Time
+	cfg  TokenConfig
+	jwks keyfunc.Keyfunc // nil without JWKSURL
+	now  func() time.Time
 }
 
-// NewAuthenticator returns an Authenticator for secret, which must be at
-// least MinSecretBytes long.
+// NewAuthenticator returns an Authenticator for HS256 tokens signed with
+// secret, which must be at least MinSecretBytes long.
 func NewAuthenticator(secret []byte) (*Authenticator, error) {
-	if len(secret) < MinSecretBytes {
-		return nil, errors.New("CAPACITY_JWT_SECRET must be at least 32 bytes")
-	}
-	return &Authenticator{secret: secret, now: time.Now}, nil
+	return NewTokenAuthenticator(context.Background(), TokenConfig{Secret: secret})
 }
 
-// Sign returns a token for sub that expires after ttl, with the admin role
-// if admin.
+// NewTokenAuthenticator returns an Authenticator for cfg. With a JWKSURL it
+// fetches the key set once before it returns (a failure is logged, not
+// returned: keys are fetched again on demand) and refreshes it until ctx
+// ends.
+func NewTokenAuthenticator(ctx context.Context, cfg TokenConfig) (*Authenticator, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &Authenticator{cfg: cfg, now: time.Now}
+	if cfg.JWKSURL != "" {
+		kf, err := newJWKS(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		a.jwks = kf
+	}
+	return a, nil
+}
+
+func (cfg TokenConfig) validate() error {
+	if len(cfg.Secret) < MinSecretBytes && (len(cfg.Secret) > 0 || cfg.JWKSURL == "") {
+		return errors.New("CAPACITY_JWT_SECRET must be at least 32 bytes")
+	}
+	if len(cfg.PreviousSecret) > 0 && len(cfg.PreviousSecret) < MinSecretBytes {
+		return errors.New("CAPACITY_JWT_PREVIOUS_SECRET must be at least 32 bytes")
+	}
+	return nil
+}
+
+// Sign returns an HS256 token for sub that expires after ttl, with the
+// admin role if admin, and the configured iss and aud.
 func (a *Authenticator) Sign(sub string, admin bool, ttl time.Duration) (string, error) {
+	if len(a.cfg.Secret) == 0 {
+		return "", errors.New("no CAPACITY_JWT_SECRET to sign with")
+	}
 	if n := len(sub); n < 1 || n > registration.MaxUserIDLen {
 		return "", errors.New("sub must be 1 to 128 characters")
 	}
 	now := a.now()
 	c := Claims{RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   sub,
+		Issuer:    a.cfg.Issuer,
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	}}
+	if a.cfg.Audience != "" {
+		c.Audience = jwt.ClaimStrings{a.cfg.Audience}
+	}
 	if admin {
 		c.Roles = []string{"admin"}
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.secret)
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.cfg.Secret)
 }
 
-// Verify parses and checks a token: HS256 only, signed with the secret,
-// exp present and not passed, sub of 1 to 128 characters.
+// Verify checks a token (see VerifyContext) with no deadline of its own.
 func (a *Authenticator) Verify(token string) (registration.Caller, error) {
+	return a.VerifyContext(context.Background(), token)
+}
+
+// VerifyContext parses and checks a token: HS256 with the secret (or the
+// previous one during its grace period), or RS256/ES256 with a key of the
+// JWK Set; exp present and not passed (10s leeway); iss and aud as
+// configured; sub of 1 to 128 printable characters. ctx bounds a refetch
+// of the JWK Set for an unknown kid.
+func (a *Authenticator) VerifyContext(ctx context.Context, token string) (registration.Caller, error) {
 	var c Claims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.secret, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(a.algorithms()),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(expLeeway),
 		jwt.WithTimeFunc(a.now),
-	)
-	if err != nil {
+	}
+	if a.cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(a.cfg.Issuer))
+	}
+	if a.cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(a.cfg.Audience))
+	}
+	if _, err := jwt.ParseWithClaims(token, &c, a.keyFor(ctx), opts...); err != nil {
 		return registration.Caller{}, unauthenticated("invalid token")
 	}
 	if n := len(c.Subject); n < 1 || n > registration.MaxUserIDLen {
@@ -80,6 +159,40 @@ func (a *Authenticator) Verify(token string) (registration.Caller, error) {
 		return registration.Caller{}, unauthenticated("token sub must be printable UTF-8")
 	}
 	return registration.Caller{UserID: c.Subject, Admin: slices.Contains(c.Roles, "admin")}, nil
+}
+
+// algorithms returns the signing algorithms accepted: HS256 with a secret,
+// RS256 and ES256 with a JWK Set.
+func (a *Authenticator) algorithms() []string {
+	var algs []string
+	if len(a.cfg.Secret) > 0 {
+		algs = append(algs, jwt.SigningMethodHS256.Alg())
+	}
+	if a.jwks != nil {
+		algs = append(algs, jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg())
+	}
+	return algs
+}
+
+// keyFor picks the keys by the token's algorithm: the secrets for HS256,
+// the JWK Set's keys of the matching type for RS256 and ES256.
+func (a *Authenticator) keyFor(ctx context.Context) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		if t.Method == jwt.SigningMethodHS256 {
+			return a.secrets(), nil
+		}
+		return a.publicKey(ctx, t)
+	}
+}
+
+// secrets returns the HS256 keys: the secret and, until its grace period
+// ends, the previous one.
+func (a *Authenticator) secrets() jwt.VerificationKeySet {
+	keys := jwt.VerificationKeySet{Keys: []jwt.VerificationKey{a.cfg.Secret}}
+	if len(a.cfg.PreviousSecret) > 0 && a.now().Before(a.cfg.PreviousSecretUntil) {
+		keys.Keys = append(keys.Keys, a.cfg.PreviousSecret)
+	}
+	return keys
 }
 
 // validSubject reports whether sub is valid UTF-8 without control
@@ -111,7 +224,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 			return unauthenticated("missing or malformed Authorization header: want Bearer <token>")
 		}
-		caller, err := s.auth.Verify(strings.TrimSpace(token))
+		caller, err := s.auth.VerifyContext(c.Request().Context(), strings.TrimSpace(token))
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,17 +184,15 @@ func rateLimited(d time.Duration, what string) error {
 	}
 }
 
-// clientIP returns the key of the client for per-IP limits: the peer
-// address of the connection (forwarding headers are not trusted, so a
-// client cannot pick its own key), an IPv6 address reduced to its /64.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
+// clientKey returns the key of the client for per-address limits: its
+// address as echo's IPExtractor finds it (the connection's peer, or the
+// forwarded address when the peer is a trusted proxy; see
+// clientAddrExtractor), an IPv6 address reduced to its /64.
+func clientKey(c echo.Context) string {
+	addr := c.RealIP()
+	ip := net.ParseIP(addr)
 	if ip == nil {
-		return host
+		return addr
 	}
 	if ip.To4() == nil {
 		return ip.Mask(net.CIDRMask(64, 128)).String()
@@ -203,8 +200,6 @@ func clientIP(r *http.Request) string {
 	return ip.String()
 }
 
-// isPublicWrite reports whether the request is a write that needs no
-// token: a note view or water, or a demo signup.
 // limitPublicWrites is route middleware limiting the public writes (note
 // views and waters, demo signups) per client IP.
 func (s *Server) limitPublicWrites(next echo.HandlerFunc) echo.HandlerFunc {
@@ -212,7 +207,7 @@ func (s *Server) limitPublicWrites(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.limits == nil || s.limits.publicWrites == nil {
 			return next(c)
 		}
-		if ok, d := s.limits.publicWrites.allow(clientIP(c.Request())); !ok {
+		if ok, d := s.limits.publicWrites.allow(clientKey(c)); !ok {
 			return rateLimited(d, "note writes from this address")
 		}
 		return next(c)

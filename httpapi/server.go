@@ -1,4 +1,4 @@
-// Package httpapi is the HTTP edge of capacityd: the routes of API.md on
+// Package httpapi is the HTTP edge of capacityd: the routes of the API on
 // echo v4, token authentication, strict JSON decoding, and the one table
 // from domain errors to HTTP statuses.
 package httpapi
@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,6 +57,9 @@ type Config struct {
 	PublicWriteLimit RateLimit
 	// SignupLimit limits signups per user; the zero value is off.
 	SignupLimit RateLimit
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
+	// the client address (rate limits, access log); empty: the peer's.
+	TrustedProxies []*net.IPNet
 }
 
 // Server is the HTTP edge.
@@ -88,6 +92,8 @@ func New(cfg Config) *Server {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = clientAddrExtractor(cfg.TrustedProxies)
+	e.Use(s.accessLog)
 	e.Use(s.metricsMiddleware(cfg.Registry))
 	e.Use(middleware.RequestID())
 	e.Use(middleware.Recover())
@@ -160,10 +166,7 @@ func (s *Server) metricsMiddleware(reg prometheus.Registerer) echo.MiddlewareFun
 			if err := next(c); err != nil {
 				c.Error(err)
 			}
-			route := c.Path()
-			if route == "" {
-				route = "unmatched"
-			}
+			route := routeOf(c)
 			method := c.Request().Method
 			requests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
 			latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())

@@ -1,25 +1,77 @@
 #!/usr/bin/env bash
-# Runs capacityd for local use on :8080 (make run): migrates, creates a demo
-# activity, prints the demo URL, tokens and curl examples, then serves with a
-# development secret until interrupted. Expects the variables of .data/env.
+# Runs capacityd for local use (make run): migrates, serves on
+# 127.0.0.1:8080 (LISTEN_ADDR overrides it), makes sure a demo activity
+# exists, prints the demo URL, tokens and curl examples, then serves until
+# interrupted. Expects the variables of .data/env.
+#
+# Tokens are signed with CAPACITY_JWT_SECRET, or else with a random secret
+# kept in .data/dev-secret (never the public --dev one). The demo
+# activity's id is kept in .data/demo-activity and reused while the
+# database still has it. It stops with the reason, and prints no banner,
+# when the port is taken or capacityd exits.
+#
+# CAPACITYD_BIN and CAPACITYD_STATE (default bin/capacityd and .data) are
+# for the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=bin/capacityd
-ADDR=${LISTEN_ADDR:-:8080}
+BIN=${CAPACITYD_BIN:-bin/capacityd}
+STATE=${CAPACITYD_STATE:-.data}
+ADDR=${LISTEN_ADDR:-127.0.0.1:8080}
+HOST=${ADDR%:*}
 PORT=${ADDR##*:}
-BASE="http://127.0.0.1:$PORT"
+case "$HOST" in "" | 0.0.0.0 | "[::]") HOST=127.0.0.1 ;; esac
+BASE="http://$HOST:$PORT"
 
-"$BIN" migrate >/dev/null
-ADMIN=$("$BIN" token --dev --sub admin --admin --ttl 24h)
-USER_TOKEN=$("$BIN" token --dev --sub alice --ttl 24h)
+fail() { echo "make run: $*" >&2; exit 1; }
 
-"$BIN" serve --dev --demo-signups on --listen-addr "$ADDR" &
+# Anything answering on the port is not ours: stop before starting.
+if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then
+  fail "port $PORT on $HOST is already in use by another program; free it or choose another address, e.g. LISTEN_ADDR=127.0.0.1:8081 make run"
+fi
+
+mkdir -p "$STATE"
+TOKEN_CMD="$BIN token"
+if [ -z "${CAPACITY_JWT_SECRET:-}" ]; then
+  TOKEN_CMD="CAPACITY_JWT_SECRET=\$(cat $STATE/dev-secret) $BIN token"
+  if [ ! -s "$STATE/dev-secret" ]; then
+    (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$STATE/dev-secret")
+  fi
+  CAPACITY_JWT_SECRET=$(cat "$STATE/dev-secret")
+  export CAPACITY_JWT_SECRET
+fi
+
+"$BIN" migrate >/dev/null || fail "capacityd migrate failed (is DATABASE_URL reachable?)"
+ADMIN=$("$BIN" token --sub admin --admin --ttl 24h)
+USER_TOKEN=$("$BIN" token --sub alice --ttl 24h)
+
+"$BIN" serve --demo-signups on --listen-addr "$ADDR" &
 PID=$!
 trap 'kill -TERM $PID 2>/dev/null; wait $PID' INT TERM
-for _ in $(seq 100); do curl -fs "$BASE/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 
-DEMO=$(curl -fs -X POST "$BASE/v1/activities" -H "Authorization: Bearer $ADMIN" \
-  -d '{"title":"Cardiology grand rounds (demo)","capacity":20}' | sed -E 's/.*"id":"([^"]+)".*/\1/')
+# Wait for /healthz while capacityd is alive; it may exit at start (a bad
+# setting, the port taken meanwhile, the database unreachable).
+healthy=""
+for _ in $(seq 300); do
+  if ! kill -0 "$PID" 2>/dev/null; then
+    code=0; wait "$PID" || code=$?
+    fail "capacityd exited (status $code) before it was healthy; its log above says why"
+  fi
+  if curl -fs --max-time 1 "$BASE/healthz" >/dev/null 2>&1; then healthy=1; break; fi
+  sleep 0.1
+done
+if [ -z "$healthy" ] || ! kill -0 "$PID" 2>/dev/null; then
+  kill -TERM "$PID" 2>/dev/null || true
+  fail "capacityd did not become healthy on $BASE within 30s"
+fi
+
+# The demo activity of an earlier run, if the database still has it.
+DEMO=$(cat "$STATE/demo-activity" 2>/dev/null || true)
+if [ -z "$DEMO" ] || ! curl -fs --max-time 5 "$BASE/v1/activities/$DEMO" >/dev/null; then
+  DEMO=$(curl -fs --max-time 5 -X POST "$BASE/v1/activities" -H "Authorization: Bearer $ADMIN" \
+    -d '{"title":"Cardiology grand rounds (demo)","capacity":20}' | sed -E 's/.*"id":"([^"]+)".*/\1/') ||
+    { kill -TERM "$PID"; fail "could not create the demo activity"; }
+  echo "$DEMO" >"$STATE/demo-activity"
+fi
 
 cat <<MSG
 
@@ -30,6 +82,7 @@ capacityd is running on $BASE (Ctrl-C stops it)
 
   admin token:   export ADMIN=$ADMIN
   user token:    export USER_TOKEN=$USER_TOKEN
+  other tokens:  $TOKEN_CMD --sub bob [--admin]
 
   curl -s $BASE/v1/activities/$DEMO
   curl -s $BASE/v1/activities/$DEMO/seats

@@ -3,7 +3,8 @@
 # writes their URLs to .data/env (source it). In order of preference:
 #   1. DATABASE_URL / REDIS_URL when set and reachable;
 #   2. servers already listening on 127.0.0.1:5432 / 127.0.0.1:6379;
-#   3. docker compose, where a Docker engine runs;
+#   3. docker compose (with docker-compose.ports.yml, which publishes the
+#      ports on 127.0.0.1), where a Docker engine runs;
 #   4. private instances from local server binaries under ./.data, installing
 #      Debian's postgresql and redis-server packages first when missing (root).
 # The server binaries are installed in every case when missing and root: the
@@ -11,7 +12,11 @@
 #
 # CAPACITYD_SERVICES=private skips 1-3 (to try the fallback).
 #
-# Usage: scripts/services.sh up | down
+# `tools CMD:PKG ...` installs Debian's package PKG for each command CMD
+# that is missing (when root; otherwise it says how), e.g. chromium for
+# the widget tests and promtool for make lint.
+#
+# Usage: scripts/services.sh up | down | tools CMD:PKG ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
@@ -122,7 +127,7 @@ up() {
     PG_BASE="postgres://postgres@127.0.0.1:5432"
   elif docker_ok; then
     log "PostgreSQL: docker compose"
-    docker compose up -d --wait postgres >&2
+    docker compose -f docker-compose.yml -f docker-compose.ports.yml up -d --wait postgres >&2
     PG_BASE="postgres://postgres:postgres@127.0.0.1:5432"
   else
     start_private_pg
@@ -145,7 +150,7 @@ up() {
     REDIS_BASE="redis://127.0.0.1:6379"
   elif docker_ok; then
     log "Redis: docker compose"
-    docker compose up -d --wait redis >&2
+    docker compose -f docker-compose.yml -f docker-compose.ports.yml up -d --wait redis >&2
     REDIS_BASE="redis://127.0.0.1:6379"
   else
     start_private_redis
@@ -175,8 +180,18 @@ down() {
   if docker_ok && [ -f docker-compose.yml ]; then docker compose down >&2 || true; fi
 }
 
+tools() {
+  local spec cmd pkg
+  for spec in "$@"; do
+    cmd=${spec%%:*} pkg=${spec#*:}
+    have "$cmd" && continue
+    apt_install "$pkg" || log "$cmd is missing and could not be installed: as root, apt-get install $pkg"
+  done
+}
+
 case "${1:-up}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  tools) shift; tools "$@" ;;
+  *) echo "usage: $0 up|down|tools CMD:PKG ..." >&2; exit 2 ;;
 esac

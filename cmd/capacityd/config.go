@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
@@ -45,6 +46,17 @@ type config struct {
 	DemoSignups        bool
 	PublicWriteLimit   httpapi.RateLimit
 	SignupLimit        httpapi.RateLimit
+
+	JWTPreviousSecret      string
+	JWTPreviousSecretUntil time.Time
+	JWKSURL                string
+	JWTIssuer              string
+	JWTAudience            string
+
+	LogLevel       slog.Level
+	LogFormat      string
+	TrustedProxies []*net.IPNet
+	MigrateOnStart bool
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -123,8 +135,59 @@ var serveSettings = []setting{
 		c.JWTSecret = v
 		return nil
 	}},
+	{"CAPACITY_JWT_PREVIOUS_SECRET", "", "the HS256 secret being rotated out: still accepted (never used to sign) until CAPACITY_JWT_PREVIOUS_SECRET_UNTIL", func(c *config, v string) error {
+		c.JWTPreviousSecret = v
+		return nil
+	}},
+	{"CAPACITY_JWT_PREVIOUS_SECRET_UNTIL", "", "end of the previous secret's grace period, RFC 3339 (e.g. 2026-12-01T12:00:00Z)", func(c *config, v string) error {
+		if v == "" {
+			c.JWTPreviousSecretUntil = time.Time{}
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("want an RFC 3339 time such as 2026-12-01T12:00:00Z, got %q", v)
+		}
+		c.JWTPreviousSecretUntil = t
+		return nil
+	}},
+	{"JWT_JWKS_URL", "", "JWK Set URL of an identity provider whose RS256/ES256 tokens are accepted (empty: none)", func(c *config, v string) error {
+		if v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return fmt.Errorf("want an http(s) URL such as https://idp.example.org/.well-known/jwks.json, got %q", v)
+			}
+		}
+		c.JWKSURL = v
+		return nil
+	}},
+	{"JWT_ISSUER", "", "when set, every token's iss must equal it", func(c *config, v string) error {
+		c.JWTIssuer = v
+		return nil
+	}},
+	{"JWT_AUDIENCE", "", "when set, every token's aud must contain it", func(c *config, v string) error {
+		c.JWTAudience = v
+		return nil
+	}},
 	durationSetting("SEAT_CACHE_TTL", "60s", "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
 	durationSetting("SHUTDOWN_TIMEOUT", "15s", "how long SIGTERM waits for in-flight work", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
+	{"LOG_LEVEL", "info", "least severe log level written: debug, info, warn or error", func(c *config, v string) error {
+		l, err := parseLogLevel(v)
+		c.LogLevel = l
+		return err
+	}},
+	{"LOG_FORMAT", "json", "log line format: json or text", func(c *config, v string) error {
+		if v != "json" && v != "text" {
+			return fmt.Errorf("want json or text, got %q", v)
+		}
+		c.LogFormat = v
+		return nil
+	}},
+	{"TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address (empty: the peer address)", func(c *config, v string) error {
+		nets, err := httpapi.ParseTrustedProxies(v)
+		c.TrustedProxies = nets
+		return err
+	}},
+	boolSetting("MIGRATE_ON_START", "true", "apply pending migrations before serving (false: run capacityd migrate as its own step)", func(c *config) *bool { return &c.MigrateOnStart }),
 	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
 	durationSetting("REQUEST_TIMEOUT", "10s", "deadline of every request but streams", func(c *config) *time.Duration { return &c.RequestTimeout }),
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
@@ -176,6 +239,17 @@ var serveSettings = []setting{
 		func(c *config) *httpapi.RateLimit { return &c.SignupLimit }),
 }
 
+func boolSetting(env, def, usage string, dst func(*config) *bool) setting {
+	return setting{env, def, usage, func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		*dst(c) = b
+		return nil
+	}}
+}
+
 func rateLimitSetting(env, def, usage string, dst func(*config) *httpapi.RateLimit) setting {
 	return setting{env, def, usage, func(c *config, v string) error {
 		l, err := httpapi.ParseRateLimit(v)
@@ -220,10 +294,14 @@ func loadConfig(name string, settings []setting, args []string, getenv func(stri
 			return c, fmt.Errorf("%s (--%s): %w", s.env, s.flagName(), err)
 		}
 	}
-	return c, c.validateSecret(settings)
+	return c, c.validateTokens(settings)
 }
 
-func (c *config) validateSecret(settings []setting) error {
+// validateTokens checks the token settings together, when the command has
+// them: a secret of at least 32 bytes unless --dev (which supplies one) or
+// a JWK Set is configured, and a previous secret only with the end of its
+// grace period.
+func (c *config) validateTokens(settings []setting) error {
 	needed := false
 	for _, s := range settings {
 		needed = needed || s.env == "CAPACITY_JWT_SECRET"
@@ -234,13 +312,37 @@ func (c *config) validateSecret(settings []setting) error {
 	if c.JWTSecret == "" && c.Dev {
 		c.JWTSecret = devSecret
 	}
-	if len(c.JWTSecret) < httpapi.MinSecretBytes {
-		if c.JWTSecret == "" {
-			return errors.New("CAPACITY_JWT_SECRET (--capacity-jwt-secret): is required (at least 32 bytes) unless --dev")
+	if n := len(c.JWTSecret); n < httpapi.MinSecretBytes && (n > 0 || c.JWKSURL == "") {
+		if n == 0 {
+			return errors.New("CAPACITY_JWT_SECRET (--capacity-jwt-secret): is required (at least 32 bytes) unless --dev or JWT_JWKS_URL")
 		}
-		return fmt.Errorf("CAPACITY_JWT_SECRET (--capacity-jwt-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, len(c.JWTSecret))
+		return fmt.Errorf("CAPACITY_JWT_SECRET (--capacity-jwt-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, n)
+	}
+	if c.JWTPreviousSecret == "" {
+		return nil
+	}
+	switch {
+	case len(c.JWTPreviousSecret) < httpapi.MinSecretBytes:
+		return fmt.Errorf("CAPACITY_JWT_PREVIOUS_SECRET (--capacity-jwt-previous-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, len(c.JWTPreviousSecret))
+	case c.JWTPreviousSecret == c.JWTSecret:
+		return errors.New("CAPACITY_JWT_PREVIOUS_SECRET (--capacity-jwt-previous-secret): must differ from CAPACITY_JWT_SECRET")
+	case c.JWTPreviousSecretUntil.IsZero():
+		return errors.New("CAPACITY_JWT_PREVIOUS_SECRET_UNTIL (--capacity-jwt-previous-secret-until): is required with CAPACITY_JWT_PREVIOUS_SECRET (the end of its grace period)")
 	}
 	return nil
+}
+
+// tokenConfig returns how tokens are signed and verified.
+func (c *config) tokenConfig(log *slog.Logger) httpapi.TokenConfig {
+	return httpapi.TokenConfig{
+		Secret:              []byte(c.JWTSecret),
+		PreviousSecret:      []byte(c.JWTPreviousSecret),
+		PreviousSecretUntil: c.JWTPreviousSecretUntil,
+		JWKSURL:             c.JWKSURL,
+		Issuer:              c.JWTIssuer,
+		Audience:            c.JWTAudience,
+		Logger:              log,
+	}
 }
 
 // settingsNamed returns the settings with the given environment names.

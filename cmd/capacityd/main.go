@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -58,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		return serve(ctx, cfg, newLogger(stderr))
+		return serve(ctx, cfg, newLogger(stderr, cfg.LogLevel, cfg.LogFormat))
 	case "migrate":
 		cfg, err := loadConfig("migrate", settingsNamed("DATABASE_URL"), args[1:], getenv, stderr, nil)
 		if err != nil {
@@ -75,10 +74,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
-}
-
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 func migrate(ctx context.Context, cfg config, stdout io.Writer) error {
@@ -99,7 +94,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	var sub string
 	var admin bool
 	var ttl time.Duration
-	cfg, err := loadConfig("token", settingsNamed("CAPACITY_JWT_SECRET"), args, getenv, stderr, func(fs *flag.FlagSet) {
+	cfg, err := loadConfig("token", settingsNamed("CAPACITY_JWT_SECRET", "JWT_ISSUER", "JWT_AUDIENCE"), args, getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&sub, "sub", "", "the user id (1-128 characters)")
 		fs.BoolVar(&admin, "admin", false, "give the token the admin role")
 		fs.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
@@ -110,7 +105,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	if ttl <= 0 {
 		return errors.New("--ttl must be positive")
 	}
-	auth, err := httpapi.NewAuthenticator([]byte(cfg.JWTSecret))
+	auth, err := httpapi.NewTokenAuthenticator(context.Background(), cfg.tokenConfig(nil))
 	if err != nil {
 		return err
 	}

@@ -20,4 +20,7 @@ func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	p.Signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.Wait(20*time.Second), p.Output())
+	// Durations are logged as durations, not nanoseconds.
+	require.Contains(t, p.Output(), `"msg":"shutting down","timeout":"15s"`)
+	require.Regexp(t, `"msg":"stopped","took":"[0-9.]+(µs|ms|s)"`, p.Output())
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/store"
 )
@@ -42,21 +43,31 @@ func openRedis(cfg config) (redis.UniversalClient, error) {
 	return redis.NewClient(opt), nil
 }
 
-// openDatabase connects and migrates, retrying for a while so that the
+// openDatabase connects and, with MIGRATE_ON_START, migrates; without it,
+// it checks that the schema is current. It retries for a while so that the
 // service can start alongside its database.
 func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, error) {
 	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, store.PoolConfig{MaxConns: int32(cfg.DBMaxConns)})
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	prepare := func() error {
 		applied, err := store.Migrate(ctx, pool)
 		if err == nil {
 			log.Info("migrations applied", "versions", applied)
+		}
+		return err
+	}
+	if !cfg.MigrateOnStart {
+		prepare = func() error { return requireCurrentSchema(ctx, pool) }
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := prepare()
+		if err == nil {
 			return pool, nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if errors.Is(err, errSchemaBehind) || time.Now().After(deadline) || ctx.Err() != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -84,14 +95,22 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if rdb != nil {
 		defer rdb.Close()
 	}
+	// The JWK Set, if any, is refreshed until serve returns.
+	authCtx, stopAuth := context.WithCancel(context.Background())
+	defer stopAuth()
+	auth, err := httpapi.NewTokenAuthenticator(authCtx, cfg.tokenConfig(log))
+	if err != nil {
+		return err
+	}
 	a, err := app.New(app.Options{
 		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
 		AdmissionMaxBatch: cfg.AdmissionMaxBatch, ExpiryInterval: cfg.ExpiryInterval,
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
-		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit, // issue 7
-		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval, // issue 5
-		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups, // issue 5
+		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,
+		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
+		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
+		TrustedProxies: cfg.TrustedProxies, Auth: auth,
 	}, pool, rdb)
 	if err != nil {
 		return err
@@ -123,6 +142,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	shutStart := time.Now()
 	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := httpSrv.Shutdown(shutCtx); err != nil {
@@ -134,6 +154,6 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	log.Info("stopped")
+	log.Info("stopped", "took", time.Since(shutStart))
 	return nil
 }

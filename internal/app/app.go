@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -63,6 +64,11 @@ type Options struct {
 	// SignupLimit limits signups per user. The zero values are off.
 	PublicWriteLimit httpapi.RateLimit
 	SignupLimit      httpapi.RateLimit
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
+	// the client address; empty: the connection's peer.
+	TrustedProxies []*net.IPNet
+	// Auth verifies tokens; nil: HS256 tokens signed with JWTSecret only.
+	Auth *httpapi.Authenticator
 }
 
 // App is the assembled service.
@@ -95,9 +101,12 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	if opts.ReconcileInterval <= 0 {
 		opts.ReconcileInterval = 15 * time.Second
 	}
-	auth, err := httpapi.NewAuthenticator([]byte(opts.JWTSecret))
-	if err != nil {
-		return nil, err
+	auth := opts.Auth
+	if auth == nil {
+		var err error
+		if auth, err = httpapi.NewAuthenticator([]byte(opts.JWTSecret)); err != nil {
+			return nil, err
+		}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -139,6 +148,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit,
 		Streams: streams, PingInterval: opts.StreamPingInterval,
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
+		TrustedProxies: opts.TrustedProxies,
 	})
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,

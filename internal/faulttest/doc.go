@@ -1,4 +1,4 @@
-// Package faulttest holds the end-to-end fault tests of issue 7: a
+// Package faulttest holds the end-to-end fault tests: a
 // PostgreSQL outage on a private cluster, stuck dependencies (a held
 // admission lock, servers that accept connections and never answer) and
 // SIGTERM under load against the real binary. Every test runs whole
