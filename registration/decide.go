@@ -174,9 +174,14 @@ func (d *decision) free() int { return d.act.Capacity - d.act.Taken }
 func (d *decision) record(r *Registration, typ EventType, from *Status, o Origin) {
 	d.seq++
 	r.UpdatedAt = d.st.At
+	if r.Status == Waitlisted {
+		r.WaitlistSeq = d.seq
+	}
+	snapshot := *r
 	d.events = append(d.events, Event{
 		ID: EventID(d.act.ID, d.seq), Seq: d.seq, ActivityID: d.act.ID, RegistrationID: r.ID, UserID: r.UserID,
 		Type: typ, From: from, To: r.Status, Actor: o.Actor, RequestID: o.RequestID, At: d.st.At,
+		Registration: &snapshot,
 	})
 	if !d.inserted[r.ID] && !d.updated[r.ID] {
 		d.updated[r.ID] = true
@@ -230,9 +235,9 @@ func (d *decision) signup(i int, c SignupCommand) {
 	case d.act.Waitlist:
 		r.Status = Waitlisted
 		d.inserted[r.ID] = true
+		// The join order is the order of the waitlisted events: record
+		// sets WaitlistSeq to the event's seq.
 		d.record(r, EventWaitlisted, nil, c.Origin)
-		// The join order is the order of the waitlisted events.
-		r.WaitlistSeq = d.seq
 		d.tail = append(d.tail, r)
 		d.act.Waiting++
 		pos := d.act.Waiting

@@ -167,6 +167,8 @@ func TestDecideWaitlistsWhenFullAndPromotesOnRelease(t *testing.T) {
 		{registration.EventWaitlisted, "n2", registration.Waitlisted, "user:new2"},
 	}, summary(p.Events))
 	require.Equal(t, "req-cancel-r1", p.Events[2].RequestID, "a promotion carries the request that freed the seat")
+	require.Equal(t, registration.Pending, p.Events[2].Registration.Status, "each event carries the registration as it left it")
+	require.Equal(t, registration.Waitlisted, p.Events[0].Registration.Status)
 	require.Equal(t, registration.Waitlisted, *p.Events[2].From)
 	require.Equal(t, 2, p.Activity.Taken)
 	require.Equal(t, 3, p.Activity.Waiting, "w2, n1, n2")

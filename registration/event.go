@@ -54,6 +54,11 @@ type Event struct {
 	Actor          string    `json:"actor"`
 	RequestID      string    `json:"request_id"`
 	At             time.Time `json:"at"`
+
+	// Registration is the registration as the change left it, for those
+	// who deliver the event as it happened (webhooks). Set by Decide; not
+	// stored with the event.
+	Registration *Registration `json:"-"`
 }
 
 // EventID returns the id of an activity's event seq. An event is named by
