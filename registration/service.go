@@ -22,7 +22,7 @@ import (
 const (
 	DefaultMaxBatch        = 1000
 	DefaultMaxActivities   = 256
-	DefaultMaxTransactions = 4
+	DefaultMaxTransactions = 2
 )
 
 // Config configures a Service.
@@ -42,7 +42,7 @@ type Config struct {
 	// MaxBatch caps the commands of one change transaction (default 1000),
 	// MaxActivities the activities it serves (default 256), and
 	// MaxTransactions the change transactions in flight at once (default
-	// 4).
+	// 2: fewer, larger transactions commit more signups per WAL flush).
 	MaxBatch        int
 	MaxActivities   int
 	MaxTransactions int

@@ -34,18 +34,16 @@ type activityWork struct {
 }
 
 // Apply runs one change transaction for the command batches of several
-// activities:
+// activities, in two round trips (three when it must count):
 //
-//	BEGIN
-//	SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity) for each activity, in id order
+//	BEGIN; SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity) for each activity, in id order;
 //	the activities with their last seq; the named registrations; the users' active
 //	registrations; stored idempotency outcomes; counts of the activities this instance
 //	does not know at their last seq                                   -- one round trip
 //	[counts of activities changed elsewhere; heads of waiting lists]    -- a second, when needed
 //	registration.Decide for each activity
 //	UPDATE changed rows; INSERT new rows; INSERT events; bump last_seq;
-//	UPDATE changed activities; INSERT idempotency records              -- one round trip
-//	COMMIT
+//	UPDATE changed activities; INSERT idempotency records; COMMIT      -- one round trip
 //
 // Locks are taken in a fixed order, so transactions of several instances
 // wait for each other but never deadlock. The counts are the authority:
@@ -71,8 +69,8 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 	}
 	slices.SortFunc(work, func(a, b *activityWork) int { return int(a.aid - b.aid) })
 
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := s.readStates(ctx, tx, work); err != nil {
+	err := s.pipelined(ctx, func(conn *pgx.Conn) error {
+		if err := s.readStates(ctx, conn, work); err != nil {
 			return err
 		}
 		for _, w := range work {
@@ -82,7 +80,7 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 			}
 			w.plan = p
 		}
-		return writePlans(ctx, tx, work)
+		return writePlans(ctx, conn, work)
 	})
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
@@ -101,6 +99,29 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 	return out, nil
 }
 
+// pipelined runs f on a connection of the pool for a transaction that f's
+// first batch begins (BEGIN) and its last batch commits (COMMIT), so that
+// neither costs a round trip of its own. If f fails with the transaction
+// still open, it is rolled back; a connection left in an unknown state is
+// closed rather than returned to the pool.
+func (s *Store) pipelined(ctx context.Context, f func(conn *pgx.Conn) error) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return interpret(err)
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	err = f(conn)
+	if err != nil && conn.PgConn().TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			_ = conn.Close(rctx)
+		}
+	}
+	return interpret(err)
+}
+
 // cached returns this instance's exact counts of an activity at seq.
 func (s *Store) cached(aid, seq int64) (seatCache, bool) {
 	s.cacheMu.Lock()
@@ -110,7 +131,7 @@ func (s *Store) cached(aid, seq int64) (seatCache, bool) {
 }
 
 // readStates takes the activities' locks and reads their states.
-func (s *Store) readStates(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
+func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activityWork) error {
 	byAID := make(map[int64]*activityWork, len(work))
 	aids := make([]int64, len(work))
 	var pairAIDs []int64
@@ -148,6 +169,7 @@ func (s *Store) readStates(ctx context.Context, tx pgx.Tx, work []*activityWork)
 	// Transaction-level locks, waited for at most admissionLockTimeout:
 	// safe with pools and with PgBouncer in transaction mode.
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
 	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
 	for _, aid := range aids {
 		b.Queue("SELECT pg_advisory_xact_lock($1, $2)", int32(admissionLockNamespace), int32(aid))
@@ -203,10 +225,10 @@ func (s *Store) readStates(ctx context.Context, tx pgx.Tx, work []*activityWork)
 	if len(uncounted) > 0 {
 		queueCounts(b, uncounted, byAID)
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	return readRest(ctx, tx, work, byAID)
+	return readRest(ctx, conn, work, byAID)
 }
 
 // queueHolders adds to b the read of the active registrations of the
@@ -232,7 +254,7 @@ func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, use
 // readRest reads, in a second round trip when any is needed, the counts of
 // activities changed by another instance since this one last counted them,
 // and the heads of the waiting lists the commands may promote from.
-func readRest(ctx context.Context, tx pgx.Tx, work []*activityWork, byAID map[int64]*activityWork) error {
+func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID map[int64]*activityWork) error {
 	b := &pgx.Batch{}
 	var stale []int64
 	for _, w := range work {
@@ -266,7 +288,7 @@ func readRest(ctx context.Context, tx pgx.Tx, work []*activityWork, byAID map[in
 	if b.Len() == 0 {
 		return nil
 	}
-	return tx.SendBatch(ctx, b).Close()
+	return conn.SendBatch(ctx, b).Close()
 }
 
 // queueCounts adds the authority counts of activities to b: their
@@ -295,10 +317,10 @@ const countActiveSQL = `SELECT activity_id,
 	FROM registration WHERE activity_id = ANY($1) AND status IN ` + active + `
 	GROUP BY activity_id`
 
-// writePlans writes every plan in one round trip. Rows that change come
-// before new rows, so that a user's cancelled registration no longer
+// writePlans writes every plan and commits, in one round trip. Rows that
+// change come before new rows, so that a user's cancelled registration no longer
 // counts as active when their new one is inserted.
-func writePlans(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
+func writePlans(ctx context.Context, conn *pgx.Conn, work []*activityWork) error {
 	b := &pgx.Batch{}
 	var rows rowsOf
 	var evs eventsOf
@@ -331,10 +353,8 @@ func writePlans(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
 			ON CONFLICT (activity_id) DO UPDATE SET last_seq = excluded.last_seq`, seqAIDs, seqs)
 	}
 	queueOutcomes(b, work)
-	if b.Len() == 0 {
-		return nil
-	}
-	return tx.SendBatch(ctx, b).Close()
+	b.Queue("COMMIT")
+	return conn.SendBatch(ctx, b).Close()
 }
 
 // rowsOf collects the registration rows of a transaction as columns.

@@ -38,6 +38,9 @@ type config struct {
 	ExpiryInterval     time.Duration
 	ReconcileInterval  time.Duration
 	AdmissionMaxBatch  int
+	AdmissionMaxActs   int
+	AdmissionMaxTx     int
+	DebugAddr          string
 	NoteCombining      bool
 	NoteMaxBatch       int
 	StreamMaxClients   int
@@ -192,7 +195,18 @@ var serveSettings = []setting{
 	durationSetting("REQUEST_TIMEOUT", "10s", "deadline of every request but streams", func(c *config) *time.Duration { return &c.RequestTimeout }),
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
-	intSetting("ADMISSION_MAX_BATCH", "1000", "most signups in one admission transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
+	intSetting("ADMISSION_MAX_BATCH", "1000", "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
+	intSetting("ADMISSION_MAX_ACTIVITIES", "256", "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.AdmissionMaxActs }),
+	intSetting("ADMISSION_MAX_TRANSACTIONS", "2", "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.AdmissionMaxTx }),
+	{"DEBUG_ADDR", "", "host:port of a separate listener serving Go's /debug/pprof profiles (empty: none; keep it private)", func(c *config, v string) error {
+		if v != "" {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return fmt.Errorf("want host:port such as 127.0.0.1:6060, got %q", v)
+			}
+		}
+		c.DebugAddr = v
+		return nil
+	}},
 	{"NOTE_COMBINING", "on", "combine concurrent increments of a note into one upsert (on or off)", func(c *config, v string) error {
 		switch v {
 		case "on":

@@ -104,7 +104,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	a, err := app.New(app.Options{
 		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
-		AdmissionMaxBatch: cfg.AdmissionMaxBatch, ExpiryInterval: cfg.ExpiryInterval,
+		AdmissionMaxBatch: cfg.AdmissionMaxBatch, AdmissionMaxActivities: cfg.AdmissionMaxActs,
+		AdmissionMaxTransactions: cfg.AdmissionMaxTx, ExpiryInterval: cfg.ExpiryInterval,
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
 		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,
@@ -119,6 +120,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("LISTEN_ADDR: %w", err)
+	}
+	if cfg.DebugAddr != "" {
+		stopDebug, err := serveDebug(cfg.DebugAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopDebug()
 	}
 	httpSrv := &http.Server{
 		Handler:           a.Server.Handler(),
