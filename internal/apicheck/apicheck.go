@@ -32,6 +32,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -126,6 +127,13 @@ func (c *Checker) Check(req *http.Request, reqBody []byte, resp *http.Response, 
 		return c.checkRoutingError(req, resp, respBody, http.StatusMethodNotAllowed, "MethodNotAllowedError", fail)
 	case err != nil:
 		return fail("route: %v", err)
+	}
+	// The router hands path parameters on as they are in the URL; the
+	// server reads them decoded ("%4E" is "N").
+	for k, v := range pathParams {
+		if dec, err := url.PathUnescape(v); err == nil {
+			pathParams[k] = dec
+		}
 	}
 
 	reqErr := c.checkRequest(req, reqBody, route, pathParams)

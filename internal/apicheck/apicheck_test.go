@@ -153,6 +153,10 @@ func TestTransportPassesWhatKeepsToTheDescription(t *testing.T) {
 		{"events", "GET", "/v1/activities/a_1/events?after=3&limit=10&wait=2", "tok", "",
 			canned{200, jsonCT, `{"items":[],"next_after":3}`, nil}, nil},
 		{"preflight", "OPTIONS", "/v1/activities", "", "", canned{204, "", "", nil}, nil},
+		{"encoded note id", "GET", "/v1/notes/%4Eote/stats", "", "",
+			canned{200, jsonCT, `{"note_id":"Note","views":0,"waters":0}`, nil}, nil},
+		{"encoded slash refused", "GET", "/v1/notes/a%2Fb/stats", "", "",
+			canned{400, jsonCT, `{"error":{"code":"invalid_request","message":"bad note id"}}`, nil}, nil},
 	}
 	for _, tc := range cases {
 		errs := f.exchange(t, tc.method, tc.path, tc.token, tc.body, tc.c, tc.headers...)
@@ -196,6 +200,8 @@ func TestTransportReportsWhatBreaksTheDescription(t *testing.T) {
 			canned{201, jsonCT, activity, []string{"Location", "/v1/activities/a_1"}}, "not refused"},
 		{"missing token answered", "GET", "/v1/me/registrations", "", "",
 			canned{200, jsonCT, `{"items":[],"next_cursor":null}`, nil}, "not refused"},
+		{"encoded slash answered", "GET", "/v1/notes/a%2Fb/stats", "", "",
+			canned{200, jsonCT, `{"note_id":"a/b","views":0,"waters":0}`, nil}, "noteId"},
 		{"unknown path answered", "GET", "/v1/nothing", "", "",
 			canned{200, jsonCT, `{}`, nil}, "want 404"},
 		{"405 without Allow", "DELETE", "/v1/activities/a_1", "tok", "",
