@@ -11,7 +11,7 @@ import (
 	"github.com/physiciansnet/capacityd/note"
 )
 
-// registerNoteRoutes adds the public note routes of API.md.
+// registerNoteRoutes adds the public note routes.
 func (s *Server) registerNoteRoutes(v1 *echo.Group) {
 	v1.POST("/notes/:noteId/views", s.noteView, s.limitPublicWrites)
 	v1.POST("/notes/:noteId/waters", s.noteWater, s.limitPublicWrites)
