@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// Error codes. They are part of the HTTP contract (API.md) and never change.
+// Error codes. They are part of the HTTP contract (docs/api.md) and never
+// change.
 const (
 	EInvalid             = "invalid_request"
 	EUnauthenticated     = "unauthenticated"
@@ -21,6 +22,7 @@ const (
 	EAlreadyRegistered   = "already_registered"
 	EInvalidTransition   = "invalid_transition"
 	EIdempotencyConflict = "idempotency_conflict"
+	EMethodNotAllowed    = "method_not_allowed"
 	EPayloadTooLarge     = "payload_too_large"
 	ERateLimited         = "rate_limited"
 	EUnavailable         = "unavailable"

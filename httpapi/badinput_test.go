@@ -191,7 +191,7 @@ func TestBadInputSweepAnswersDocumented4xx(t *testing.T) {
 		{name: "signup id over-long", method: "POST", path: "/v1/activities/" + long + "/registrations", token: f.user, body: `{}`, status: 404, code: nf},
 		{name: "signup id missing", method: "POST", path: "/v1/activities/" + f.missingA + "/registrations", token: f.user, body: `{}`, status: 404, code: nf},
 		{name: "no such route", method: "GET", path: "/v1/nothing/here", status: 404, code: nf},
-		{name: "wrong method", method: "PUT", path: "/v1/activities", token: f.admin, body: `{}`, status: 405, code: inv},
+		{name: "wrong method", method: "PUT", path: "/v1/activities", token: f.admin, body: `{}`, status: 405, code: "method_not_allowed"},
 		// Query strings: limit, cursor, status.
 		{name: "limit text", method: "GET", path: acts + "/registrations?limit=abc", token: f.admin, status: 400, code: inv},
 		{name: "limit empty", method: "GET", path: acts + "/registrations?limit=", token: f.admin, status: 400, code: inv},

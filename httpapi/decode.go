@@ -20,12 +20,17 @@ const contentTypeJSON = "application/json; charset=utf-8"
 // maxBodyBytes is the largest request body accepted.
 const maxBodyBytes = 64 << 10
 
+// writeJSON writes v as the JSON response body. Text is written as it is:
+// <, > and & are not turned into \u003c, \u003e and \u0026 (responses are
+// JSON, never HTML, and nosniff keeps browsers from reading them as such).
 func writeJSON(c echo.Context, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return c.Blob(status, contentTypeJSON, b)
+	return c.Blob(status, contentTypeJSON, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
 // readBody reads the request body, refusing more than maxBodyBytes with

@@ -20,24 +20,25 @@ var statusOf = map[string]int{
 	capacityd.EAlreadyRegistered:   http.StatusConflict,
 	capacityd.EInvalidTransition:   http.StatusConflict,
 	capacityd.EIdempotencyConflict: http.StatusConflict,
+	capacityd.EMethodNotAllowed:    http.StatusMethodNotAllowed,
 	capacityd.EPayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	capacityd.ERateLimited:         http.StatusTooManyRequests,
 	capacityd.EUnavailable:         http.StatusServiceUnavailable,
 	capacityd.EInternal:            http.StatusInternalServerError,
 }
 
+// errorBody is the one shape of every error response. RegistrationID is
+// set only with already_registered.
 type errorBody struct {
 	Error struct {
 		Code           string `json:"code"`
 		Message        string `json:"message"`
 		RegistrationID string `json:"registration_id,omitempty"`
 	} `json:"error"`
-	// RegistrationID is repeated at the top level for already_registered.
-	RegistrationID string `json:"registration_id,omitempty"`
 }
 
 // fromEcho turns echo's own errors (routing, body limit) into domain errors.
-func fromEcho(he *echo.HTTPError) *capacityd.Error {
+func fromEcho(he *echo.HTTPError, c echo.Context) *capacityd.Error {
 	msg := http.StatusText(he.Code)
 	if m, ok := he.Message.(string); ok {
 		msg = m
@@ -45,6 +46,10 @@ func fromEcho(he *echo.HTTPError) *capacityd.Error {
 	switch he.Code {
 	case http.StatusNotFound:
 		return capacityd.Errorf(capacityd.ENotFound, "no such resource")
+	case http.StatusMethodNotAllowed:
+		// echo's router has set the Allow header already.
+		return capacityd.Errorf(capacityd.EMethodNotAllowed, "method %s is not allowed here; allowed: %s",
+			safeForMessage(c.Request().Method), c.Response().Header().Get(echo.HeaderAllow))
 	case http.StatusRequestEntityTooLarge:
 		return capacityd.Errorf(capacityd.EPayloadTooLarge, "request body is larger than 64 KiB")
 	case http.StatusUnauthorized:
@@ -71,11 +76,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &e):
 	case errors.As(err, &he):
-		e = fromEcho(he)
-		if he.Code == http.StatusMethodNotAllowed {
-			s.writeError(c, http.StatusMethodNotAllowed, e)
-			return
-		}
+		e = fromEcho(he, c)
 	default:
 		e = &capacityd.Error{Code: capacityd.EInternal, Message: "internal error", Err: err}
 	}
@@ -97,7 +98,7 @@ func (s *Server) writeError(c echo.Context, status int, e *capacityd.Error) {
 		body.Error.Message = "internal error"
 	}
 	if e.Code == capacityd.EAlreadyRegistered {
-		body.Error.RegistrationID, body.RegistrationID = e.RegistrationID, e.RegistrationID
+		body.Error.RegistrationID = e.RegistrationID
 	}
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		secs := max(1, int(e.RetryAfter.Seconds()))

@@ -127,6 +127,7 @@ func New(cfg Config) *Server {
 		v1.GET("/activities/:id/seats/stream", s.seatStream)
 	}
 	s.registerWidgetRoutes(e)
+	s.registerAPIDescription(e)
 	return s
 }
 

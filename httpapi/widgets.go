@@ -27,7 +27,7 @@ var assetTypes = map[string]string{
 	".css": "text/css; charset=utf-8",
 }
 
-// demoNotePattern is the form of a note id (API.md).
+// demoNotePattern is the form of a note id.
 var demoNotePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // registerWidgetRoutes adds the widget assets, the demo page and, when
@@ -60,9 +60,10 @@ func (s *Server) widgetAsset(c echo.Context) error {
 }
 
 // demoPage serves the demo page for ?activity= and ?note=. Ids of the wrong
-// form are left out of the page.
+// form are left out of the page. The embed snippets name the service by
+// baseURL.
 func (s *Server) demoPage(c echo.Context) error {
-	data := widget.DemoData{Signups: s.cfg.DemoSignups}
+	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups}
 	if id := c.QueryParam("activity"); idPattern.MatchString(id) && id[0] == 'a' {
 		data.ActivityID = id
 	}
@@ -80,6 +81,17 @@ func (s *Server) demoPage(c echo.Context) error {
 	h.Set(echo.HeaderReferrerPolicy, "no-referrer")
 	h.Set(echo.HeaderCacheControl, "no-store")
 	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+// baseURL is the service's URL as the client reached it: the request's
+// host, and https when the connection was TLS or a proxy on a private
+// network said so (X-Forwarded-Proto and kin, as echo reads them).
+func baseURL(c echo.Context) string {
+	scheme := "http"
+	if s := c.Scheme(); s == "https" || s == "wss" {
+		scheme = "https"
+	}
+	return scheme + "://" + c.Request().Host
 }
 
 // demoSignup signs up a random user ("demo-" and 12 hex digits) for the

@@ -1,10 +1,15 @@
 /*
- * capacityd seat widget. Include this script once; every element
+ * capacityd seat widget. Include this script once, from the service:
+ *   <script src="https://SERVICE/widget/seats.js" async></script>
+ * and every element
  *   <div data-seats-activity="ACTIVITY_ID"></div>
- * shows "N of M seats left" (or "Full"), updated live from the service's
- * seat stream. Widgets of the same activity share one stream; a broken
- * stream is reopened with exponential backoff. No dependencies.
- * window.capacitydSeats.scan() binds elements added after the page loaded.
+ * shows "N of M seats left", "Full", or "Full · N waiting" when the
+ * activity has a waiting list, updated live from the service's seat stream.
+ * Text is in English or Simplified Chinese: the element's data-lang, else
+ * the page's lang, else the browser's language. Widgets of the same activity
+ * share one stream; a broken stream is reopened with exponential backoff.
+ * No dependencies. window.capacitydSeats.scan() binds elements added after
+ * the page loaded.
  */
 (function () {
   'use strict';
@@ -15,8 +20,40 @@
   var MAX_BACKOFF_MS = 30000;
   var streams = {}; // activity id -> stream state
 
-  function seatsText(s) {
-    return s.remaining > 0 ? s.remaining + ' of ' + s.capacity + ' seats left' : 'Full';
+  var TEXT = {
+    en: {
+      left: function (r, c) { return r + ' of ' + c + ' seats left'; },
+      full: 'Full',
+      waiting: function (n) { return 'Full \u00b7 ' + n + ' waiting'; },
+      loading: 'Loading seats\u2026',
+      unknown: 'Unknown activity'
+    },
+    zh: {
+      left: function (r, c) { return '剩余 ' + r + ' / ' + c + ' 个名额'; },
+      full: '已满',
+      waiting: function (n) { return '已满 \u00b7 ' + n + ' 人候补'; },
+      loading: '正在加载名额\u2026',
+      unknown: '未知活动'
+    }
+  };
+
+  // lang picks the text of an element: its data-lang, else the nearest
+  // lang (the page's), else the browser's language. Any Chinese is
+  // Simplified Chinese; anything else is English.
+  function lang(el) {
+    var l = el.getAttribute('data-lang');
+    if (!l) {
+      var holder = el.closest('[lang]');
+      l = holder ? holder.getAttribute('lang') : '';
+    }
+    if (!l) { l = (navigator.languages && navigator.languages[0]) || navigator.language || ''; }
+    var code = l.toLowerCase().split('-')[0];
+    return TEXT[code] ? code : 'en';
+  }
+
+  function seatsText(s, t) {
+    if (s.remaining > 0) { return t.left(s.remaining, s.capacity); }
+    return s.waiting > 0 ? t.waiting(s.waiting) : t.full;
   }
 
   function setText(el, text) {
@@ -28,7 +65,7 @@
     st.els.forEach(function (el) {
       el.setAttribute('data-seats-state', st.state);
       if (!s) { return; }
-      setText(el, seatsText(s));
+      setText(el, seatsText(s, TEXT[el.capacitydLang]));
       el.setAttribute('data-seats-remaining', String(s.remaining));
       el.classList.toggle('seats-full', s.remaining <= 0);
     });
@@ -75,7 +112,7 @@
       return r.ok ? r.json() : null;
     }).catch(function () { return null; }).then(function (s) {
       if (s === 'missing') {
-        st.els.forEach(function (el) { setText(el, 'Unknown activity'); });
+        st.els.forEach(function (el) { setText(el, TEXT[el.capacitydLang].unknown); });
         setState(st, 'missing');
         return;
       }
@@ -87,6 +124,7 @@
   function bind(el) {
     var id = el.getAttribute('data-seats-activity');
     if (!id || el.hasAttribute('data-seats-state')) { return; }
+    el.capacitydLang = lang(el);
     el.setAttribute('aria-live', 'polite');
     el.setAttribute('aria-atomic', 'true');
     if (!el.hasAttribute('role')) { el.setAttribute('role', 'status'); }
@@ -96,7 +134,7 @@
       connect(st);
     }
     st.els.push(el);
-    if (!st.seats && !el.textContent) { el.textContent = 'Loading seats\u2026'; }
+    if (!st.seats && !el.textContent) { el.textContent = TEXT[el.capacitydLang].loading; }
     render(st);
   }
 

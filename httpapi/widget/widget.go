@@ -23,6 +23,10 @@ var DemoPage = template.Must(template.New("demo").Parse(demoHTML))
 
 // DemoData fills the demo page.
 type DemoData struct {
+	// Base is the service's absolute URL as the browser reached it
+	// ("https://seats.example"), so that the embed snippets work when
+	// pasted into another site.
+	Base string
 	// ActivityID is the activity of the seat widget; empty leaves it out.
 	ActivityID string
 	// NoteID is the note of the note buttons; empty leaves them out.

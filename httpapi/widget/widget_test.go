@@ -18,7 +18,6 @@ import (
 
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
 // browserCtx is the one headless chromium of the package's tests; each
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 func runWithBrowser(m *testing.M) int {
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		return m.Run() // the tests report chromium missing
+		return m.Run() // every browser test fails, saying how to install chromium
 	}
 	dir, err := os.MkdirTemp("", "capacityd-chromium-")
 	if err != nil {
@@ -49,6 +48,10 @@ func runWithBrowser(m *testing.M) int {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.WindowSize(1000, 800),
+		// The browser's own language is English whatever the machine's
+		// locale; the tests set the page's language where it matters.
+		chromedp.Flag("lang", "en-US"),
+		chromedp.Env("LANGUAGE=en_US", "LANG=en_US.UTF-8"),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
@@ -63,10 +66,13 @@ func runWithBrowser(m *testing.M) int {
 	return m.Run()
 }
 
-// tab opens a browser tab for t, closed when t ends.
+// tab opens a browser tab for t, closed when t ends. Without chromium the
+// test fails (it never skips): the widgets are only tested in a browser.
 func tab(t *testing.T) context.Context {
 	t.Helper()
-	testenv.Require(t, browserCtx != nil, "chromium (apt-get install chromium)")
+	if browserCtx == nil {
+		t.Fatal("chromium is not installed: install it with `apt-get install -y chromium` (Debian; make test and .ci/run do)")
+	}
 	ctx, cancel := chromedp.NewContext(browserCtx)
 	t.Cleanup(cancel)
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(900, 720)))

@@ -1,0 +1,47 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// RecordView records one view of a note and returns its counts, this view
+// included (public).
+func (c *Client) RecordView(ctx context.Context, noteID string) (NoteStats, error) {
+	var s NoteStats
+	return s, c.post(ctx, "/v1/notes/"+seg(noteID)+"/views", nil, &s)
+}
+
+// RecordWater records one water (like) of a note and returns its counts,
+// this water included (public).
+func (c *Client) RecordWater(ctx context.Context, noteID string) (NoteStats, error) {
+	var s NoteStats
+	return s, c.post(ctx, "/v1/notes/"+seg(noteID)+"/waters", nil, &s)
+}
+
+// NoteStats returns a note's counts, read from the authority (public).
+func (c *Client) NoteStats(ctx context.Context, noteID string) (NoteStats, error) {
+	var s NoteStats
+	return s, c.get(ctx, "/v1/notes/"+seg(noteID)+"/stats", nil, &s)
+}
+
+// Health returns nil while the service's process runs.
+func (c *Client) Health(ctx context.Context) error {
+	_, _, err := c.call(ctx, request{method: http.MethodGet, path: "/healthz", ok: []int{http.StatusOK}}, nil)
+	return err
+}
+
+// Ready returns the service's readiness. When PostgreSQL is unreachable
+// it returns the readiness and an *Error with status 503 and code
+// unavailable.
+func (c *Client) Ready(ctx context.Context) (Readiness, error) {
+	var r Readiness
+	status, h, err := c.call(ctx, request{method: http.MethodGet, path: "/readyz",
+		ok: []int{http.StatusOK, http.StatusServiceUnavailable}}, &r)
+	if err == nil && status == http.StatusServiceUnavailable {
+		e := &Error{Status: status, Code: CodeUnavailable, Message: "postgres: " + r.Postgres}
+		e.RetryAfter = retryAfter(h)
+		return r, e
+	}
+	return r, err
+}

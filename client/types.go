@@ -1,0 +1,167 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Activity is an event with a fixed number of seats. Taken, Remaining and
+// Waiting are authoritative when read with GetActivity.
+type Activity struct {
+	ID          string    `json:"id"`
+	Title       string    `json:"title"`
+	Capacity    int       `json:"capacity"`
+	HoldSeconds int       `json:"hold_seconds"`
+	Waitlist    bool      `json:"waitlist"`
+	Taken       int       `json:"taken"`
+	Remaining   int       `json:"remaining"`
+	Waiting     int       `json:"waiting"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// NewActivity is what CreateActivity sends. HoldSeconds 0 takes the
+// service's default (900).
+type NewActivity struct {
+	Title       string `json:"title"`
+	Capacity    int    `json:"capacity"`
+	HoldSeconds int    `json:"hold_seconds,omitempty"`
+	Waitlist    bool   `json:"waitlist,omitempty"`
+}
+
+// ActivityPatch is what UpdateActivity sends: the fields that are set.
+type ActivityPatch struct {
+	Title       *string `json:"title,omitempty"`
+	Capacity    *int    `json:"capacity,omitempty"`
+	HoldSeconds *int    `json:"hold_seconds,omitempty"`
+	Waitlist    *bool   `json:"waitlist,omitempty"`
+}
+
+// Page is one page of a list. Pass NextCursor as the Cursor of the next
+// call; it is nil on the last page.
+type Page[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ActivityPage is one page of ListActivities.
+type ActivityPage = Page[Activity]
+
+// Seats is the seats display of an activity.
+type Seats struct {
+	ActivityID string `json:"activity_id"`
+	Capacity   int    `json:"capacity"`
+	Taken      int    `json:"taken"`
+	Remaining  int    `json:"remaining"`
+	Waiting    int    `json:"waiting"`
+	// Source is "cache" (the Redis display) or "database".
+	Source string    `json:"source"`
+	AsOf   time.Time `json:"as_of"`
+}
+
+// Status is a registration's status.
+type Status string
+
+// Registration statuses. Pending, AwaitingPayment and Approved occupy a
+// seat.
+const (
+	Pending         Status = "pending"
+	AwaitingPayment Status = "awaiting_payment"
+	Approved        Status = "approved"
+	Waitlisted      Status = "waitlisted"
+	Cancelled       Status = "cancelled"
+	Expired         Status = "expired"
+)
+
+// Registration is one user's claim on a seat of an activity.
+type Registration struct {
+	ID         string          `json:"id"`
+	ActivityID string          `json:"activity_id"`
+	UserID     string          `json:"user_id"`
+	Status     Status          `json:"status"`
+	Metadata   json.RawMessage `json:"metadata"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	// ExpiresAt is when an awaiting_payment hold runs out; else nil.
+	ExpiresAt *time.Time `json:"expires_at"`
+	// WaitlistPosition is the place in the waiting list (1 = next) while
+	// waitlisted; else nil.
+	WaitlistPosition *int `json:"waitlist_position"`
+}
+
+// RegistrationPage is one page of a registration list.
+type RegistrationPage = Page[Registration]
+
+// Event is one recorded change of a registration.
+type Event struct {
+	ID string `json:"id"`
+	// Seq numbers the activity's events 1, 2, 3, … without gaps.
+	Seq            int64  `json:"seq"`
+	ActivityID     string `json:"activity_id"`
+	RegistrationID string `json:"registration_id"`
+	UserID         string `json:"user_id"`
+	// Type is e.g. "registration.promoted".
+	Type string `json:"type"`
+	// From is nil for registration.created and registration.waitlisted.
+	From *Status `json:"from"`
+	To   Status  `json:"to"`
+	// Actor is "admin:<sub>", "user:<sub>" or "system".
+	Actor     string    `json:"actor"`
+	RequestID *string   `json:"request_id"`
+	At        time.Time `json:"at"`
+}
+
+// EventFeed is one answer of ActivityEvents: pass NextAfter as After next
+// time.
+type EventFeed struct {
+	Items     []Event `json:"items"`
+	NextAfter int64   `json:"next_after"`
+}
+
+// Webhook is a URL that receives registration events. Secret is set only
+// in the answer of CreateWebhook.
+type Webhook struct {
+	ID     string   `json:"id"`
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	// ActivityID limits the webhook to one activity; nil: all.
+	ActivityID *string   `json:"activity_id"`
+	Secret     string    `json:"secret,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// NewWebhook is what CreateWebhook sends. Events are event types, or "*"
+// for all; ActivityID nil means every activity.
+type NewWebhook struct {
+	URL        string   `json:"url"`
+	Events     []string `json:"events"`
+	ActivityID *string  `json:"activity_id"`
+}
+
+// Delivery is the state of one event's delivery to a webhook.
+type Delivery struct {
+	EventID  string `json:"event_id"`
+	Attempts int    `json:"attempts"`
+	// LastStatusCode is the receiver's status on the last attempt.
+	LastStatusCode *int `json:"last_status_code"`
+	// LastError says why the last attempt got no answer.
+	LastError     *string    `json:"last_error"`
+	DeliveredAt   *time.Time `json:"delivered_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// State is "pending", "delivered" or "failed".
+	State string `json:"state"`
+}
+
+// NoteStats are a note's view and water counts.
+type NoteStats struct {
+	NoteID string `json:"note_id"`
+	Views  int64  `json:"views"`
+	Waters int64  `json:"waters"`
+}
+
+// Readiness is the answer of /readyz: Postgres "ok" or "unavailable",
+// Redis "ok" or "degraded".
+type Readiness struct {
+	Postgres string `json:"postgres"`
+	Redis    string `json:"redis"`
+}
