@@ -37,10 +37,12 @@ func TestOneUserManyConcurrentSignupsGetsOneRow(t *testing.T) {
 			// any refusal, says already_registered.
 			require.Equal(t, "already_registered", r.ErrorCode(), "never activity_full while 9 seats are free")
 			var body struct {
-				RegistrationID string `json:"registration_id"`
+				Error struct {
+					RegistrationID string `json:"registration_id"`
+				} `json:"error"`
 			}
 			r.JSON(t, &body)
-			ids[body.RegistrationID] = true
+			ids[body.Error.RegistrationID] = true
 		default:
 			t.Fatalf("unexpected %d %s", r.Status, r.Body)
 		}

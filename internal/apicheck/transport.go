@@ -16,7 +16,8 @@ type Transport struct {
 	Base http.RoundTripper
 	// Checker checks the exchanges.
 	Checker *Checker
-	// Report receives every violation.
+	// Report receives every violation; nil: a violation is returned as the
+	// exchange's error, so that whoever sent the request sees it.
 	Report func(error)
 }
 
@@ -66,6 +67,10 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		respBody = []byte{}
 	}
 	if v := tr.Checker.Check(req, reqBody, resp, respBody); v != nil {
+		if tr.Report == nil {
+			resp.Body.Close()
+			return nil, v
+		}
 		tr.Report(v)
 	}
 	return resp, nil

@@ -21,7 +21,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/apicheck"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 	"github.com/physiciansnet/capacityd/store"
@@ -141,10 +143,30 @@ func (r Response) ErrorCode() string {
 }
 
 // Client is shared by every request of the tests: keep-alive, many
-// connections per host.
+// connections per host. Every exchange it carries is checked against the
+// API description (api/openapi.yaml): one that breaks it fails with the
+// violation as its error, so the description cannot drift from the code.
 var Client = &http.Client{
-	Timeout:   30 * time.Second,
-	Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second},
+	Timeout: 30 * time.Second,
+	Transport: &apicheck.Transport{
+		Base:    &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second},
+		Checker: mustChecker(),
+	},
+}
+
+func mustChecker() *apicheck.Checker {
+	c, err := apicheck.Default()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// API returns the typed client of the instance for a user (an admin when
+// admin is set), over Client.
+func (i *Instance) API(t testing.TB, sub string, admin bool) *client.Client {
+	t.Helper()
+	return client.New(i.URL, i.Token(t, sub, admin), Client)
 }
 
 // Do sends a request. body may be nil, a string or []byte (sent as is), or
