@@ -109,11 +109,13 @@ func New(cfg Config) *Server {
 	user := s.authenticate
 	admin := []echo.MiddlewareFunc{s.authenticate, requireAdmin}
 	v1.POST("/activities", s.createActivity, admin...)
+	v1.GET("/activities", s.listActivities, admin...)
 	v1.GET("/activities/:id", s.getActivity)
 	v1.PATCH("/activities/:id", s.patchActivity, admin...)
 	v1.GET("/activities/:id/seats", s.seats)
 	v1.POST("/activities/:id/registrations", s.signup, user, s.limitSignups)
 	v1.GET("/activities/:id/registrations", s.listRegistrations, admin...)
+	v1.GET("/activities/:id/registrations.csv", s.exportRegistrations, admin...)
 	v1.GET("/activities/:id/events", s.activityEvents, admin...)
 	v1.GET("/me/registrations", s.myRegistrations, user)
 	v1.GET("/registrations/:id", s.getRegistration, user)
@@ -134,11 +136,11 @@ func New(cfg Config) *Server {
 // Handler returns the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// deadline bounds every request but long-lived streams and long polls (which
-// set their own) by RequestTimeout.
+// deadline bounds every request but long-lived streams, long polls and
+// exports (which set their own) by RequestTimeout.
 func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if p := c.Path(); strings.HasSuffix(p, "/stream") || p == "/v1/activities/:id/events" {
+		if p := c.Path(); strings.HasSuffix(p, "/stream") || strings.HasSuffix(p, ".csv") || p == "/v1/activities/:id/events" {
 			return next(c)
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)

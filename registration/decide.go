@@ -329,7 +329,9 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 	}
 	switch {
 	case c.To == AwaitingPayment && r.Status == Pending:
-		until := now.Add(time.Duration(d.act.HoldSeconds) * time.Second).UTC()
+		// PostgreSQL keeps microseconds: the answer must equal what is
+		// read back later.
+		until := now.Add(time.Duration(d.act.HoldSeconds) * time.Second).UTC().Truncate(time.Microsecond)
 		r.ExpiresAt = &until
 		d.move(r, AwaitingPayment, EventStatusChanged, c.Origin)
 	case c.To == Approved && (r.Status == Pending || r.Status == AwaitingPayment):

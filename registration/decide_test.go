@@ -222,7 +222,7 @@ func TestDecideStatusChanges(t *testing.T) {
 	)
 	o := p.Outcomes
 	require.Equal(t, registration.AwaitingPayment, o[0].Registration.Status)
-	require.Equal(t, now.Add(600*time.Second), *o[0].Registration.ExpiresAt, "the hold runs from the service clock")
+	require.Equal(t, now.Add(600*time.Second).Truncate(time.Microsecond), *o[0].Registration.ExpiresAt, "the hold runs from the service clock")
 	require.Equal(t, capacityd.EInvalidTransition, code(o[1]))
 	require.Equal(t, registration.Approved, o[2].Registration.Status)
 	require.Nil(t, o[2].Registration.ExpiresAt)

@@ -60,6 +60,9 @@ const (
 // Activity is an event with a fixed number of seats. Taken, Remaining and
 // Waiting are the authority's numbers.
 type Activity struct {
+	// Seq orders activities by creation for keyset pagination.
+	Seq int64 `json:"-"`
+
 	ID          string    `json:"id"`
 	Title       string    `json:"title"`
 	Capacity    int       `json:"capacity"`
@@ -110,6 +113,12 @@ type Registration struct {
 	// WaitlistSeq is the seq of the registration's waitlisted event: its
 	// place in the join order of the waiting list. Zero if it never waited.
 	WaitlistSeq int64 `json:"-"`
+}
+
+// ActivityPage is one page of the activity listing.
+type ActivityPage struct {
+	Items      []Activity `json:"items"`
+	NextCursor *string    `json:"next_cursor"`
 }
 
 // Page is one page of a registration listing.

@@ -120,6 +120,28 @@ func (s *Service) GetActivity(ctx context.Context, id string) (Activity, error) 
 	return s.store.GetActivity(ctx, id)
 }
 
+// ListActivities returns one page of the activities, newest first.
+func (s *Service) ListActivities(ctx context.Context, before int64, limit int) (ActivityPage, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return ActivityPage{}, err
+	}
+	items, err := s.store.ListActivities(ctx, before, limit+1)
+	if err != nil {
+		return ActivityPage{}, err
+	}
+	p := ActivityPage{Items: items}
+	if len(items) > limit {
+		p.Items = items[:limit]
+		c := EncodeCursor(p.Items[limit-1].Seq)
+		p.NextCursor = &c
+	}
+	if p.Items == nil {
+		p.Items = []Activity{}
+	}
+	return p, nil
+}
+
 // UpdateActivity changes an activity on its queue, like every seat change:
 // lowering the capacity below taken evicts nobody, raising it admits the
 // first in line at once.
@@ -469,6 +491,19 @@ func (s *Service) ListRegistrations(ctx context.Context, f ListFilter) (Page, er
 	f.Limit = limit + 1
 	items, err := s.store.ListRegistrations(ctx, f)
 	return pageOf(items, limit), err
+}
+
+// ExportRegistrations streams an activity's registrations (of status, when
+// set) in creation order to emit; see Store.ExportRegistrations. The
+// activity must exist.
+func (s *Service) ExportRegistrations(ctx context.Context, activityID string, status Status, emit func(Registration) error) error {
+	if status != "" && !status.Valid() {
+		return capacityd.Errorf(capacityd.EInvalid, "unknown status %q", status)
+	}
+	if _, err := s.store.GetActivity(ctx, activityID); err != nil {
+		return err
+	}
+	return s.store.ExportRegistrations(ctx, activityID, status, emit)
 }
 
 // UserRegistrations returns one page of a user's own registrations over

@@ -14,6 +14,9 @@ type Store interface {
 	// GetActivity returns the activity with its authoritative Taken and
 	// Waiting.
 	GetActivity(ctx context.Context, id string) (Activity, error)
+	// ListActivities returns up to limit activities created before the one
+	// of seq before (0: the newest), newest first.
+	ListActivities(ctx context.Context, before int64, limit int) ([]Activity, error)
 
 	// Apply runs one change transaction for the queued commands of one or
 	// more activities: it takes their admission locks in a fixed order
@@ -40,6 +43,10 @@ type Store interface {
 	GetRegistration(ctx context.Context, id string) (Registration, error)
 	ListRegistrations(ctx context.Context, f ListFilter) ([]Registration, error)
 	UserRegistrations(ctx context.Context, f UserFilter) ([]Registration, error)
+	// ExportRegistrations calls emit for each of an activity's
+	// registrations (of the status, when set) in creation order, reading
+	// them as it goes: memory does not grow with their number.
+	ExportRegistrations(ctx context.Context, activityID string, status Status, emit func(Registration) error) error
 
 	// RegistrationEvents returns a registration's events in seq order.
 	RegistrationEvents(ctx context.Context, registrationID string) ([]Event, error)

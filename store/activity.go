@@ -25,14 +25,14 @@ const CountOccupyingSQL = `SELECT count(*) FROM registration WHERE activity_id =
 // countWaitingSQL is the length of an activity's waiting list.
 const countWaitingSQL = `SELECT count(*) FROM registration WHERE activity_id = $1 AND status = 'waitlisted'`
 
-const activityColumns = `a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at,
+const activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at,
 	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status IN ` + occupying + `),
 	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted')`
 
 func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting int64
-	err := row.Scan(&a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.CreatedAt, &a.UpdatedAt, &taken, &waiting)
+	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.CreatedAt, &a.UpdatedAt, &taken, &waiting)
 	a.Taken, a.Waiting = int(taken), int(waiting)
 	a.Remaining = registration.Remaining(a.Capacity, a.Taken)
 	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
@@ -57,6 +57,20 @@ func (s *Store) GetActivity(ctx context.Context, id string) (registration.Activi
 		return a, registration.ActivityNotFound(id)
 	}
 	return a, interpret(err)
+}
+
+// ListActivities returns up to limit activities created before the one of
+// seq before (0: the newest), newest first.
+func (s *Store) ListActivities(ctx context.Context, before int64, limit int) ([]registration.Activity, error) {
+	if before == 0 {
+		before = 1<<63 - 1
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+activityColumns+` FROM activity a WHERE a.id < $1 ORDER BY a.id DESC LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Activity, error) { return scanActivity(row) })
+	return out, interpret(err)
 }
 
 // SeatState returns an activity's seats as of its last event, read in one

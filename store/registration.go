@@ -89,6 +89,39 @@ func (s *Store) ListRegistrations(ctx context.Context, f registration.ListFilter
 	return s.collect(ctx, q+` ORDER BY r.id LIMIT $3`, args...)
 }
 
+// ExportRegistrations calls emit for each of an activity's registrations
+// (of the status, when set) in creation order, as the rows arrive: pgx
+// reads them from the connection while the loop runs, so memory does not
+// grow with their number.
+func (s *Store) ExportRegistrations(ctx context.Context, activityID string, status registration.Status, emit func(registration.Registration) error) error {
+	aid, err := s.activityID(ctx, activityID)
+	if err != nil {
+		return err
+	}
+	q := `SELECT ` + registrationColumns + ` FROM registration r JOIN activity a ON a.id = r.activity_id
+		WHERE r.activity_id = $1`
+	args := []any{aid}
+	if status != "" {
+		q += ` AND r.status = $2`
+		args = append(args, string(status))
+	}
+	rows, err := s.db.Query(ctx, q+` ORDER BY r.id`, args...)
+	if err != nil {
+		return interpret(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRegistration(rows)
+		if err != nil {
+			return interpret(err)
+		}
+		if err := emit(r); err != nil {
+			return err
+		}
+	}
+	return interpret(rows.Err())
+}
+
 // UserRegistrations returns up to f.Limit of a user's registrations over
 // all activities, newest first, created before f.Before (0: the newest).
 func (s *Store) UserRegistrations(ctx context.Context, f registration.UserFilter) ([]registration.Registration, error) {

@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// Export limits: a whole export may take exportTimeout; each write to the
+// client gets streamWriteTimeout.
+const (
+	exportTimeout    = 10 * time.Minute
+	exportFlushEvery = 500
+)
+
+var exportHeader = []string{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata"}
+
+// exportRegistrations serves an activity's registrations as CSV, streamed
+// row by row from the database in creation order: memory does not grow
+// with the number of rows. A failure after the first row aborts the
+// connection, so a client never takes a cut file for a whole one.
+func (s *Server) exportRegistrations(c echo.Context) error {
+	id, err := activityID(c)
+	if err != nil {
+		return err
+	}
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
+	}
+	status := registration.Status(q.Get("status"))
+	ctx, cancel := context.WithTimeout(c.Request().Context(), exportTimeout)
+	defer cancel()
+
+	w := c.Response()
+	rc := http.NewResponseController(w)
+	var out *csv.Writer
+	var buf *bufio.Writer
+	rows := 0
+	flush := func() error {
+		out.Flush()
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if err := buf.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	err = s.regs.ExportRegistrations(ctx, id, status, func(r registration.Registration) error {
+		if out == nil {
+			h := w.Header()
+			h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+			h.Set(echo.HeaderContentDisposition, `attachment; filename="registrations-`+id+`.csv"`)
+			w.WriteHeader(http.StatusOK)
+			buf = bufio.NewWriterSize(w, 32<<10)
+			out = csv.NewWriter(buf)
+			if err := out.Write(exportHeader); err != nil {
+				return err
+			}
+		}
+		if err := out.Write(csvRow(r)); err != nil {
+			return err
+		}
+		if rows++; rows%exportFlushEvery == 0 {
+			return flush()
+		}
+		return nil
+	})
+	if out == nil {
+		if err != nil {
+			return err
+		}
+		// No registration: the header alone.
+		w.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+		return c.String(http.StatusOK, "id,user_id,status,created_at,updated_at,expires_at,metadata\n")
+	}
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		s.log.Error("registration export aborted", "activity_id", id, "rows", rows, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+func csvRow(r registration.Registration) []string {
+	expires := ""
+	if r.ExpiresAt != nil {
+		expires = r.ExpiresAt.Format(time.RFC3339Nano)
+	}
+	return []string{r.ID, r.UserID, string(r.Status), r.CreatedAt.Format(time.RFC3339Nano),
+		r.UpdatedAt.Format(time.RFC3339Nano), expires, string(r.Metadata)}
+}
+
+func (s *Server) listActivities(c echo.Context) error {
+	q, err := url.ParseQuery(c.Request().URL.RawQuery)
+	if err != nil {
+		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
+	}
+	limit, before, err := pageQuery(q)
+	if err != nil {
+		return err
+	}
+	page, err := s.regs.ListActivities(c.Request().Context(), before, limit)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, page)
+}

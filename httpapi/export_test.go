@@ -1,0 +1,156 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+func TestActivitiesListNewestFirst(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	var want []string
+	for i := range 5 {
+		want = append([]string{inst.CreateActivity(t, fmt.Sprint("listed ", i), i)}, want...)
+	}
+	admin := inst.Token(t, "admin", true)
+	var got []string
+	path := "/v1/activities?limit=2"
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 5)
+		r := inst.MustDo(t, http.MethodGet, path, admin, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		var page registration.ActivityPage
+		r.JSON(t, &page)
+		for _, a := range page.Items {
+			got = append(got, a.ID)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		path = "/v1/activities?limit=2&cursor=" + *page.NextCursor
+	}
+	require.Equal(t, want, got)
+	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/activities", inst.Token(t, "u", false), nil).Status)
+	require.Equal(t, http.StatusBadRequest, inst.MustDo(t, http.MethodGet, "/v1/activities?limit=501", admin, nil).Status)
+}
+
+func TestExportWritesEveryRegistrationAsCSV(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	id := inst.CreateActivity(t, "export", 5)
+	admin := inst.Token(t, "admin", true)
+	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", admin, nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Equal(t, "id,user_id,status,created_at,updated_at,expires_at,metadata\n", string(r.Body), "no registration: the header alone")
+
+	a := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "alice", false), `{"metadata":{"seat":"front, \"left\""}}`)
+	b := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "bob", false), `{}`)
+	var ra, rb registration.Registration
+	a.JSON(t, &ra)
+	b.JSON(t, &rb)
+	held := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+rb.ID+"/status", admin, map[string]string{"status": "awaiting_payment"})
+	require.Equal(t, http.StatusOK, held.Status)
+	held.JSON(t, &rb)
+
+	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", admin, nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Equal(t, "text/csv; charset=utf-8", r.Header.Get("Content-Type"))
+	recs, err := csv.NewReader(strings.NewReader(string(r.Body))).ReadAll()
+	require.NoError(t, err)
+	stamp := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
+	require.Equal(t, [][]string{
+		{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata"},
+		{ra.ID, "alice", "pending", stamp(ra.CreatedAt), stamp(ra.UpdatedAt), "", `{"seat":"front, \"left\""}`},
+		{rb.ID, "bob", "awaiting_payment", stamp(rb.CreatedAt), stamp(rb.UpdatedAt), stamp(*rb.ExpiresAt), "{}"},
+	}, recs)
+
+	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv?status=pending", admin, nil)
+	require.Equal(t, 2, strings.Count(string(r.Body), "\n"), "the header and alice")
+	require.Equal(t, "invalid_request", inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv?status=gone", admin, nil).ErrorCode())
+	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", inst.Token(t, "alice", false), nil).Status)
+	require.Equal(t, http.StatusNotFound, inst.MustDo(t, http.MethodGet, "/v1/activities/a_01AAAAAAAAAAAAAAAAAAAAAAAA/registrations.csv", admin, nil).Status)
+}
+
+// TestExportOfManyRowsRunsInConstantMemory streams a 100,000-row export
+// and measures this process's live heap (capacityd runs in it) every few
+// milliseconds while the rows pass: it must stay flat, far below the
+// export's size. Not parallel: no other test allocates meanwhile.
+func TestExportOfManyRowsRunsInConstantMemory(t *testing.T) {
+	const rows = 100_000
+	inst := apptest.Start(t, apptest.Options{})
+	id := inst.CreateActivity(t, "big export", rows)
+	pool := testenv.Pool(t, inst.DatabaseURL, 2)
+	_, err := pool.Exec(context.Background(), `
+		INSERT INTO registration (public_id, activity_id, user_id, status, metadata)
+		SELECT 'r_01EXPORT' || lpad(g::text, 17, '0'), a.id, 'user-' || g, 'approved',
+		       json_build_object('note', repeat('x', 120), 'n', g)
+		FROM activity a, generate_series(1, $2) g WHERE a.public_id = $1`, id, rows)
+	require.NoError(t, err)
+
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	base := live()
+	stop := make(chan struct{})
+	var peak uint64
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			peak = max(peak, live())
+		}
+	})
+
+	req, err := http.NewRequest(http.MethodGet, inst.URL+"/v1/activities/"+id+"/registrations.csv", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+inst.Token(t, "admin", true))
+	resp, err := apptest.Client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var size int64
+	lines := 0
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadSlice('\n')
+		size += int64(len(line))
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		lines++
+		if lines%2000 == 0 {
+			time.Sleep(time.Millisecond) // a slow reader: the server must wait, not buffer
+		}
+	}
+	close(stop)
+	sampler.Wait()
+	require.Equal(t, rows+1, lines, "the header and every row")
+	growth := int64(peak) - int64(base)
+	t.Logf("exported %d rows, %.1f MB; live heap %.1f MB before, peak %.1f MB during (+%.1f MB)",
+		rows, float64(size)/1e6, float64(base)/1e6, float64(peak)/1e6, float64(growth)/1e6)
+	require.Greater(t, size, int64(15e6))
+	require.Less(t, growth, int64(4e6), "the export's memory must not grow with its rows")
+}
