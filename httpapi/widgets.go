@@ -59,13 +59,17 @@ func (s *Server) widgetAsset(c echo.Context) error {
 	return c.Blob(http.StatusOK, ctype, b)
 }
 
-// demoPage serves the demo page for ?activity= and ?note=. Ids of the wrong
+// demoPage serves the demo page for ?activity=, ?waitlist= (an activity
+// with a waiting list) and ?note=. Ids of the wrong
 // form are left out of the page. The embed snippets name the service by
 // baseURL.
 func (s *Server) demoPage(c echo.Context) error {
 	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups}
 	if id := c.QueryParam("activity"); idPattern.MatchString(id) && id[0] == 'a' {
 		data.ActivityID = id
+	}
+	if id := c.QueryParam("waitlist"); idPattern.MatchString(id) && id[0] == 'a' {
+		data.WaitlistID = id
 	}
 	if n := c.QueryParam("note"); demoNotePattern.MatchString(n) {
 		data.NoteID = n

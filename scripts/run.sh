@@ -64,20 +64,28 @@ if [ -z "$healthy" ] || ! kill -0 "$PID" 2>/dev/null; then
   fail "capacityd did not become healthy on $BASE within 30s"
 fi
 
-# The demo activity of an earlier run, if the database still has it.
-DEMO=$(cat "$STATE/demo-activity" 2>/dev/null || true)
-if [ -z "$DEMO" ] || ! curl -fs --max-time 5 "$BASE/v1/activities/$DEMO" >/dev/null; then
-  DEMO=$(curl -fs --max-time 5 -X POST "$BASE/v1/activities" -H "Authorization: Bearer $ADMIN" \
-    -d '{"title":"Cardiology grand rounds (demo)","capacity":20}' | sed -E 's/.*"id":"([^"]+)".*/\1/') ||
-    { kill -TERM "$PID"; fail "could not create the demo activity"; }
-  echo "$DEMO" >"$STATE/demo-activity"
-fi
+# demo_activity NAME BODY prints the id of the demo activity kept in
+# .data/NAME, creating it from BODY when the database no longer has it.
+demo_activity() {
+  local id
+  id=$(cat "$STATE/$1" 2>/dev/null || true)
+  if [ -z "$id" ] || ! curl -fs --max-time 5 "$BASE/v1/activities/$id" >/dev/null; then
+    id=$(curl -fs --max-time 5 -X POST "$BASE/v1/activities" -H "Authorization: Bearer $ADMIN" -d "$2" |
+      sed -E 's/.*"id":"([^"]+)".*/\1/') || return 1
+    echo "$id" >"$STATE/$1"
+  fi
+  echo "$id"
+}
+DEMO=$(demo_activity demo-activity '{"title":"Cardiology grand rounds (demo)","capacity":20}') ||
+  { kill -TERM "$PID"; fail "could not create the demo activity"; }
+WAITLIST=$(demo_activity demo-waitlist-activity '{"title":"Journal club (demo, with a waiting list)","capacity":3,"waitlist":true}') ||
+  { kill -TERM "$PID"; fail "could not create the demo activity with a waiting list"; }
 
 cat <<MSG
 
 capacityd is running on $BASE (Ctrl-C stops it)
 
-  demo page:     $BASE/demo?activity=$DEMO&note=demo-note
+  demo page:     $BASE/demo?activity=$DEMO&waitlist=$WAITLIST&note=demo-note
   metrics:       $BASE/metrics
 
   admin token:   export ADMIN=$ADMIN

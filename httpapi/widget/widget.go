@@ -29,8 +29,31 @@ type DemoData struct {
 	Base string
 	// ActivityID is the activity of the seat widget; empty leaves it out.
 	ActivityID string
+	// WaitlistID is a second activity, one that keeps a waiting list;
+	// empty leaves it out.
+	WaitlistID string
 	// NoteID is the note of the note buttons; empty leaves them out.
 	NoteID string
 	// Signups shows the "sign up a random user" button.
 	Signups bool
+}
+
+// DemoCard is one activity shown by the demo page.
+type DemoCard struct {
+	ID string
+	// Waitlist says the activity keeps a waiting list.
+	Waitlist bool
+	Signups  bool
+}
+
+// Cards returns the activities the page shows, in order.
+func (d DemoData) Cards() []DemoCard {
+	var out []DemoCard
+	if d.ActivityID != "" {
+		out = append(out, DemoCard{ID: d.ActivityID, Signups: d.Signups})
+	}
+	if d.WaitlistID != "" {
+		out = append(out, DemoCard{ID: d.WaitlistID, Waitlist: true, Signups: d.Signups})
+	}
+	return out
 }

@@ -260,14 +260,19 @@ func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
 	screenshot(t, ctx)
 }
 
-// TestDemoPage shows both widgets and signs a random user up from the page.
-// With UPDATE_DOCS=1 it also saves the screenshot as docs/demo.png.
+// TestDemoPage shows both widgets for an activity and for one with a
+// waiting list, and signs random users up from the page. With
+// UPDATE_DOCS=1 it also saves the screenshot as docs/demo.png.
 func TestDemoPage(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
 	a := inst.CreateActivity(t, "Cardiology grand rounds", 20)
 	for i := range 7 {
 		signup(t, inst, a, fmt.Sprintf("u%d", i))
+	}
+	w := createWaitlisted(t, inst, "Journal club", 2)
+	for i := range 2 {
+		signup(t, inst, w, fmt.Sprintf("j%d", i))
 	}
 	note := "demo-note" // each instance has a database of its own
 	for range 41 {
@@ -277,26 +282,85 @@ func TestDemoPage(t *testing.T) {
 		inst.MustDo(t, http.MethodPost, "/v1/notes/"+note+"/waters", "", nil)
 	}
 
-	r := inst.MustDo(t, http.MethodGet, "/demo?activity="+a+"&note="+note, "", nil)
+	page := "/demo?activity=" + a + "&waitlist=" + w + "&note=" + note
+	r := inst.MustDo(t, http.MethodGet, page, "", nil)
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Contains(t, r.Header.Get("Content-Security-Policy"), "script-src 'self'")
 	require.Equal(t, "nosniff", r.Header.Get("X-Content-Type-Options"))
 	require.Equal(t, "no-referrer", r.Header.Get("Referrer-Policy"))
 
+	seats := func(id string) string { return `[data-seats-activity="` + id + `"]` }
 	ctx := tab(t)
-	do(t, ctx, 15*time.Second,
-		chromedp.EmulateViewport(900, 860),
-		chromedp.Navigate(inst.URL+"/demo?activity="+a+"&note="+note),
-		waitText("[data-seats-activity]", "13 of 20 seats left", 5*time.Second),
+	do(t, ctx, 20*time.Second,
+		chromedp.EmulateViewport(900, 1100),
+		chromedp.Navigate(inst.URL+page),
+		waitText(seats(a), "13 of 20 seats left", 5*time.Second),
+		waitText(seats(w), "Full", 5*time.Second),
 		waitText("[data-note] .note-views", "42 views", 5*time.Second),
-		waitText("#activity-title", "Cardiology grand rounds", 5*time.Second),
-		chromedp.Click("#demo-signup"),
-		waitText("[data-seats-activity]", "12 of 20 seats left", 2*time.Second),
-		void(chromedp.Poll[bool](`document.querySelector('#demo-signup-result').textContent.startsWith('Signed up demo-')`,
+		waitText(`[data-demo-title="`+a+`"]`, "Cardiology grand rounds", 5*time.Second),
+		waitText(`[data-demo-title="`+w+`"]`, "Journal club", 5*time.Second),
+		chromedp.Click(`[data-demo-signup="`+a+`"]`),
+		waitText(seats(a), "12 of 20 seats left", 2*time.Second),
+		void(chromedp.Poll[bool](`document.querySelector('[data-demo-signup-result="`+a+`"]').textContent.startsWith('Signed up demo-')`,
+			chromedp.WithPollingTimeout(2*time.Second))),
+		chromedp.Click(`[data-demo-signup="`+w+`"]`),
+		waitText(seats(w), "Full · 1 waiting", 2*time.Second),
+		void(chromedp.Poll[bool](`document.querySelector('[data-demo-signup-result="`+w+`"]').textContent.endsWith('joined the waiting list at place 1.')`,
 			chromedp.WithPollingTimeout(2*time.Second))),
 	)
 	png := screenshot(t, ctx)
 	if os.Getenv("UPDATE_DOCS") != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(moduleRoot(t), "docs", "demo.png"), png, 0o644))
 	}
+}
+
+// createWaitlisted creates an activity that keeps a waiting list.
+func createWaitlisted(t *testing.T, inst *apptest.Instance, title string, capacity int) string {
+	t.Helper()
+	r := inst.MustDo(t, http.MethodPost, "/v1/activities", inst.Token(t, "admin", true),
+		map[string]any{"title": title, "capacity": capacity, "waitlist": true})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	var act struct{ ID string }
+	r.JSON(t, &act)
+	return act.ID
+}
+
+// TestSeatWidgetFollowsTheWaitingList embeds the seat widget of a full
+// activity with people waiting, on another origin, and follows a
+// cancellation: the first in line takes the seat, and the line shortens.
+func TestSeatWidgetFollowsTheWaitingList(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	id := createWaitlisted(t, inst, "Journal club", 2)
+	var seated string
+	for i := range 4 {
+		r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, fmt.Sprint("u", i), false), "{}")
+		require.Contains(t, []int{http.StatusCreated, http.StatusAccepted}, r.Status)
+		if i == 0 {
+			var reg struct{ ID string }
+			r.JSON(t, &reg)
+			seated = reg.ID
+		}
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><title>line</title></head><body>
+<p>Journal club: <span id="en" data-seats-activity="%[2]s"></span></p>
+<p>读书会: <span id="zh" data-lang="zh" data-seats-activity="%[2]s"></span></p>
+<script src="%[1]s/widget/seats.js" async></script></body></html>`, inst.URL, id)
+	}))
+	t.Cleanup(page.Close)
+
+	ctx := tab(t)
+	do(t, ctx, 10*time.Second,
+		chromedp.Navigate(page.URL),
+		waitText("#en", "Full · 2 waiting", 5*time.Second),
+		waitText("#zh", "已满 · 2 人候补", time.Second),
+	)
+	start := time.Now()
+	r := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+seated+"/cancel", inst.Token(t, "u0", false), nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	do(t, ctx, 5*time.Second, waitText("#en", "Full · 1 waiting", 2*time.Second), waitText("#zh", "已满 · 1 人候补", time.Second))
+	t.Logf("the promotion was shown %s after the cancellation", time.Since(start))
+	screenshot(t, ctx)
 }
