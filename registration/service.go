@@ -348,21 +348,6 @@ func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string
 		in[i] = CommandBatch{ActivityID: b.Key, Commands: b.Reqs}
 	}
 	applied, err := s.transact(ctx, in)
-	if err != nil && len(in) > 1 && !capacityd.IsCode(err, capacityd.EUnavailable) {
-		// Something in one activity's batch failed the whole transaction
-		// (never a client's input: that is validated before it is
-		// queued). Apply each activity alone, so the others go through.
-		s.log.Error("a change transaction of many activities failed; applying them one by one", "activities", len(in), "err", err)
-		applied, err = make([]Applied, len(in)), nil
-		for i := range in {
-			one, oneErr := s.transact(ctx, in[i:i+1])
-			if oneErr != nil {
-				applied[i] = Applied{Err: oneErr}
-				continue
-			}
-			applied[i] = one[0]
-		}
-	}
 	commits := make([]Commit, len(batches))
 	for i, b := range batches {
 		c := Commit{ActivityID: b.Key, Holds: holdsOf(b.Reqs)}
