@@ -22,7 +22,7 @@ import (
 	"github.com/physiciansnet/capacityd/store"
 )
 
-// The three measurements of issue 4, meant to be run together:
+// The three measurements of the note counters, meant to be run together:
 //
 //	go test -run '^$' -bench . -benchtime 5s ./note/
 //

@@ -86,7 +86,7 @@ func upsertsOf(t testing.TB, inst *apptest.Instance) float64 {
 func TestSIGTERMDuringBurstLosesNothing(t *testing.T) {
 	t.Parallel()
 	dbURL := testenv.NewDatabase(t)
-	// Rate limits (issue 7) would refuse most of one client's burst.
+	// Rate limits would refuse most of one client's burst.
 	p := apptest.StartProcess(t, dbURL, "", "RATE_LIMIT_PUBLIC_WRITES=0")
 
 	var ok, views, waters, refused atomic.Int64
