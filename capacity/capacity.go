@@ -388,7 +388,8 @@ func (c *Counter) announce(ctx context.Context, activityID string) {
 }
 
 // recent returns the activities changed through this instance within
-// window, with the time of their last change, and forgets older ones.
+// window, with the time of their last change, and forgets older ones (and
+// their drift).
 func (c *Counter) recent(window time.Duration) (active map[string]time.Time, forgotten []string) {
 	now := c.now()
 	c.activeMu.Lock()
@@ -397,6 +398,7 @@ func (c *Counter) recent(window time.Duration) (active map[string]time.Time, for
 	for id, at := range c.active {
 		if now.Sub(at) > window {
 			delete(c.active, id)
+			c.metrics.drift.DeleteLabelValues(id)
 			forgotten = append(forgotten, id)
 			continue
 		}
@@ -412,8 +414,9 @@ type reading struct {
 	state   registration.SeatState
 }
 
-// compare reads an activity's counter and then its state at the authority;
-// ok is false when there is no counter.
+// compare reads an activity's counter and then its state at the authority,
+// and records their difference as the activity's drift; ok is false when
+// there is no counter.
 func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok bool, err error) {
 	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "gen").Result()
 	if err != nil {
@@ -426,7 +429,11 @@ func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok
 	}
 	r.display, r.gen = n[0]+n[1], gen
 	r.state, err = c.authority.SeatState(ctx, activityID)
-	return r, err == nil, err
+	if err != nil {
+		return r, false, err
+	}
+	c.metrics.drift.WithLabelValues(activityID).Set(float64(r.display - r.state.Taken))
+	return r, true, nil
 }
 
 // correct resets an activity's counter of generation gen to the

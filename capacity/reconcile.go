@@ -54,7 +54,6 @@ func (r *Reconciler) Pass(ctx context.Context) {
 	active, forgotten := c.recent(reconcileWindow)
 	for _, id := range forgotten {
 		delete(r.prev, id)
-		c.metrics.drift.DeleteLabelValues(id)
 	}
 	for id, touched := range active {
 		if ctx.Err() != nil {
@@ -69,7 +68,6 @@ func (r *Reconciler) Pass(ctx context.Context) {
 			continue
 		}
 		drift := rd.display - rd.state.Taken
-		c.metrics.drift.WithLabelValues(id).Set(float64(drift))
 		seen := driftSeen{drift: drift, gen: rd.gen, touched: touched}
 		if p, ok := r.prev[id]; ok && drift != 0 && p == seen && c.correct(ctx, id, rd.gen, rd.state) {
 			delete(r.prev, id)
