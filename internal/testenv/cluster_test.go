@@ -1,0 +1,26 @@
+package testenv_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/testenv"
+)
+
+func TestRedisClusterFailsOverToAReplica(t *testing.T) {
+	t.Parallel()
+	c := testenv.PrivateRedisCluster(t)
+	cc := c.Client(t)
+	ctx := context.Background()
+	require.NoError(t, cc.Set(ctx, "seats:{a}", "1", 0).Err())
+	master := c.MasterOf(t, "seats:{a}")
+	master.Kill()
+	c.WaitHealthy(t)
+	require.NotEqual(t, master.Addr, c.MasterOf(t, "seats:{a}").Addr, "a replica took over")
+	require.Eventually(t, func() bool { v, err := cc.Get(ctx, "seats:{a}").Result(); t.Log(v, err); return v == "1" }, 10*time.Second, 500*time.Millisecond)
+	master.Start(t)
+	c.WaitHealthy(t)
+}
