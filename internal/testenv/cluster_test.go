@@ -20,7 +20,7 @@ func TestRedisClusterFailsOverToAReplica(t *testing.T) {
 	master.Kill()
 	c.WaitHealthy(t)
 	require.NotEqual(t, master.Addr, c.MasterOf(t, "seats:{a}").Addr, "a replica took over")
-	require.Eventually(t, func() bool { v, err := cc.Get(ctx, "seats:{a}").Result(); t.Log(v, err); return v == "1" }, 10*time.Second, 500*time.Millisecond)
+	require.Eventually(t, func() bool { return cc.Get(ctx, "seats:{a}").Val() == "1" }, 10*time.Second, 100*time.Millisecond, "the client finds the promoted replica")
 	master.Start(t)
 	c.WaitHealthy(t)
 }
