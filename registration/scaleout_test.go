@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -138,25 +137,11 @@ func flushingRedisNeverOversells(t *testing.T, env scaleEnv) {
 	id := a.CreateActivity(t, "flushed", 100)
 	stop := make(chan struct{})
 	highest := watchAuthority(t, a, id, stop)
-	flushes := 0
-	var flusher sync.WaitGroup
-	flusher.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(10+flushes%11) * time.Millisecond):
-			}
-			if env.flush(context.Background()) == nil {
-				flushes++
-			}
-		}
-	})
+	flushes := keepFlushing(stop, env.flush)
 	counts := signupBurst(t, env.insts, id, "w1-", 1000)
 	close(stop)
-	flusher.Wait()
 
-	require.Positive(t, flushes)
+	require.Positive(t, <-flushes)
 	require.LessOrEqual(t, <-highest, 100, "the authority never exceeds capacity")
 	require.Equal(t, authorityTaken(t, a, id), counts[http.StatusCreated], "every 201 is a row, every row a 201")
 	require.Zero(t, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable], "%v", counts)
