@@ -39,15 +39,21 @@ func (b *PgBouncer) URL(directURL string) string {
 // Kill stops the pooler at once.
 func (b *PgBouncer) Kill() { b.p.kill() }
 
-// pgbouncerBin finds Debian's pgbouncer (installed in /usr/sbin).
-func pgbouncerBin() string {
-	if p, err := exec.LookPath("pgbouncer"); err == nil {
+// systemTool finds a command of a Debian package, also in /usr/sbin
+// (which a non-root PATH may lack), or returns "".
+func systemTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	if _, err := os.Stat("/usr/sbin/pgbouncer"); err == nil {
-		return "/usr/sbin/pgbouncer"
+	if p := filepath.Join("/usr/sbin", name); isExecutable(p) {
+		return p
 	}
 	return ""
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode()&0o111 != 0
 }
 
 // PrivatePgBouncer starts a pgbouncer (Debian's package, as the postgres
@@ -57,7 +63,7 @@ func pgbouncerBin() string {
 // through it under its own name. It is killed when t ends.
 func PrivatePgBouncer(t testing.TB, directURL string, poolSize int) *PgBouncer {
 	t.Helper()
-	bin := pgbouncerBin()
+	bin := systemTool("pgbouncer")
 	Require(t, bin != "", "pgbouncer (Debian package pgbouncer)")
 	server, err := url.Parse(directURL)
 	if err != nil {
