@@ -88,8 +88,10 @@ backend capacityd
 %s`, sock, port, servers.String())
 }
 
-// ServersUp returns the number of instances the proxy holds healthy.
-func (h *HAProxy) ServersUp(t testing.TB) int {
+// stats returns the proxy's statistics of the instances' backend, one
+// row of CSV fields (pxname, svname, ..., wretr, wredis, status, ...) per
+// server and one for the backend as a whole.
+func (h *HAProxy) stats(t testing.TB) [][]string {
 	t.Helper()
 	conn, err := net.DialTimeout("unix", h.sock, time.Second)
 	if err != nil {
@@ -100,16 +102,39 @@ func (h *HAProxy) ServersUp(t testing.TB) int {
 	if _, err := conn.Write([]byte("show stat\n")); err != nil {
 		t.Fatalf("testenv: haproxy admin socket: %v", err)
 	}
-	up := 0
+	var rows [][]string
 	sc := bufio.NewScanner(conn)
 	for sc.Scan() {
-		f := strings.Split(sc.Text(), ",")
-		// pxname,svname,...; the status is the 18th field.
-		if len(f) > 17 && f[0] == "capacityd" && f[1] != "BACKEND" && f[1] != "FRONTEND" && f[17] == "UP" {
+		if f := strings.Split(sc.Text(), ","); len(f) > 17 && f[0] == "capacityd" {
+			rows = append(rows, f)
+		}
+	}
+	return rows
+}
+
+// ServersUp returns the number of instances the proxy holds healthy.
+func (h *HAProxy) ServersUp(t testing.TB) int {
+	t.Helper()
+	up := 0
+	for _, f := range h.stats(t) {
+		if f[1] != "BACKEND" && f[17] == "UP" {
 			up++
 		}
 	}
 	return up
+}
+
+// Retries returns how many times the proxy sent a request again
+// (retries) and to another instance (redispatches).
+func (h *HAProxy) Retries(t testing.TB) (retries, redispatches int) {
+	t.Helper()
+	for _, f := range h.stats(t) {
+		if f[1] == "BACKEND" {
+			retries, _ = strconv.Atoi(f[15])
+			redispatches, _ = strconv.Atoi(f[16])
+		}
+	}
+	return retries, redispatches
 }
 
 // WaitServersUp waits until the proxy holds n instances healthy.
