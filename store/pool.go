@@ -34,17 +34,18 @@ type PoolConfig struct {
 var sessionTimeouts = []string{"statement_timeout", "idle_in_transaction_session_timeout"}
 
 // OpenPool connects to PostgreSQL, directly or through a transaction
-// pooler such as PgBouncer, with the same URL either way:
+// pooler such as PgBouncer, with the same URL either way. The first
+// connection finds out whether the server keeps the session parameters
+// given at connect (the timeouts): PostgreSQL does; a pooler refuses them
+// (PgBouncer) or drops them (PgBouncer's ignore_startup_parameters). When
+// they are not kept:
 //
-//   - Queries use pgx's describe cache (QueryExecModeCacheDescribe), which
-//     needs no named prepared statement to outlive a transaction; a
-//     default_query_exec_mode in the URL (e.g. cache_statement, for a
-//     direct connection) takes precedence.
-//   - The timeouts are sent as session parameters when the server keeps
-//     them; a pooler that refuses or drops them (PgBouncer without or with
-//     ignore_startup_parameters) is detected at the first connection, and
-//     the pool then connects without them. Transactions set them with SET
-//     LOCAL in any case (see Store.inTx), so nothing relies on a session.
+//   - the pool connects without them; transactions set them with SET
+//     LOCAL in any case (see Store.inTx), so nothing relies on a session;
+//   - queries use pgx's describe cache (QueryExecModeCacheDescribe)
+//     instead of its statement cache, since a named prepared statement
+//     does not outlive a transaction through a transaction pooler. A
+//     default_query_exec_mode in the URL takes precedence either way.
 //
 // Advisory locks are transaction-level only, and migrations, whose lock
 // lasts a session, go straight to PostgreSQL (capacityd migrate).
@@ -56,9 +57,6 @@ func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, er
 	cfg.MaxConns = pc.MaxConns
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 16
-	}
-	if !strings.Contains(url, "default_query_exec_mode") {
-		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
 	timeout := func(d, def time.Duration) string {
 		if d <= 0 {
@@ -75,7 +73,7 @@ func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, er
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
 	}
-	cfg.BeforeConnect = (&sessionProbe{}).beforeConnect
+	cfg.BeforeConnect = (&sessionProbe{execModeSet: strings.Contains(url, "default_query_exec_mode")}).beforeConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
@@ -86,13 +84,17 @@ func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, er
 // sessionProbe finds out, at the first connection, whether the server
 // keeps the session timeouts given at connect.
 type sessionProbe struct {
+	// execModeSet means the URL chose the query exec mode.
+	execModeSet bool
+
 	mu      sync.Mutex
 	decided bool
 	keep    bool
 }
 
 // beforeConnect leaves the session timeouts out of a connection's startup
-// parameters when the server does not keep them.
+// parameters, and uses the describe cache, when the server does not keep
+// session state.
 func (p *sessionProbe) beforeConnect(ctx context.Context, cc *pgx.ConnConfig) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -107,6 +109,9 @@ func (p *sessionProbe) beforeConnect(ctx context.Context, cc *pgx.ConnConfig) er
 		for _, name := range sessionTimeouts {
 			delete(cc.RuntimeParams, name)
 		}
+		if !p.execModeSet {
+			cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
 	}
 	return nil
 }
@@ -115,8 +120,17 @@ func (p *sessionProbe) beforeConnect(ctx context.Context, cc *pgx.ConnConfig) er
 // parameters and reports whether the server took them: PgBouncer refuses
 // parameters it does not know ("unsupported startup parameter") unless
 // told to ignore them, and then the session has the server's defaults.
+// The probe asks for a statement_timeout one millisecond longer than the
+// pool's, a value no role or database default is likely to have.
 func keepsSessionTimeouts(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
-	conn, err := pgconn.ConnectConfig(ctx, cc.Config.Copy())
+	probe := cc.Config.Copy()
+	ms, err := strconv.ParseInt(probe.RuntimeParams["statement_timeout"], 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("statement_timeout: %w", err)
+	}
+	want := strconv.FormatInt(ms+1, 10)
+	probe.RuntimeParams["statement_timeout"] = want
+	conn, err := pgconn.ConnectConfig(ctx, probe)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && strings.Contains(pgErr.Message, "startup parameter") {
 		return false, nil
@@ -132,7 +146,7 @@ func keepsSessionTimeouts(ctx context.Context, cc *pgx.ConnConfig) (bool, error)
 	if len(rows) != 1 || len(rows[0].Rows) != 1 {
 		return false, errors.New("statement_timeout: no setting")
 	}
-	return string(rows[0].Rows[0][0]) == cc.RuntimeParams["statement_timeout"], nil
+	return string(rows[0].Rows[0][0]) == want, nil
 }
 
 // localTimeouts returns a SET LOCAL statement for each session timeout

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -43,8 +44,20 @@ func hammer(t *testing.T, st *store.Store, n int) error {
 
 func TestPoolWorksThroughPgBouncerInTransactionMode(t *testing.T) {
 	t.Parallel()
+	for name, settings := range map[string][]string{
+		"startup parameters refused": nil,
+		"startup parameters ignored": {"ignore_startup_parameters = statement_timeout, idle_in_transaction_session_timeout"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			poolThroughPgBouncer(t, settings)
+		})
+	}
+}
+
+func poolThroughPgBouncer(t *testing.T, settings []string) {
 	direct := testenv.NewDatabase(t)
-	bouncer := testenv.PrivatePgBouncer(t, testenv.DatabaseURL(), 3)
+	bouncer := testenv.PrivatePgBouncer(t, testenv.DatabaseURL(), 3, settings...)
 	pool := testenv.PoolWith(t, bouncer.URL(direct), store.PoolConfig{MaxConns: 12, StatementTimeout: time.Second})
 	st := store.New(pool)
 
@@ -52,7 +65,9 @@ func TestPoolWorksThroughPgBouncerInTransactionMode(t *testing.T) {
 	conn, err := pool.Acquire(context.Background())
 	require.NoError(t, err)
 	require.NotContains(t, conn.Conn().Config().RuntimeParams, "statement_timeout",
-		"PgBouncer refuses session timeouts at connect: the pool connects without them")
+		"PgBouncer refuses or drops session timeouts at connect: the pool connects without them")
+	require.Equal(t, pgx.QueryExecModeCacheDescribe, conn.Conn().Config().DefaultQueryExecMode,
+		"and named prepared statements are avoided")
 	conn.Release()
 	views := 0
 	for i := range 5 {
@@ -90,6 +105,11 @@ func TestPoolKeepsSessionTimeoutsOnADirectConnection(t *testing.T) {
 	var timeout string
 	require.NoError(t, pool.QueryRow(context.Background(), `SHOW statement_timeout`).Scan(&timeout))
 	require.Equal(t, "1500ms", timeout)
+	conn, err := pool.Acquire(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, pgx.QueryExecModeCacheStatement, conn.Conn().Config().DefaultQueryExecMode,
+		"PostgreSQL itself keeps named prepared statements: the faster statement cache")
+	conn.Release()
 	require.NoError(t, hammer(t, store.New(pool), 4))
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // HAProxy is an HAProxy of the test's own in front of service instances,
-// configured as docs/deploy.md recommends: health checks on /readyz,
+// configured as docs/deploy.md shows: health checks on /readyz,
 // X-Forwarded-For added, timeouts that let seat streams live, and
 // retries on another instance of the requests an instance refused or
 // dropped unanswered.
@@ -50,8 +50,9 @@ func StartHAProxy(t testing.TB, backends ...string) *HAProxy {
 // haproxyConfig is the proxy's configuration. Every request takes a
 // connection of its own to an instance (http-server-close), so that an
 // instance that stops refuses new requests instead of dropping one on a
-// kept-alive connection; a refused or unanswered request, or a 503, is
-// sent again to another instance (retry-on, redispatch).
+// kept-alive connection; a refused request, or one whose connection
+// closed without an answer, is sent again to another instance (retry-on,
+// redispatch).
 func haproxyConfig(port int, sock string, backends []string) string {
 	var servers strings.Builder
 	for i, b := range backends {
@@ -74,7 +75,7 @@ defaults
   option http-server-close
   option redispatch 1
   retries 3
-  retry-on conn-failure empty-response 503
+  retry-on conn-failure empty-response
 
 frontend web
   bind 127.0.0.1:%d

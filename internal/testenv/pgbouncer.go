@@ -60,8 +60,9 @@ func isExecutable(path string) bool {
 // user when run as root: it refuses to run as root) on a free port, in
 // transaction pooling mode with poolSize server connections, in front of
 // the server of directURL: every database of that server is reachable
-// through it under its own name. It is killed when t ends.
-func PrivatePgBouncer(t testing.TB, directURL string, poolSize int) *PgBouncer {
+// through it under its own name. settings are more lines of its
+// [pgbouncer] section ("name = value"). It is killed when t ends.
+func PrivatePgBouncer(t testing.TB, directURL string, poolSize int, settings ...string) *PgBouncer {
 	t.Helper()
 	bin := systemTool("pgbouncer")
 	Require(t, bin != "", "pgbouncer (Debian package pgbouncer)")
@@ -77,7 +78,7 @@ func PrivatePgBouncer(t testing.TB, directURL string, poolSize int) *PgBouncer {
 	port := FreePort(t)
 	b := &PgBouncer{Addr: "127.0.0.1:" + strconv.Itoa(port), PoolSize: poolSize}
 	ini := filepath.Join(dir, "pgbouncer.ini")
-	write(t, ini, pgbouncerIni(server, dir, port, poolSize))
+	write(t, ini, pgbouncerIni(server, dir, port, poolSize)+strings.Join(settings, "\n")+"\n")
 	password, _ := server.User.Password()
 	write(t, filepath.Join(dir, "userlist.txt"), fmt.Sprintf("%q %q\n", server.User.Username(), password))
 	cred := postgresCredential(t, dir)
