@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -105,6 +106,35 @@ func (c *RedisCluster) WaitHealthy(t testing.TB) {
 	}
 }
 
+// slotRange is a range of slots and the address of the master serving
+// it, as one node sees the cluster.
+type slotRange struct {
+	start, end int64
+	master     string
+}
+
+// slotMasters returns the masters of the slot ranges as the node behind
+// cl sees them (CLUSTER SHARDS).
+func slotMasters(ctx context.Context, cl *redis.Client) ([]slotRange, error) {
+	shards, err := cl.ClusterShards(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []slotRange
+	for _, sh := range shards {
+		master := ""
+		for _, n := range sh.Nodes {
+			if n.Role == "master" {
+				master = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+			}
+		}
+		for _, r := range sh.Slots {
+			out = append(out, slotRange{start: r.Start, end: r.End, master: master})
+		}
+	}
+	return out, nil
+}
+
 func (c *RedisCluster) healthy() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -114,10 +144,10 @@ func (c *RedisCluster) healthy() error {
 		}
 		cl := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: time.Second, ReadTimeout: time.Second})
 		info, err := cl.ClusterInfo(ctx).Result()
-		var slots []redis.ClusterSlot
+		var ranges []slotRange
 		var repl string
 		if err == nil {
-			slots, err = cl.ClusterSlots(ctx).Result()
+			ranges, err = slotMasters(ctx, cl)
 		}
 		if err == nil {
 			repl, err = cl.Info(ctx, "replication").Result()
@@ -132,12 +162,12 @@ func (c *RedisCluster) healthy() error {
 		if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
 			return fmt.Errorf("%s: a replica not in sync with its master", n.Addr)
 		}
-		covered := 0
-		for _, s := range slots {
-			if len(s.Nodes) == 0 || !c.running(s.Nodes[0].Addr) {
-				return fmt.Errorf("%s: slots %d-%d have no running master", n.Addr, s.Start, s.End)
+		covered := int64(0)
+		for _, r := range ranges {
+			if !c.running(r.master) {
+				return fmt.Errorf("%s: slots %d-%d have no running master", n.Addr, r.start, r.end)
 			}
-			covered += s.End - s.Start + 1
+			covered += r.end - r.start + 1
 		}
 		if covered != 16384 {
 			return fmt.Errorf("%s: %d of 16384 slots served", n.Addr, covered)
@@ -147,12 +177,16 @@ func (c *RedisCluster) healthy() error {
 }
 
 func (c *RedisCluster) running(addr string) bool {
+	return c.byAddr(addr) != nil && c.byAddr(addr).Running()
+}
+
+func (c *RedisCluster) byAddr(addr string) *RedisServer {
 	for _, n := range c.Nodes {
 		if n.Addr == addr {
-			return n.Running()
+			return n
 		}
 	}
-	return false
+	return nil
 }
 
 // MasterOf returns the node that serves key's slot as its master, as a
@@ -170,17 +204,13 @@ func (c *RedisCluster) MasterOf(t testing.TB, key string) *RedisServer {
 		if err != nil {
 			continue
 		}
-		slots, err := cl.ClusterSlots(ctx).Result()
+		ranges, err := slotMasters(ctx, cl)
 		if err != nil {
 			continue
 		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				for _, m := range c.Nodes {
-					if m.Addr == s.Nodes[0].Addr {
-						return m
-					}
-				}
+		for _, r := range ranges {
+			if m := c.byAddr(r.master); r.start <= slot && slot <= r.end && m != nil {
+				return m
 			}
 		}
 	}
