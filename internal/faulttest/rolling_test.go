@@ -138,7 +138,8 @@ func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
 	}
 	proxy := testenv.StartHAProxy(t, addrs...)
 	proxy.WaitServersUp(t, 3)
-	r, err := apptest.Do(http.MethodPost, proxy.URL+"/v1/activities", procs[0].Token(t, "admin", true),
+	signer := procs[0] // signs tokens whatever becomes of its process
+	r, err := apptest.Do(http.MethodPost, proxy.URL+"/v1/activities", signer.Token(t, "admin", true),
 		map[string]any{"title": "rolling", "capacity": 1_000_000})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
@@ -147,7 +148,7 @@ func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
 
 	load := &rollingLoad{
 		base: proxy.URL, activity: act.ID,
-		token:  func(user string) string { return procs[0].Token(t, user, false) },
+		token:  func(user string) string { return signer.Token(t, user, false) },
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 	}
 	load.run()

@@ -16,6 +16,10 @@ func TestRedisClusterFailsOverToAReplica(t *testing.T) {
 	cc := c.Client(t)
 	ctx := context.Background()
 	require.NoError(t, cc.Set(ctx, "seats:{a}", "1", 0).Err())
+	// Replication is asynchronous: wait for the replica to have the key.
+	owner, err := cc.MasterForKey(ctx, "seats:{a}")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, owner.Wait(ctx, 1, 5*time.Second).Val())
 	master := c.MasterOf(t, "seats:{a}")
 	master.Kill()
 	c.WaitHealthy(t)
