@@ -9,10 +9,11 @@ GO ?= go
 run: services build
 	@source .data/env && scripts/run.sh
 
-# The widget tests drive a headless chromium: installed here when missing
-# (as root; otherwise the tests fail saying how to install it).
+# The widget tests drive a headless chromium, and the scale-out tests
+# Debian's pgbouncer and haproxy: installed here when missing (as root;
+# otherwise the tests fail saying how to install them).
 test: services
-	@scripts/services.sh tools chromium:chromium
+	@scripts/services.sh tools chromium:chromium pgbouncer:pgbouncer haproxy:haproxy
 	@source .data/env && $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz-smoke
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +34,27 @@ func watchAuthority(t *testing.T, inst *apptest.Instance, id string, stop <-chan
 	return out
 }
 
+// keepFlushing flushes Redis every 10 to 20 ms until stop is closed, and
+// then sends the number of flushes.
+func keepFlushing(stop <-chan struct{}, flush func(context.Context) error) <-chan int {
+	out := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				out <- n
+				return
+			case <-time.After(time.Duration(10+n%11) * time.Millisecond):
+			}
+			if flush(context.Background()) == nil {
+				n++
+			}
+		}
+	}()
+	return out
+}
+
 func TestFlushingRedisDuringBurstNeverOversells(t *testing.T) {
 	t.Parallel()
 	redis := testenv.PrivateRedis(t)
@@ -44,26 +64,12 @@ func TestFlushingRedisDuringBurstNeverOversells(t *testing.T) {
 
 	stop := make(chan struct{})
 	highest := watchAuthority(t, inst, id, stop)
-	var flushes atomic.Int64
-	var flusher sync.WaitGroup
-	flusher.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(10+flushes.Load()%11) * time.Millisecond):
-			}
-			if client.FlushAll(context.Background()).Err() == nil {
-				flushes.Add(1)
-			}
-		}
-	})
+	flushes := keepFlushing(stop, func(ctx context.Context) error { return client.FlushAll(ctx).Err() })
 
 	counts := signupBurst(t, []*apptest.Instance{inst}, id, "w1-", 2000)
 	close(stop)
-	flusher.Wait()
 
-	require.Positive(t, flushes.Load())
+	require.Positive(t, <-flushes)
 	require.LessOrEqual(t, <-highest, 100, "the authority must never exceed capacity")
 	require.Equal(t, authorityTaken(t, inst, id), counts[http.StatusCreated], "every 201 is a row, every row a 201")
 	require.Equal(t, 0, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable])

@@ -31,35 +31,11 @@ func displayTaken(t *testing.T, inst *apptest.Instance, activityID string) int {
 	return inst.DisplayTaken(t, activityID)
 }
 
-// signupBurst signs up users u0..u(n-1) concurrently (spread over the
-// instances) and counts the statuses.
+// signupBurst signs up users prefix0..prefix(n-1) at once over the
+// instances and counts the statuses.
 func signupBurst(t *testing.T, insts []*apptest.Instance, activityID, prefix string, n int) map[int]int {
 	t.Helper()
-	var mu sync.Mutex
-	counts := map[int]int{}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 256)
-	for i := range n {
-		inst := insts[i%len(insts)]
-		tok := inst.Token(t, fmt.Sprintf("%s%d", prefix, i), false)
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			r, err := apptest.Do(http.MethodPost, inst.URL+"/v1/activities/"+activityID+"/registrations", tok, "{}")
-			status := -1
-			if err == nil {
-				status = r.Status
-				if r.Status == http.StatusConflict {
-					require.Equal(t, "activity_full", r.ErrorCode(), string(r.Body))
-				}
-			}
-			mu.Lock()
-			counts[status]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return counts
+	return apptest.SignupBurst(t, insts, activityID, prefix, n)
 }
 
 func TestConcurrentSignupsNeverOversell(t *testing.T) {

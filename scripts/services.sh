@@ -23,7 +23,7 @@ DATA="$PWD/.data"
 mkdir -p "$DATA"
 
 log() { echo "services: $*" >&2; }
-have() { command -v "$1" >/dev/null 2>&1; }
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 is_root() { [ "$(id -u)" = 0 ]; }
 
 apt_install() {

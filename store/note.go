@@ -43,11 +43,31 @@ func (s *Store) AddNoteStats(ctx context.Context, noteID string, views, waters i
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteUpsertBackstop)
 	defer cancel()
 	st := note.Stats{NoteID: noteID}
-	err = conn.QueryRow(qctx, addNoteStatsSQL, noteID, views, waters).Scan(&st.Views, &st.Waters)
+	if hasSessionTimeouts(conn.Conn()) {
+		err = conn.QueryRow(qctx, addNoteStatsSQL, noteID, views, waters).Scan(&st.Views, &st.Waters)
+	} else {
+		err = s.addNoteStatsInTx(qctx, conn.Conn(), noteID, views, waters, &st)
+	}
 	if err != nil {
 		return note.Stats{}, interpret(err)
 	}
 	return st, nil
+}
+
+// addNoteStatsInTx runs the upsert in a transaction that sets its own
+// statement_timeout, in one round trip, for connections without the
+// session timeouts (through a transaction pooler).
+func (s *Store) addNoteStatsInTx(ctx context.Context, conn *pgx.Conn, noteID string, views, waters int64, st *note.Stats) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	for _, set := range s.timeouts {
+		b.Queue(set)
+	}
+	b.Queue(addNoteStatsSQL, noteID, views, waters).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Views, &st.Waters)
+	})
+	b.Queue("COMMIT")
+	return conn.SendBatch(ctx, b).Close()
 }
 
 // NoteStats returns a note's counters, zero for a note never seen.

@@ -7,10 +7,8 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,54 +26,6 @@ type DBTX interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// PoolConfig tunes the connection pool.
-type PoolConfig struct {
-	// MaxConns caps the pool. Default 16.
-	MaxConns int32
-	// StatementTimeout bounds every statement. Default 10s.
-	StatementTimeout time.Duration
-	// IdleInTransactionTimeout ends sessions idle inside a transaction.
-	// Default 15s.
-	IdleInTransactionTimeout time.Duration
-	// ConnectTimeout bounds dialing. Default 3s.
-	ConnectTimeout time.Duration
-	// Tracer, when set, observes every query (tests count queries with it).
-	Tracer pgx.QueryTracer
-}
-
-// OpenPool connects to PostgreSQL with per-session timeouts set.
-func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	if pc.MaxConns > 0 {
-		cfg.MaxConns = pc.MaxConns
-	} else {
-		cfg.MaxConns = 16
-	}
-	timeout := func(d, def time.Duration) string {
-		if d <= 0 {
-			d = def
-		}
-		return strconv.FormatInt(d.Milliseconds(), 10)
-	}
-	rp := cfg.ConnConfig.RuntimeParams
-	rp["statement_timeout"] = timeout(pc.StatementTimeout, 10*time.Second)
-	rp["idle_in_transaction_session_timeout"] = timeout(pc.IdleInTransactionTimeout, 15*time.Second)
-	rp["application_name"] = "capacityd"
-	cfg.ConnConfig.Tracer = pc.Tracer
-	cfg.ConnConfig.ConnectTimeout = pc.ConnectTimeout
-	if cfg.ConnConfig.ConnectTimeout <= 0 {
-		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	return pool, nil
-}
-
 // Store implements registration.Store and note.Store.
 type Store struct {
 	db DBTX
@@ -87,11 +37,21 @@ type Store struct {
 
 	cacheMu sync.Mutex
 	cache   map[int64]seatCache // activity internal id → counts at a seq
+
+	// timeouts set the session timeouts of the pool's configuration for
+	// one transaction (SET LOCAL ...); begin starts every transaction
+	// with them, in the same round trip.
+	timeouts []string
+	begin    pgx.TxOptions
 }
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{db: pool, pool: pool, ids: make(map[string]int64), cache: make(map[int64]seatCache)}
+	timeouts := localTimeouts(pool.Config().ConnConfig.RuntimeParams)
+	return &Store{
+		db: pool, pool: pool, ids: make(map[string]int64), cache: make(map[int64]seatCache),
+		timeouts: timeouts, begin: pgx.TxOptions{BeginQuery: strings.Join(append([]string{"BEGIN"}, timeouts...), "; ")},
+	}
 }
 
 // Ping checks that PostgreSQL answers.
@@ -107,8 +67,10 @@ const admissionLockNamespace = 0x43415041
 const admissionLockTimeout = "3s"
 
 // inTx runs f in a transaction and commits it, rolling back on any error.
+// The transaction sets its own timeouts: through a transaction pooler the
+// session's may be missing.
 func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, s.begin)
 	if err != nil {
 		return interpret(err)
 	}

@@ -19,7 +19,9 @@ import (
 )
 
 // Channel is the Redis pub/sub channel on which every instance announces
-// the ids of activities whose seats or registrations changed.
+// the ids of activities whose seats or registrations changed, on a single
+// Redis node. On a Redis Cluster, where a plain PUBLISH reaches every
+// node, each activity has a shard channel instead (ShardChannel).
 const Channel = "capacityd:seats"
 
 // Notifier defaults.
@@ -49,14 +51,17 @@ type NotifierConfig struct {
 }
 
 // Notifier tells watchers of an activity when it changes, on any instance.
-// It holds one Redis subscription for the whole instance, announces this
-// instance's commits on it, and pokes the watchers of each announced
-// activity. While announcements may be missed it pokes every watcher on a
+// On a single Redis node it holds one subscription to Channel for the
+// whole instance; on a Redis Cluster (a *redis.ClusterClient) it uses
+// sharded pub/sub, subscribing the shard channel of each activity while
+// the activity has watchers here. It announces this instance's commits,
+// and pokes the watchers of each announced activity. While announcements may be missed it pokes every watcher on a
 // timer instead, so that they re-read. It implements
 // registration.Observer (announcing commits) and registration.Changes
 // (watching).
 type Notifier struct {
 	rdb     redis.UniversalClient
+	cluster *sharded // set on a Redis Cluster
 	refresh time.Duration
 	log     *slog.Logger
 	gauge   prometheus.Gauge
@@ -95,6 +100,9 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 		watchers: make(map[string]*watchSet),
 		done:     make(chan struct{}),
 	}
+	if c, ok := cfg.Redis.(*redis.ClusterClient); ok {
+		n.cluster = newSharded(c, n)
+	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(n.gauge)
 	}
@@ -111,6 +119,9 @@ func (n *Notifier) Watch(activityID string) (<-chan struct{}, func()) {
 	if ws == nil {
 		ws = &watchSet{chans: make(map[chan struct{}]struct{})}
 		n.watchers[activityID] = ws
+		if n.cluster != nil {
+			n.cluster.want(activityID)
+		}
 	}
 	ws.chans[ch] = struct{}{}
 	n.mu.Unlock()
@@ -122,6 +133,9 @@ func (n *Notifier) Watch(activityID string) (<-chan struct{}, func()) {
 			delete(ws.chans, ch)
 			if len(ws.chans) == 0 && n.watchers[activityID] == ws {
 				delete(n.watchers, activityID)
+				if n.cluster != nil {
+					n.cluster.unwant(activityID)
+				}
 			}
 		})
 	}
@@ -148,17 +162,23 @@ func (n *Notifier) Committed(ctx context.Context, commits []registration.Commit)
 	n.publish(ctx, ids...)
 }
 
-// publish sends the ids on Channel in one pipeline, unless there is no
-// Redis or it failed a moment ago.
+// publish sends the ids in one pipeline, on Channel or on their shard
+// channels, unless there is no Redis or it failed a moment ago.
 func (n *Notifier) publish(ctx context.Context, ids ...string) {
 	if n.rdb == nil || len(ids) == 0 || time.Now().UnixNano() < n.suspendedUntil.Load() {
 		return
 	}
-	pipe := n.rdb.Pipeline()
-	for _, id := range ids {
-		pipe.Publish(ctx, Channel, id)
+	var err error
+	if n.cluster != nil {
+		err = n.cluster.publish(ctx, ids)
+	} else {
+		pipe := n.rdb.Pipeline()
+		for _, id := range ids {
+			pipe.Publish(ctx, Channel, id)
+		}
+		_, err = pipe.Exec(ctx)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil {
 		n.suspendedUntil.Store(time.Now().Add(publishSuspension).UnixNano())
 	}
 }
@@ -192,8 +212,24 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// Healthy reports whether the Redis subscription is up.
+// Healthy reports whether the Redis subscription is up; on a Redis
+// Cluster, whether the shard channel of every activity watched here is
+// subscribed.
 func (n *Notifier) Healthy() bool { return n.healthy.Load() }
+
+// setSubscribed records whether announcements reach this instance; again
+// means they came back after a failure.
+func (n *Notifier) setSubscribed(up, again bool) {
+	if again {
+		n.recoveredAt.Store(time.Now().UnixNano())
+	}
+	n.healthy.Store(up)
+	if up {
+		n.gauge.Set(1)
+	} else {
+		n.gauge.Set(0)
+	}
+}
 
 // Polling reports whether announcements may be missed, so that watchers
 // are poked on a timer: while the subscription is down, and for a while
@@ -207,8 +243,9 @@ func (n *Notifier) Polling() bool {
 	return at != 0 && time.Since(time.Unix(0, at)) < max(recoveryPolling, 2*n.refresh)
 }
 
-// Run holds the instance's subscription until ctx ends or the notifier is
-// closed, subscribing again (with backoff) whenever it breaks, and pokes
+// Run holds the instance's subscription (on a Redis Cluster, its shard
+// channel subscriptions) until ctx ends or the notifier is closed,
+// subscribing again (with backoff) whenever it breaks, and pokes
 // every watcher each RefreshInterval while Polling. When the subscription
 // comes back, every watcher is poked once, since changes may have been
 // missed.
@@ -227,13 +264,16 @@ func (n *Notifier) Run(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
+	if n.cluster != nil {
+		n.cluster.run(ctx)
+		return
+	}
 	const minBackoff, maxBackoff = 100 * time.Millisecond, 2 * time.Second
 	backoff := minBackoff
 	lastLog := time.Time{}
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		subscribed, err := n.listen(ctx, attempt > 0)
-		n.healthy.Store(false)
-		n.gauge.Set(0)
+		n.setSubscribed(false, false)
 		if ctx.Err() != nil {
 			return
 		}
@@ -298,11 +338,7 @@ func (n *Notifier) listen(ctx context.Context, again bool) (subscribed bool, err
 		case *redis.Subscription:
 			if m.Kind == "subscribe" && m.Channel == Channel {
 				subscribed = true
-				if again {
-					n.recoveredAt.Store(time.Now().UnixNano())
-				}
-				n.healthy.Store(true)
-				n.gauge.Set(1)
+				n.setSubscribed(true, again)
 				n.pokeAll()
 			}
 		case *redis.Message:

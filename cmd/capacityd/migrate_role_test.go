@@ -97,8 +97,10 @@ func TestServeWithAReadWriteOnlyRoleWhenMigrationsRunApart(t *testing.T) {
 	require.NotContains(t, p.Output(), "migrations applied")
 }
 
-func TestServeWithoutMigrationsRefusesAnUnmigratedDatabase(t *testing.T) {
-	t.Parallel()
+// emptyDatabase creates a database without any migration on the shared
+// test server, dropped when t ends, and returns its URL.
+func emptyDatabase(t *testing.T) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := testenv.DatabaseURL()
@@ -114,9 +116,15 @@ func TestServeWithoutMigrationsRefusesAnUnmigratedDatabase(t *testing.T) {
 	u, err := url.Parse(base)
 	require.NoError(t, err)
 	u.Path = "/" + name
+	return u.String()
+}
 
+func TestServeWithoutMigrationsRefusesAnUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, apptest.Binary(t), "serve", "--listen-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+u.String(), "REDIS_URL=", "CAPACITY_JWT_SECRET="+apptest.Secret, "MIGRATE_ON_START=false")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+emptyDatabase(t), "REDIS_URL=", "CAPACITY_JWT_SECRET="+apptest.Secret, "MIGRATE_ON_START=false")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", out)

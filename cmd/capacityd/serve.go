@@ -19,17 +19,11 @@ import (
 
 // openRedis returns the display tier's client, or nil when none is
 // configured. Timeouts are short: Redis is a cache and a gate, and a slow
-// one must fall back to the authority quickly.
+// one must fall back to the authority quickly. A cluster client gets the
+// same timeouts and retries as a single-node one (see clusterOptions).
 func openRedis(cfg config) (redis.UniversalClient, error) {
-	const (
-		dial  = time.Second
-		rw    = 500 * time.Millisecond
-		poolW = time.Second
-	)
 	if len(cfg.RedisClusterAddrs) > 0 {
-		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: cfg.RedisClusterAddrs, DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: poolW,
-		}), nil
+		return redis.NewClusterClient(clusterOptions(cfg.RedisClusterAddrs, redisTimeouts(&redis.Options{}))), nil
 	}
 	if cfg.RedisURL == "" {
 		return nil, nil
@@ -38,9 +32,31 @@ func openRedis(cfg config) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = dial, rw, rw, poolW
+	return redis.NewClient(redisTimeouts(opt)), nil
+}
+
+// redisTimeouts sets the display tier's timeouts and retries on opt.
+func redisTimeouts(opt *redis.Options) *redis.Options {
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond, time.Second
 	opt.MaxRetries = 1
-	return redis.NewClient(opt), nil
+	return opt
+}
+
+// clusterStateReload bounds how long a cluster client keeps a topology
+// without reloading it: after a failover it finds the promoted replica
+// within this time even when no redirect tells it.
+const clusterStateReload = time.Second
+
+// clusterOptions returns the options of a Redis Cluster client seeded with
+// addrs, with the timeouts and retries of the single-node options opt.
+func clusterOptions(addrs []string, opt *redis.Options) *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs:       addrs,
+		DialTimeout: opt.DialTimeout, ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout,
+		PoolTimeout: opt.PoolTimeout, MaxRetries: opt.MaxRetries,
+		MinRetryBackoff: opt.MinRetryBackoff, MaxRetryBackoff: opt.MaxRetryBackoff,
+		ClusterStateReloadInterval: clusterStateReload,
+	}
 }
 
 // openDatabase connects and, with MIGRATE_ON_START, migrates; without it,

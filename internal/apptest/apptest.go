@@ -4,6 +4,7 @@ package apptest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -39,6 +40,9 @@ type Options struct {
 	DatabaseURL string
 	// RedisURL of the display tier; empty: the shared test Redis.
 	RedisURL string
+	// Redis is the display tier's client when set (a Redis Cluster's, for
+	// one); it takes precedence over RedisURL.
+	Redis redis.UniversalClient
 	// NoRedis runs without a display tier.
 	NoRedis bool
 	// App overrides the service options (the JWT secret is always Secret).
@@ -80,12 +84,12 @@ func Start(t testing.TB, o Options) *Instance {
 	queries := &QueryCounter{}
 	pool := testenv.PoolWith(t, o.DatabaseURL, store.PoolConfig{MaxConns: 16, Tracer: queries})
 	var rdb redis.UniversalClient
-	if !o.NoRedis {
-		url := o.RedisURL
-		if url == "" {
-			url = testenv.RedisURL()
-		}
-		rdb = testenv.RedisClient(t, url)
+	switch {
+	case o.NoRedis:
+	case o.Redis != nil:
+		rdb = o.Redis
+	default:
+		rdb = testenv.RedisClient(t, cmp.Or(o.RedisURL, testenv.RedisURL()))
 	}
 	opts := o.App
 	opts.JWTSecret = Secret

@@ -79,8 +79,14 @@ func (s *SyncBuffer) String() string {
 // still running.
 func StartProcess(t testing.TB, databaseURL, redisURL string, env ...string) *Process {
 	t.Helper()
+	return StartProcessAt(t, "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), databaseURL, redisURL, env...)
+}
+
+// StartProcessAt is StartProcess listening on addr (host:port), for an
+// instance restarted where a proxy expects it.
+func StartProcessAt(t testing.TB, addr, databaseURL, redisURL string, env ...string) *Process {
+	t.Helper()
 	bin := Binary(t)
-	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+databaseURL, "REDIS_URL="+redisURL, "LISTEN_ADDR="+addr,

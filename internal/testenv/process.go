@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -90,6 +89,13 @@ func (p *process) start() error {
 	return waitPort(p.addr, 30*time.Second)
 }
 
+// running reports whether the process was started and not stopped since.
+func (p *process) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
 // kill stops the process at once (SIGKILL), like a crash.
 func (p *process) kill() {
 	p.mu.Lock()
@@ -140,6 +146,9 @@ func (r *RedisServer) URL() string { return "redis://" + r.Addr + "/0" }
 
 // Kill stops the server at once (its data is gone: nothing persists).
 func (r *RedisServer) Kill() { r.p.kill() }
+
+// Running reports whether the server was started and not killed since.
+func (r *RedisServer) Running() bool { return r.p.running() }
 
 // Start starts the server again on the same port.
 func (r *RedisServer) Start(t testing.TB) {
@@ -222,17 +231,7 @@ func PrivatePostgres(t testing.TB) *PostgresServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		Require(t, err == nil, "a postgres system user to run a private cluster as root")
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cred := postgresCredential(t, dir)
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
