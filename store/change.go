@@ -170,6 +170,9 @@ func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activity
 	// safe with pools and with PgBouncer in transaction mode.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	for _, q := range s.timeouts { // the session's may be missing behind a pooler
+		b.Queue(q)
+	}
 	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
 	for _, aid := range aids {
 		b.Queue("SELECT pg_advisory_xact_lock($1, $2)", int32(admissionLockNamespace), int32(aid))
