@@ -43,8 +43,9 @@ func TestSmoke(t *testing.T) {
 		// per test process, and linked from the build cache when they ran.
 		DatabaseURL: dbURL, RedisURL: rdb.URL(), Binary: apptest.Binary(t),
 		ScenarioDuration: time.Second, BaselineDuration: 100 * time.Millisecond,
-		FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, StatsIdleWait: time.Nanosecond,
-		Log: &log,
+		Sizes:         Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20},
+		StatsIdleWait: time.Nanosecond,
+		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
 	for _, s := range []string{ScenarioSignupHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
