@@ -23,8 +23,8 @@ const (
 	ScenarioSSEFanout    = "sse_fanout"
 )
 
-// Baseline names, as they appear in the report. The first four are the
-// ones the issue's JSON shape names; the others are measured alongside.
+// Baseline names, as they appear in the report. The first four are always
+// in its JSON (null when not measured); the others when measured.
 const (
 	BaselineHotRow32      = "pg_hot_row_update_tps_32"
 	BaselineHotRow256     = "pg_hot_row_update_tps_256"
@@ -49,8 +49,8 @@ const (
 	RatioSeatsReadVsTrivial      = "seats_read_vs_trivial"
 )
 
-// Check names, as they appear in the report. The first eight are the ones
-// the issue's JSON shape names.
+// Check names, as they appear in the report. The first eight are always in
+// its JSON (null when not measured).
 const (
 	CheckFlashAdmitted        = "flash_crowd_admitted"
 	CheckFlashCapacity        = "flash_crowd_capacity"
@@ -74,8 +74,9 @@ const (
 	CheckSeatsReadRebuilds    = "seats_read_cache_rebuilds"
 )
 
-// Report is everything one run measured, in the JSON shape of issue 6.
-// Absent measurements are null (nil pointers).
+// Report is everything one run measured; its JSON (WriteJSON) is the
+// machine-readable result of make bench. Absent measurements are null (nil
+// pointers).
 type Report struct {
 	Machine   string                     `json:"machine"`
 	Scenarios map[string]*ScenarioResult `json:"scenarios"`
@@ -147,7 +148,7 @@ func (r *Report) scenarioRPS(name string) *float64 {
 }
 
 // ComputeRatios fills Ratios from the scenarios and baselines measured.
-// Every ratio of the issue's shape is present, null when unmeasured.
+// Every ratio is present, null when unmeasured.
 func (r *Report) ComputeRatios() {
 	r.Ratios[RatioSignupHotVsHotRow] = ratio(r.scenarioRPS(ScenarioSignupHot), r.Baselines[BaselineHotRow32])
 	r.Ratios[RatioSignupHot256VsHotRow256] = ratio(r.scenarioRPS(ScenarioSignupHot256), r.Baselines[BaselineHotRow256])
@@ -158,7 +159,7 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))
 }
 
-// ensureShape adds the keys of the issue's JSON shape that were not
+// ensureShape adds the keys that are always in the JSON but were not
 // measured, as nulls, so a consumer always finds them.
 func (r *Report) ensureShape() {
 	for _, k := range []string{BaselineHotRow32, BaselineHotRow256, BaselineAppend32, BaselineNoteUpsert32} {

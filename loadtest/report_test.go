@@ -37,7 +37,7 @@ func TestComputeRatios(t *testing.T) {
 	require.Nil(t, r.Ratios[RatioSeatsReadVsTrivial])
 }
 
-func TestReportJSONHasTheIssueShape(t *testing.T) {
+func TestReportJSONHasItsShape(t *testing.T) {
 	t.Parallel()
 	r := sampleReport()
 	r.ComputeRatios()
