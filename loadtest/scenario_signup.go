@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
@@ -99,13 +100,7 @@ func (b *bench) signupAdmitted(ctx context.Context, token, activity string) erro
 // authority on the next signup).
 func (b *bench) resetHot(ctx context.Context) error {
 	t0 := time.Now()
-	tag, err := b.db.Exec(ctx, `DELETE FROM registration WHERE activity_id = $1 AND id > $2`, b.seed.HotID, b.seed.MaxRegistrationID)
-	if err == nil {
-		_, err = b.db.Exec(ctx, `DELETE FROM registration_event WHERE activity_id = $1`, b.seed.HotID)
-	}
-	if err == nil {
-		_, err = b.db.Exec(ctx, `UPDATE activity_state SET last_seq = 0 WHERE activity_id = $1`, b.seed.HotID)
-	}
+	removed, err := b.deleteHotRows(ctx)
 	if err != nil {
 		return fatalError{fmt.Errorf("loadtest: reset the hot activity: %w", err)}
 	}
@@ -117,8 +112,43 @@ func (b *bench) resetHot(ctx context.Context) error {
 			return fatalError{fmt.Errorf("loadtest: reset the hot counter: %w", err)}
 		}
 	}
-	fmt.Fprintf(b.log, "reset: removed %d rows from the hot activity and vacuumed (%s)\n", tag.RowsAffected(), time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(b.log, "reset: removed %d rows from the hot activity and vacuumed (%s)\n", removed, time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// deadlockDetected is PostgreSQL's SQLSTATE for a transaction it aborted
+// to break a deadlock.
+const deadlockDetected = "40P01"
+
+// deleteHotRows deletes, in one transaction, what resetHot resets, and
+// returns the registrations it deleted. Requests that the scenario's end
+// abandoned may still be changing the activity in the service: the
+// transaction is tried again when PostgreSQL breaks a deadlock with one.
+func (b *bench) deleteHotRows(ctx context.Context) (int64, error) {
+	var removed int64
+	var err error
+	for try := 0; try < 5; try++ {
+		err = pgx.BeginFunc(ctx, b.db, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `DELETE FROM registration WHERE activity_id = $1 AND id > $2`, b.seed.HotID, b.seed.MaxRegistrationID)
+			if err != nil {
+				return err
+			}
+			removed = tag.RowsAffected()
+			if _, err := tx.Exec(ctx, `DELETE FROM registration_event WHERE activity_id = $1`, b.seed.HotID); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE activity_state SET last_seq = 0 WHERE activity_id = $1`, b.seed.HotID)
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != deadlockDetected {
+			return removed, err
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return removed, err
 }
 
 // signupSpread signs distinct users up round-robin over 1,000 ordinary

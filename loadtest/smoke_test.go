@@ -42,7 +42,7 @@ func TestSmoke(t *testing.T) {
 		// The race-built binary of the other end-to-end tests: built once
 		// per test process, and linked from the build cache when they ran.
 		DatabaseURL: dbURL, RedisURL: rdb.URL(), Binary: apptest.Binary(t),
-		ScenarioDuration: time.Second, BaselineDuration: 100 * time.Millisecond,
+		ScenarioDuration: time.Second, BaselineDuration: 300 * time.Millisecond,
 		Sizes:         Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20},
 		StatsIdleWait: time.Nanosecond,
 		Log:           &log,
