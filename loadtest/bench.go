@@ -236,6 +236,9 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioSignupHot256, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot256, 256) }},
 		{ScenarioSignupSpread, b.signupSpread},
 		{ScenarioFlashCrowd, b.flashCrowd},
+		{ScenarioWaitCrowd, b.flashCrowdWaitlist},
+		{ScenarioPromoteStorm, b.promoteStorm},
+		{ScenarioCourseRush, b.courseRush},
 		{ScenarioViewsHot, func(ctx context.Context) error { return b.views(ctx, ScenarioViewsHot) }},
 		{StepDeadTuple, b.signupDeadTuples},
 	}

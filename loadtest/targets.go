@@ -15,6 +15,8 @@ const (
 	TopicSeatChanges = "seat changes"
 	TopicNotes       = "notes"
 	TopicStreams     = "streams"
+	TopicWaitlist    = "waiting list"
+	TopicSpread      = "spread"
 )
 
 // Target is one performance target, judged against a report.
@@ -45,6 +47,15 @@ type comparison struct {
 // fixed is a target that does not depend on the report.
 func fixed(v float64) func(*Report) (float64, bool) {
 	return func(*Report) (float64, bool) { return v, true }
+}
+
+// minus is the difference x − y of two measures.
+func minus(x, y func(*Report) (float64, bool)) func(*Report) (float64, bool) {
+	return func(r *Report) (float64, bool) {
+		a, okA := x(r)
+		b, okB := y(r)
+		return a - b, okA && okB
+	}
 }
 
 func fromRatio(name string) func(*Report) (float64, bool) {
@@ -86,11 +97,32 @@ var comparisons = []comparison{
 	{TopicAdmission, "hot signups/s at 64 clients vs one-row UPDATE at 32 clients", ">=", fixed(1), fromRatio(RatioSignupHotVsHotRow)},
 	{TopicAdmission, "hot signups/s at 256 clients vs one-row UPDATE at 256 clients", ">=", fixed(1.5), fromRatio(RatioSignupHot256VsHotRow256)},
 	{TopicAdmission, "hot signups/s vs signups spread over 1,000 activities", ">=", fixed(0.8), fromRatio(RatioSignupHotVsSpread)},
+	{TopicSpread, "signups/s spread over 1,000 activities vs hot signups/s at 64 clients", ">=", fixed(0.8), fromRatio(RatioSpreadVsSignupHot)},
+	{TopicSpread, "signups/s spread over 1,000 activities vs append-only INSERT at 32 clients", ">=", fixed(0.3), fromRatio(RatioSpreadVsAppendInsert)},
+	{TopicSpread, "course rush: activities not exact", "==", fixed(0), fromCheck(CheckCourseInexact)},
+	{TopicSpread, "course rush: activities that refused someone as full while not full", "==", fixed(0), fromCheck(CheckCourseRefusedNotFull)},
+	{TopicSpread, "course rush: 5xx responses", "==", fixed(0), fromCheck(CheckCourse5xx)},
+	{TopicSpread, "course rush: p99 latency (ms)", "<", fixed(1000), fromCheck(CheckCourseP99MS)},
+	{TopicSpread, "course rush signups/s vs hot signups/s", ">=", fixed(0.8), fromRatio(RatioCourseRushVsSignupHot)},
 	{TopicAdmission, "flash crowd: admitted of 500 seats", "==", fixed(FlashCrowdCapacity), fromCheck(CheckFlashAdmitted)},
 	{TopicAdmission, "flash crowd: 5xx responses", "==", fixed(0), fromCheck(CheckFlash5xx)},
 	{TopicAdmission, "flash crowd: admission transactions that reached PostgreSQL", "<=", fixed(50), fromCheck(CheckFlashAdmissionTx)},
+	{TopicWaitlist, "waiting-list crowd: admitted of 500 seats", "==", fixed(FlashCrowdCapacity), fromCheck(CheckWaitAdmitted)},
+	{TopicWaitlist, "waiting-list crowd: waitlisted at distinct positions (every other user)", "==",
+		minus(fromCheck(CheckWaitUsers), fixed(FlashCrowdCapacity)), fromCheck(CheckWaitPositions)},
+	{TopicWaitlist, "waiting-list crowd: 5xx responses", "==", fixed(0), fromCheck(CheckWait5xx)},
+	{TopicWaitlist, "waiting-list crowd: admission transactions that reached PostgreSQL", "<=", fixed(100), fromCheck(CheckWaitAdmissionTx)},
+	{TopicWaitlist, "waiting-list crowd signups/s vs the flash crowd's", ">=", fixed(0.5), fromRatio(RatioFlashWaitlistVsFlash)},
 	{TopicSeatReads, "seat reads: PostgreSQL transactions with a warm cache", "==", fixed(0), fromCheck(CheckSeatsReadPGQueries)},
 	{TopicSeatChanges, "hot cancellations/s vs hot signups/s at 64 clients", ">=", fixed(0.8), fromRatio(RatioCancelHotVsSignupHot)},
+	{TopicWaitlist, "promote storm cancellations/s vs hot cancellations/s", ">=", fixed(0.8), fromRatio(RatioPromoteStormVsCancelHot)},
+	{TopicWaitlist, "promote storm: seats taken afterwards (every freed seat refilled)", "==",
+		fromCheck(CheckPromoteSeats), fromCheck(CheckPromoteTaken)},
+	{TopicWaitlist, "promote storm: waiting afterwards (one fewer per cancellation)", "==",
+		minus(fromCheck(CheckPromoteWaitingBefore), fromCheck(CheckPromoteCancelled)), fromCheck(CheckPromoteWaiting)},
+	{TopicWaitlist, "promote storm: promotions to the first in line, in order", "==", fromCheck(CheckPromoteCancelled), fromCheck(CheckPromoteInLine)},
+	{TopicWaitlist, "promote storm: promotions in the transaction of the cancellation that freed the seat", "==",
+		fromCheck(CheckPromoteCancelled), fromCheck(CheckPromoteWithCancel)},
 	{TopicNotes, "hot-note views/s at 64 clients vs one upsert per request", ">=", fixed(5), fromRatio(RatioViewsHotVsNaive)},
 	{TopicNotes, "hot-note views/s at 64 clients vs pgx single-note upsert at 32 clients", ">=", fixed(5), fromRatio(RatioViewsHotVsPGUpsert)},
 	{TopicStreams, "1,000 stream clients: p99 fan-out of a signup (ms)", "<", fixed(1000), fromCheck(CheckSSEP99MS)},

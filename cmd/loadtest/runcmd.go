@@ -75,6 +75,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	if f.only != "" {
 		cfg.Only = strings.Split(f.only, ",")
 	}
+	if f.quick {
+		cfg.Sizes = loadtest.QuickSizes
+	}
 	started := time.Now()
 	report, runErr := loadtest.Run(ctx, cfg)
 	if report == nil {
