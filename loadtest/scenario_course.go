@@ -46,7 +46,7 @@ func (b *bench) courseRush(ctx context.Context) error {
 			return run.record(a, res, err)
 		})
 	res := out.Result(courseClients)
-	res.Note = sizeNote("users", users, FullSizes.CourseUsers)
+	res.Note = sizeNote("%d users over %d activities", [2]int{users, FullSizes.CourseUsers}, [2]int{n, FullSizes.CourseActivities})
 	b.report.Scenarios[ScenarioCourseRush] = res
 	taken, err := b.takenOf(ctx, ids)
 	if err != nil {

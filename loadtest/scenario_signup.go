@@ -261,7 +261,7 @@ func (b *bench) crowd(ctx context.Context, name string, users, full int, waitlis
 			return nil
 		})
 	res := out.Result(crowdClients)
-	res.Note = sizeNote("users", users, full)
+	res.Note = sizeNote("%d users", [2]int{users, full})
 	b.report.Scenarios[name] = res
 	tx1, err := b.admissionTransactions(ctx)
 	if err != nil {

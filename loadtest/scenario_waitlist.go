@@ -77,7 +77,7 @@ func (b *bench) promoteStorm(ctx context.Context) error {
 	}
 	out := b.cancelAll(ctx, ScenarioPromoteStorm, promoteClients, 2*time.Minute, seated)
 	res := out.Result(promoteClients)
-	res.Note = sizeNote("waiting", waiting, FullSizes.PromoteWaiting)
+	res.Note = sizeNote("%d seats and %d waiting", [2]int{seats, FullSizes.PromoteCancels}, [2]int{waiting, FullSizes.PromoteWaiting})
 	b.report.Scenarios[ScenarioPromoteStorm] = res
 	b.report.Checks[CheckPromoteSeats] = int64(seats)
 	b.report.Checks[CheckPromoteWaitingBefore] = int64(waiting)

@@ -161,6 +161,8 @@ func TestSizes(t *testing.T) {
 	require.Less(t, QuickSizes.WaitlistCrowdUsers, FullSizes.WaitlistCrowdUsers)
 	require.Less(t, QuickSizes.CourseUsers, FullSizes.CourseUsers)
 	require.Equal(t, FullSizes.FlashCrowdUsers, QuickSizes.FlashCrowdUsers)
-	require.Empty(t, sizeNote("users", 20000, 20000))
-	require.Equal(t, "5000 users instead of 20000 (a smaller run)", sizeNote("users", 5000, 20000))
+	require.Empty(t, sizeNote("%d users", [2]int{20000, 20000}))
+	require.Equal(t, "5000 users instead of 20000 users (a smaller run)", sizeNote("%d users", [2]int{5000, 20000}))
+	require.Equal(t, "20000 users over 100 activities instead of 20000 users over 300 activities (a smaller run)",
+		sizeNote("%d users over %d activities", [2]int{20000, 20000}, [2]int{100, 300}))
 }

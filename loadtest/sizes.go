@@ -54,10 +54,17 @@ func (s Sizes) withDefaults() Sizes {
 }
 
 // sizeNote says, for a scenario's note, that it ran smaller than in make
-// bench (empty when it did not).
-func sizeNote(what string, got, full int) string {
-	if got == full {
+// bench: format has one %d per size, and each pair is a size as run and as
+// in make bench. It is empty when every size is make bench's.
+func sizeNote(format string, pairs ...[2]int) string {
+	got, full := make([]any, len(pairs)), make([]any, len(pairs))
+	smaller := false
+	for i, p := range pairs {
+		got[i], full[i] = p[0], p[1]
+		smaller = smaller || p[0] != p[1]
+	}
+	if !smaller {
 		return ""
 	}
-	return fmt.Sprintf("%d %s instead of %d (a smaller run)", got, what, full)
+	return fmt.Sprintf(format, got...) + " instead of " + fmt.Sprintf(format, full...) + " (a smaller run)"
 }

@@ -69,7 +69,7 @@ func TestSmoke(t *testing.T) {
 	require.EqualValues(t, 600, r.Scenarios[ScenarioCourseRush].Ops, log.String())
 	require.Zero(t, r.Checks[CheckCourseInexact], log.String())
 	require.Zero(t, r.Checks[CheckCourseRefusedNotFull], log.String())
-	require.Contains(t, r.Scenarios[ScenarioCourseRush].Note, "a smaller run")
+	require.Contains(t, r.Scenarios[ScenarioCourseRush].Note, "200 users over 10 activities instead of 20000 users over 300 activities")
 
 	var js bytes.Buffer
 	require.NoError(t, r.WriteJSON(&js))
