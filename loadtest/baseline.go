@@ -54,12 +54,12 @@ var baselines = []baseline{
 const maxBaselineRate = 200000
 
 // deadTupleUpdates is the number of hot-row updates (and of signups) whose
-// dead tuples are compared, as in the seed article.
+// dead tuples are compared.
 const deadTupleUpdates = 16000
 
 // RunBaselines runs every baseline for d each against dbURL and records
-// tps in r.Baselines, then the dead tuples of updates (16,000 in the seed
-// article) hot-row updates in r.Checks.
+// tps in r.Baselines, then the dead tuples of updates (16,000 in make
+// bench) hot-row updates in r.Checks.
 func RunBaselines(ctx context.Context, dbURL string, d time.Duration, updates int, r *Report, log io.Writer) error {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {

@@ -44,12 +44,8 @@ type Config struct {
 	Only []string
 	Log  io.Writer
 
-	// FlashCrowdUsers (default 20,000), CountedSignups (the signups whose
-	// dead tuples are counted, default 16,000) and SSEClients (default
-	// 1,000) size those scenarios; smaller values are for smoke tests.
-	FlashCrowdUsers int
-	CountedSignups  int
-	SSEClients      int
+	// Sizes size the scenarios; zero sizes take the full run's.
+	Sizes
 	// StatsIdleWait is how long idle PostgreSQL backends may hold their
 	// statistics back (default 11 s, PostgreSQL's 10 s and a margin);
 	// the transaction counts wait for it.
@@ -61,9 +57,7 @@ func (c Config) withDefaults() Config {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	c.FlashCrowdUsers = cmp.Or(c.FlashCrowdUsers, 20000)
-	c.CountedSignups = cmp.Or(c.CountedSignups, deadTupleUpdates)
-	c.SSEClients = cmp.Or(c.SSEClients, 1000)
+	c.Sizes = c.Sizes.withDefaults()
 	c.StatsIdleWait = cmp.Or(c.StatsIdleWait, idleStatsFlushWait)
 	c.ScenarioDuration = cmp.Or(c.ScenarioDuration, 10*time.Second)
 	c.BaselineDuration = cmp.Or(c.BaselineDuration, 5*time.Second)
@@ -93,7 +87,7 @@ type bench struct {
 	db     *pgx.Conn
 	mon    *Monitor
 	server *Server
-	client *Client
+	api    *API
 	// sseActivity is the stream scenario's activity, made ahead of time.
 	sseActivity string
 }
@@ -161,8 +155,8 @@ func (b *bench) close() {
 	if b.server != nil {
 		b.server.Stop()
 	}
-	if b.client != nil {
-		b.client.Close()
+	if b.api != nil {
+		b.api.Close()
 	}
 	if b.mon != nil {
 		b.mon.Close(ctx)
@@ -207,14 +201,14 @@ func (b *bench) startService(ctx context.Context, url string, env ...string) err
 		b.server, url = s, s.URL
 		fmt.Fprintf(b.log, "capacityd pid %d on %s %v\n", s.PID(), url, env)
 	}
-	c, err := NewClient(url)
+	api, err := NewAPI(url)
 	if err != nil {
 		return err
 	}
-	if b.client != nil {
-		b.client.Close()
+	if b.api != nil {
+		b.api.Close()
 	}
-	b.client = c
+	b.api = api
 	return nil
 }
 
@@ -242,6 +236,9 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioSignupHot256, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot256, 256) }},
 		{ScenarioSignupSpread, b.signupSpread},
 		{ScenarioFlashCrowd, b.flashCrowd},
+		{ScenarioWaitCrowd, b.flashCrowdWaitlist},
+		{ScenarioPromoteStorm, b.promoteStorm},
+		{ScenarioCourseRush, b.courseRush},
 		{ScenarioViewsHot, func(ctx context.Context) error { return b.views(ctx, ScenarioViewsHot) }},
 		{StepDeadTuple, b.signupDeadTuples},
 	}

@@ -1,26 +1,30 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
+
+	"github.com/physiciansnet/capacityd/client"
 )
 
-// Client talks to one capacityd over keep-alive connections.
-type Client struct {
-	base string
-	http *http.Client
+// API is the load test's connection to one capacityd: the typed client
+// (package client, without a token: WithToken gives one per user) on a
+// transport tuned for load, plus Text for the Prometheus text of /metrics,
+// which the typed client does not read.
+type API struct {
+	*client.Client
 }
 
-// NewClient returns a client of the service at base, which must be on the
+// NewAPI returns a client of the service at base, which must be on the
 // loopback interface: load is never sent anywhere else.
-func NewClient(base string) (*Client, error) {
+func NewAPI(base string) (*API, error) {
 	if err := checkLoopback(base); err != nil {
 		return nil, err
 	}
@@ -32,7 +36,7 @@ func NewClient(base string) (*Client, error) {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{base: base, http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
+	return &API{client.New(base, "", &http.Client{Transport: tr, Timeout: 30 * time.Second})}, nil
 }
 
 // checkLoopback refuses a service URL whose host is not 127.0.0.1,
@@ -50,59 +54,15 @@ func checkLoopback(base string) error {
 }
 
 // Close closes idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
-
-// Do sends one request and returns its status and, when into is not nil,
-// decodes a JSON body into it. The body is always read whole so the
-// connection is reused.
-func (c *Client) Do(ctx context.Context, method, path, token string, body []byte, into any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return 0, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if into != nil && resp.StatusCode < 300 {
-		if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode %s %s: %w", method, path, err)
-		}
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, err
-}
-
-// Expect sends one request and returns an error unless the status is want.
-func (c *Client) Expect(ctx context.Context, want int, method, path, token string, body []byte, into any) error {
-	st, err := c.Do(ctx, method, path, token, body, into)
-	if err != nil {
-		return err
-	}
-	if st != want {
-		return fmt.Errorf("%s %s: status %d, want %d", method, path, st, want)
-	}
-	return nil
-}
+func (a *API) Close() { a.HTTP.CloseIdleConnections() }
 
 // Text fetches path and returns its body.
-func (c *Client) Text(ctx context.Context, path string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+func (a *API) Text(ctx context.Context, path string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.BaseURL+path, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := a.HTTP.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -114,27 +74,49 @@ func (c *Client) Text(ctx context.Context, path string) (string, error) {
 	return string(b), err
 }
 
-// CreateActivity creates an activity and returns its id.
-func (c *Client) CreateActivity(ctx context.Context, adminToken, title string, capacity int) (string, error) {
-	body, _ := json.Marshal(map[string]any{"title": title, "capacity": capacity})
-	var a struct {
-		ID string `json:"id"`
+// answer returns the HTTP status of a call's outcome: ok when err is nil,
+// the refusal's status when err is a *client.Error, and 0 with err when
+// no answer came (a transport error).
+func answer(err error, ok int) (int, error) {
+	if err == nil {
+		return ok, nil
 	}
-	if err := c.Expect(ctx, http.StatusCreated, http.MethodPost, "/v1/activities", adminToken, body, &a); err != nil {
-		return "", fmt.Errorf("loadtest: create activity: %w", err)
+	var e *client.Error
+	if errors.As(err, &e) {
+		return e.Status, nil
 	}
-	return a.ID, nil
+	return 0, err
 }
 
-// Activity is what GET /v1/activities/{id} returns that the scenarios use.
-type Activity struct {
-	Capacity int `json:"capacity"`
-	Taken    int `json:"taken"`
+// signupAnswer returns a signup's HTTP status (201 admitted, 202
+// waitlisted, the refusal's) as answer does.
+func signupAnswer(res client.SignupResult, err error) (int, error) {
+	if res.Waitlisted {
+		return answer(err, http.StatusAccepted)
+	}
+	return answer(err, http.StatusCreated)
 }
 
-// Seats is what GET /v1/activities/{id}/seats returns.
-type Seats struct {
-	Taken    int    `json:"taken"`
-	Capacity int    `json:"capacity"`
-	Source   string `json:"source"`
+// statusTally counts answers by HTTP status (0: no answer); safe for
+// concurrent use.
+type statusTally struct{ n [600]atomic.Int64 }
+
+// add counts one answer of the given status.
+func (t *statusTally) add(status int) {
+	if status < 0 || status >= len(t.n) {
+		status = 0
+	}
+	t.n[status].Add(1)
+}
+
+// count returns the answers of one status.
+func (t *statusTally) count(status int) int64 { return t.n[status].Load() }
+
+// fivexx returns the answers with a 5xx status.
+func (t *statusTally) fivexx() int64 {
+	var s int64
+	for st := 500; st < len(t.n); st++ {
+		s += t.n[st].Load()
+	}
+	return s
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,6 +157,9 @@ func TestMarkdownAndCharts(t *testing.T) {
 	require.Contains(t, md, "2026-11-29 22:00 UTC")
 	require.Contains(t, md, "`make bench`")
 	require.Contains(t, md, "| signup_hot |")
+	require.Contains(t, md, "| topic | measure |")
+	require.Contains(t, md, "| admission | hot signups/s at 64 clients vs one-row UPDATE at 32 clients |")
+	require.NotContains(t, strings.ToLower(md), "issue", "the page names topics, not work items")
 	require.Contains(t, md, "**yes**")
 	require.Contains(t, md, "not measured")
 	require.Contains(t, md, `Index Only Scan \| x`, "cells are escaped")

@@ -16,6 +16,9 @@ const (
 	ScenarioSignupHot256 = "signup_hot_256"
 	ScenarioSignupSpread = "signup_spread"
 	ScenarioFlashCrowd   = "flash_crowd"
+	ScenarioWaitCrowd    = "flash_crowd_waitlist"
+	ScenarioPromoteStorm = "promote_storm"
+	ScenarioCourseRush   = "course_rush"
 	ScenarioSeatsRead    = "seats_read"
 	ScenarioTrivial      = "trivial"
 	ScenarioViewsHot     = "views_hot"
@@ -23,8 +26,8 @@ const (
 	ScenarioSSEFanout    = "sse_fanout"
 )
 
-// Baseline names, as they appear in the report. The first four are the
-// ones the issue's JSON shape names; the others are measured alongside.
+// Baseline names, as they appear in the report. The first four are always
+// in its JSON (null when not measured); the others when measured.
 const (
 	BaselineHotRow32      = "pg_hot_row_update_tps_32"
 	BaselineHotRow256     = "pg_hot_row_update_tps_256"
@@ -43,14 +46,19 @@ const (
 	RatioSignupHotVsHotRow       = "signup_hot_vs_hot_row_update"
 	RatioSignupHot256VsHotRow256 = "signup_hot_256_vs_hot_row_update_256"
 	RatioSignupHotVsSpread       = "signup_hot_vs_spread"
+	RatioSpreadVsSignupHot       = "signup_spread_vs_signup_hot"
+	RatioSpreadVsAppendInsert    = "signup_spread_vs_append_insert"
+	RatioCourseRushVsSignupHot   = "course_rush_vs_signup_hot"
+	RatioFlashWaitlistVsFlash    = "flash_crowd_waitlist_vs_flash_crowd"
+	RatioPromoteStormVsCancelHot = "promote_storm_vs_cancel_hot"
 	RatioCancelHotVsSignupHot    = "cancel_hot_vs_signup_hot"
 	RatioViewsHotVsNaive         = "views_hot_vs_naive"
 	RatioViewsHotVsPGUpsert      = "views_hot_vs_pg_upsert"
 	RatioSeatsReadVsTrivial      = "seats_read_vs_trivial"
 )
 
-// Check names, as they appear in the report. The first eight are the ones
-// the issue's JSON shape names.
+// Check names, as they appear in the report. The first eight are always in
+// its JSON (null when not measured).
 const (
 	CheckFlashAdmitted        = "flash_crowd_admitted"
 	CheckFlashCapacity        = "flash_crowd_capacity"
@@ -70,12 +78,36 @@ const (
 	CheckSSERSSMB             = "sse_fanout_rss_mb"
 	CheckSSEStreamPGQueries   = "sse_fanout_pg_queries"
 	CheckFlashAuthorityTaken  = "flash_crowd_authority_taken"
+	CheckWaitUsers            = "flash_crowd_waitlist_users"
+	CheckWaitAdmitted         = "flash_crowd_waitlist_admitted"
+	CheckWaitWaitlisted       = "flash_crowd_waitlist_waitlisted"
+	CheckWaitPositions        = "flash_crowd_waitlist_distinct_positions"
+	CheckWait5xx              = "flash_crowd_waitlist_5xx"
+	CheckWaitAdmissionTx      = "flash_crowd_waitlist_admission_tx"
+	CheckWaitTaken            = "flash_crowd_waitlist_authority_taken"
+	CheckWaitWaiting          = "flash_crowd_waitlist_authority_waiting"
+	CheckPromoteSeats         = "promote_storm_seats"
+	CheckPromoteWaitingBefore = "promote_storm_waiting_before"
+	CheckPromoteCancelled     = "promote_storm_cancelled"
+	CheckPromoteTaken         = "promote_storm_taken"
+	CheckPromoteWaiting       = "promote_storm_waiting"
+	CheckPromotePromoted      = "promote_storm_promoted"
+	CheckPromoteInLine        = "promote_storm_promoted_in_line"
+	CheckPromoteWithCancel    = "promote_storm_promoted_with_cancel"
+	CheckCourseActivities     = "course_rush_activities"
+	CheckCourseAdmitted       = "course_rush_admitted"
+	CheckCourseFull           = "course_rush_refused_full"
+	CheckCourse5xx            = "course_rush_5xx"
+	CheckCourseInexact        = "course_rush_inexact_activities"
+	CheckCourseRefusedNotFull = "course_rush_refused_while_not_full"
+	CheckCourseP99MS          = "course_rush_p99_ms"
 	CheckSeatsReadRedisErrors = "seats_read_redis_errors"
 	CheckSeatsReadRebuilds    = "seats_read_cache_rebuilds"
 )
 
-// Report is everything one run measured, in the JSON shape of issue 6.
-// Absent measurements are null (nil pointers).
+// Report is everything one run measured; its JSON (WriteJSON) is the
+// machine-readable result of make bench. Absent measurements are null (nil
+// pointers).
 type Report struct {
 	Machine   string                     `json:"machine"`
 	Scenarios map[string]*ScenarioResult `json:"scenarios"`
@@ -147,18 +179,23 @@ func (r *Report) scenarioRPS(name string) *float64 {
 }
 
 // ComputeRatios fills Ratios from the scenarios and baselines measured.
-// Every ratio of the issue's shape is present, null when unmeasured.
+// Every ratio is present, null when unmeasured.
 func (r *Report) ComputeRatios() {
 	r.Ratios[RatioSignupHotVsHotRow] = ratio(r.scenarioRPS(ScenarioSignupHot), r.Baselines[BaselineHotRow32])
 	r.Ratios[RatioSignupHot256VsHotRow256] = ratio(r.scenarioRPS(ScenarioSignupHot256), r.Baselines[BaselineHotRow256])
 	r.Ratios[RatioSignupHotVsSpread] = ratio(r.scenarioRPS(ScenarioSignupHot), r.scenarioRPS(ScenarioSignupSpread))
+	r.Ratios[RatioSpreadVsSignupHot] = ratio(r.scenarioRPS(ScenarioSignupSpread), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioSpreadVsAppendInsert] = ratio(r.scenarioRPS(ScenarioSignupSpread), r.Baselines[BaselineAppend32])
+	r.Ratios[RatioCourseRushVsSignupHot] = ratio(r.scenarioRPS(ScenarioCourseRush), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioFlashWaitlistVsFlash] = ratio(r.scenarioRPS(ScenarioWaitCrowd), r.scenarioRPS(ScenarioFlashCrowd))
 	r.Ratios[RatioCancelHotVsSignupHot] = ratio(r.scenarioRPS(ScenarioCancelHot), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioPromoteStormVsCancelHot] = ratio(r.scenarioRPS(ScenarioPromoteStorm), r.scenarioRPS(ScenarioCancelHot))
 	r.Ratios[RatioViewsHotVsNaive] = ratio(r.scenarioRPS(ScenarioViewsHot), r.scenarioRPS(ScenarioViewsNaive))
 	r.Ratios[RatioViewsHotVsPGUpsert] = ratio(r.scenarioRPS(ScenarioViewsHot), r.Baselines[BaselineNoteUpsert32])
 	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))
 }
 
-// ensureShape adds the keys of the issue's JSON shape that were not
+// ensureShape adds the keys that are always in the JSON but were not
 // measured, as nulls, so a consumer always finds them.
 func (r *Report) ensureShape() {
 	for _, k := range []string{BaselineHotRow32, BaselineHotRow256, BaselineAppend32, BaselineNoteUpsert32} {

@@ -37,7 +37,7 @@ func TestComputeRatios(t *testing.T) {
 	require.Nil(t, r.Ratios[RatioSeatsReadVsTrivial])
 }
 
-func TestReportJSONHasTheIssueShape(t *testing.T) {
+func TestReportJSONHasItsShape(t *testing.T) {
 	t.Parallel()
 	r := sampleReport()
 	r.ComputeRatios()
@@ -89,10 +89,7 @@ func TestTargets(t *testing.T) {
 	r.Checks[CheckFlashAdmissionTx] = float64(51) // as decoded from JSON
 	r.Checks[CheckCountHotPlan] = "Aggregate > Index Only Scan using i on registration"
 
-	byWhat := map[string]Target{}
-	for _, tg := range Targets(r) {
-		byWhat[tg.What] = tg
-	}
+	byWhat := targetsByWhat(t, r)
 	met := func(what string) *bool {
 		tg, ok := byWhat[what]
 		require.True(t, ok, what)
@@ -128,4 +125,118 @@ func TestSoakSectionDemotesHeadingsAndFixesLinks(t *testing.T) {
 	require.NotContains(t, got, "# Soak results")
 	require.Contains(t, got, "### Run ([j](docs/soak-1.json))\n")
 	require.Contains(t, got, "| a |\n")
+}
+
+func TestComputeRatiosOfSpreadAndWaitingList(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.Scenarios[ScenarioCancelHot] = &ScenarioResult{RPS: 3200, Ops: 32000}
+	r.Scenarios[ScenarioFlashCrowd] = &ScenarioResult{RPS: 10000, Ops: 20000}
+	r.Scenarios[ScenarioWaitCrowd] = &ScenarioResult{RPS: 6000, Ops: 20000}
+	r.Scenarios[ScenarioPromoteStorm] = &ScenarioResult{RPS: 2400, Ops: 1000}
+	r.Scenarios[ScenarioCourseRush] = &ScenarioResult{RPS: 3000, Ops: 60000}
+	r.Baselines[BaselineAppend32] = Num(10000)
+	r.ComputeRatios()
+	require.InDelta(t, 1.25, *r.Ratios[RatioSpreadVsSignupHot], 1e-9)
+	require.InDelta(t, 0.5, *r.Ratios[RatioSpreadVsAppendInsert], 1e-9)
+	require.InDelta(t, 0.75, *r.Ratios[RatioCourseRushVsSignupHot], 1e-9)
+	require.InDelta(t, 0.6, *r.Ratios[RatioFlashWaitlistVsFlash], 1e-9)
+	require.InDelta(t, 0.75, *r.Ratios[RatioPromoteStormVsCancelHot], 1e-9)
+
+	delete(r.Scenarios, ScenarioCancelHot)
+	r.ComputeRatios()
+	require.Contains(t, r.Ratios, RatioPromoteStormVsCancelHot)
+	require.Nil(t, r.Ratios[RatioPromoteStormVsCancelHot], "no cancel_hot in the run: unknown, not a ratio to another run")
+}
+
+// targetsByWhat judges r and indexes the targets by measure.
+func targetsByWhat(t *testing.T, r *Report) map[string]Target {
+	t.Helper()
+	out := map[string]Target{}
+	for _, tg := range Targets(r) {
+		require.NotContains(t, out, tg.What, "measures are named once")
+		require.NotEmpty(t, tg.Topic, tg.What)
+		out[tg.What] = tg
+	}
+	return out
+}
+
+func TestTargetsOfTheWaitingList(t *testing.T) {
+	t.Parallel()
+	r := NewReport("x")
+	r.Checks[CheckWaitUsers] = int64(20000)
+	r.Checks[CheckWaitAdmitted] = int64(500)
+	r.Checks[CheckWaitPositions] = float64(19499) // as decoded from JSON
+	r.Checks[CheckWaitAdmissionTx] = int64(100)
+	r.Checks[CheckPromoteSeats] = int64(1000)
+	r.Checks[CheckPromoteTaken] = int64(1000)
+	r.Checks[CheckPromoteWaitingBefore] = int64(5000)
+	r.Checks[CheckPromoteCancelled] = int64(1000)
+	r.Checks[CheckPromoteWaiting] = int64(4000)
+	r.Checks[CheckPromoteInLine] = int64(999)
+	got := targetsByWhat(t, r)
+
+	positions := got["waiting-list crowd: waitlisted at distinct positions (every other user)"]
+	require.Equal(t, "= 19500", positions.Want, "the target follows the crowd's size")
+	require.Equal(t, "19499", positions.Got)
+	require.False(t, *positions.Met)
+	require.True(t, *got["waiting-list crowd: admitted of 500 seats"].Met)
+	require.True(t, *got["waiting-list crowd: admission transactions that reached PostgreSQL"].Met, "100 meets ≤ 100")
+	require.True(t, *got["promote storm: seats taken afterwards (every freed seat refilled)"].Met)
+	waiting := got["promote storm: waiting afterwards (one fewer per cancellation)"]
+	require.Equal(t, "= 4000", waiting.Want)
+	require.True(t, *waiting.Met)
+	require.False(t, *got["promote storm: promotions to the first in line, in order"].Met)
+
+	withCancel := got["promote storm: promotions in the transaction of the cancellation that freed the seat"]
+	require.Nil(t, withCancel.Met, "not measured")
+	require.Equal(t, "not measured", withCancel.Got)
+	require.Equal(t, "= 1000", withCancel.Want)
+
+	delete(r.Checks, CheckPromoteCancelled)
+	inLine := targetsByWhat(t, r)["promote storm: promotions to the first in line, in order"]
+	require.Equal(t, "= ?", inLine.Want, "a target read from a missing measure is unknown")
+	require.Equal(t, "999", inLine.Got)
+	require.Nil(t, inLine.Met)
+}
+
+func TestTargetsOfTheSpread(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.Scenarios[ScenarioCourseRush] = &ScenarioResult{RPS: 3100, Ops: 60000}
+	r.Baselines[BaselineAppend32] = Num(20000)
+	r.Checks[CheckCourseInexact] = int64(0)
+	r.Checks[CheckCourseRefusedNotFull] = int64(1)
+	r.Checks[CheckCourse5xx] = int64(0)
+	r.Checks[CheckCourseP99MS] = 1000.0
+	r.ComputeRatios()
+	got := targetsByWhat(t, r)
+	require.True(t, *got["signups/s spread over 1,000 activities vs hot signups/s at 64 clients"].Met, "5000/4000")
+	require.False(t, *got["signups/s spread over 1,000 activities vs append-only INSERT at 32 clients"].Met, "0.25 < 0.3")
+	require.True(t, *got["course rush: activities not exact"].Met)
+	require.False(t, *got["course rush: activities that refused someone as full while not full"].Met)
+	require.False(t, *got["course rush: p99 latency (ms)"].Met, "1000 is not < 1000")
+	require.False(t, *got["course rush signups/s vs hot signups/s"].Met, "0.775 < 0.8")
+	for _, topic := range []string{TopicAdmission, TopicSeatReads, TopicSeatChanges, TopicNotes, TopicStreams, TopicWaitlist, TopicSpread} {
+		require.Contains(t, topicsText, "**"+topic+"**", "the page introduces every topic")
+	}
+}
+
+func TestEveryScenarioAndCheckIsDescribed(t *testing.T) {
+	t.Parallel()
+	for _, s := range scenarioOrder {
+		require.NotEmpty(t, scenarioDescriptions[s], s)
+	}
+	for _, c := range []string{CheckWaitUsers, CheckWaitAdmitted, CheckWaitWaitlisted, CheckWaitPositions, CheckWait5xx,
+		CheckWaitAdmissionTx, CheckWaitTaken, CheckWaitWaiting, CheckPromoteSeats, CheckPromoteWaitingBefore,
+		CheckPromoteCancelled, CheckPromoteTaken, CheckPromoteWaiting, CheckPromotePromoted, CheckPromoteInLine,
+		CheckPromoteWithCancel, CheckCourseActivities, CheckCourseAdmitted, CheckCourseFull, CheckCourse5xx,
+		CheckCourseInexact, CheckCourseRefusedNotFull, CheckCourseP99MS} {
+		require.NotEmpty(t, checkDescriptions[c], c)
+	}
+	r := NewReport("x")
+	for _, s := range []string{ScenarioCourseRush, ScenarioFlashCrowd, ScenarioPromoteStorm, ScenarioWaitCrowd} {
+		r.Scenarios[s] = &ScenarioResult{}
+	}
+	require.Equal(t, []string{ScenarioFlashCrowd, ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush}, orderedScenarios(r))
 }

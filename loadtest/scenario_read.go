@@ -3,10 +3,10 @@ package loadtest
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/client"
 )
 
 // readClients is the concurrency of the read and views scenarios.
@@ -22,14 +22,14 @@ func maxReads(d time.Duration) int64 { return int64(d.Seconds()*maxReadRate) + 1
 // machine) and then seats_read on the hot activity with the cache warm,
 // counting the transactions the bench database saw meanwhile.
 func (b *bench) reads(ctx context.Context) error {
-	path := "/v1/activities/" + b.seed.HotActivity + "/seats"
+	hot := b.seed.HotActivity
 	// A fresh display counter: its TTL cannot run out during the scenario.
 	if b.rdb != nil && b.cfg.ServiceURL == "" {
 		if err := b.rdb.Del(ctx, capacity.Key(b.seed.HotActivity)).Err(); err != nil {
 			return fmt.Errorf("loadtest: reset the hot counter: %w", err)
 		}
 	}
-	if err := b.warmSeats(ctx, path); err != nil {
+	if err := b.warmSeats(ctx, hot); err != nil {
 		return err
 	}
 	// The stream scenario runs next; its activity is made now so that the
@@ -46,7 +46,7 @@ func (b *bench) reads(ctx context.Context) error {
 	if b.cfg.wants(ScenarioTrivial) {
 		out := Drive(ctx, Load{Name: ScenarioTrivial, Clients: readClients, Duration: d, MaxOps: maxReads(d)}, b.log,
 			func(ctx context.Context, _ int, _ int64) error {
-				return b.client.Expect(ctx, http.StatusOK, http.MethodGet, "/healthz", "", nil, nil)
+				return b.api.Health(ctx)
 			})
 		b.report.Scenarios[ScenarioTrivial] = out.Result(readClients)
 	}
@@ -68,7 +68,8 @@ func (b *bench) reads(ctx context.Context) error {
 	}
 	out := Drive(ctx, Load{Name: ScenarioSeatsRead, Clients: readClients, Duration: d, MaxOps: maxReads(d)}, b.log,
 		func(ctx context.Context, _ int, _ int64) error {
-			return b.client.Expect(ctx, http.StatusOK, http.MethodGet, path, "", nil, nil)
+			_, err := b.api.Seats(ctx, hot)
+			return err
 		})
 	b.report.Scenarios[ScenarioSeatsRead] = out.Result(readClients)
 	if err := sleep(ctx, statsFlushWait); err != nil {
@@ -94,7 +95,7 @@ func (b *bench) reads(ctx context.Context) error {
 type serviceCounters struct{ redisErrors, rebuilds float64 }
 
 func (b *bench) serviceCounters(ctx context.Context) (serviceCounters, error) {
-	text, err := b.client.Text(ctx, "/metrics")
+	text, err := b.api.Text(ctx, "/metrics")
 	if err != nil {
 		return serviceCounters{}, fmt.Errorf("loadtest: read /metrics: %w", err)
 	}
@@ -104,11 +105,12 @@ func (b *bench) serviceCounters(ctx context.Context) (serviceCounters, error) {
 	return c, nil
 }
 
-// warmSeats reads the seats until they come from the cache.
-func (b *bench) warmSeats(ctx context.Context, path string) error {
-	var s Seats
+// warmSeats reads an activity's seats until they come from the cache.
+func (b *bench) warmSeats(ctx context.Context, activity string) error {
+	var s client.Seats
 	for range 50 {
-		if err := b.client.Expect(ctx, http.StatusOK, http.MethodGet, path, "", nil, &s); err != nil {
+		var err error
+		if s, err = b.api.Seats(ctx, activity); err != nil {
 			return fmt.Errorf("loadtest: warm the seat cache: %w", err)
 		}
 		if s.Source == "cache" {
@@ -118,20 +120,21 @@ func (b *bench) warmSeats(ctx context.Context, path string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(b.log, "warning: seats of %s still come from %q after 50 reads\n", path, s.Source)
+	fmt.Fprintf(b.log, "warning: seats of %s still come from %q after 50 reads\n", activity, s.Source)
 	return nil
 }
 
 // views posts views of one hot note (a fresh one per scenario) from 64
 // clients.
 func (b *bench) views(ctx context.Context, name string) error {
-	path := "/v1/notes/lt-" + b.nonce + "-" + name + "/views"
-	if err := b.client.Expect(ctx, http.StatusOK, http.MethodPost, path, "", nil, nil); err != nil {
+	note := "lt-" + b.nonce + "-" + name
+	if _, err := b.api.RecordView(ctx, note); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
 	out := Drive(ctx, Load{Name: name, Clients: readClients, Duration: b.cfg.ScenarioDuration, MaxOps: maxReads(b.cfg.ScenarioDuration)}, b.log,
 		func(ctx context.Context, _ int, _ int64) error {
-			return b.client.Expect(ctx, http.StatusOK, http.MethodPost, path, "", nil, nil)
+			_, err := b.api.RecordView(ctx, note)
+			return err
 		})
 	b.report.Scenarios[name] = out.Result(readClients)
 	return nil

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/client"
 )
-
-// signupBody is the body of every signup.
-var signupBody = []byte(`{}`)
 
 // maxSignupRate bounds the tokens pre-signed for a timed signup scenario:
 // more than this many signups per second end the scenario early.
@@ -36,13 +34,12 @@ func (b *bench) signupHot(ctx context.Context, name string, clients int) error {
 	if err != nil {
 		return err
 	}
-	path := "/v1/activities/" + b.seed.HotActivity + "/registrations"
-	if err := b.warmSeats(ctx, "/v1/activities/"+b.seed.HotActivity+"/seats"); err != nil {
+	if err := b.warmSeats(ctx, b.seed.HotActivity); err != nil {
 		return err
 	}
 	out := Drive(ctx, Load{Name: name, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n)}, b.log,
 		func(ctx context.Context, _ int, i int64) error {
-			return b.client.Expect(ctx, http.StatusCreated, http.MethodPost, path, toks[i], signupBody, nil)
+			return b.signupAdmitted(ctx, toks[i], b.seed.HotActivity)
 		})
 	b.report.Scenarios[name] = out.Result(clients)
 	if name == ScenarioSignupHot {
@@ -70,12 +67,30 @@ func (b *bench) cancelHot(ctx context.Context) error {
 	if len(ids) == 0 {
 		return errors.New("signup_hot left nothing to cancel")
 	}
-	out := Drive(ctx, Load{Name: ScenarioCancelHot, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(len(ids))}, b.log,
-		func(ctx context.Context, _ int, i int64) error {
-			return b.client.Expect(ctx, http.StatusOK, http.MethodPost, "/v1/registrations/"+ids[i]+"/cancel", b.admin, nil, nil)
-		})
+	out := b.cancelAll(ctx, ScenarioCancelHot, clients, b.cfg.ScenarioDuration, ids)
 	b.report.Scenarios[ScenarioCancelHot] = out.Result(clients)
 	return nil
+}
+
+// cancelAll cancels the registrations ids as an admin from clients
+// clients, each once, for at most d.
+func (b *bench) cancelAll(ctx context.Context, name string, clients int, d time.Duration, ids []string) Outcome {
+	admin := b.api.WithToken(b.admin)
+	return Drive(ctx, Load{Name: name, Clients: clients, Duration: d, MaxOps: int64(len(ids))}, b.log,
+		func(ctx context.Context, _ int, i int64) error {
+			_, err := admin.CancelRegistration(ctx, ids[i])
+			return err
+		})
+}
+
+// signupAdmitted signs the token's user up for an activity and fails
+// unless a seat was given (201).
+func (b *bench) signupAdmitted(ctx context.Context, token, activity string) error {
+	res, err := b.api.WithToken(token).Signup(ctx, activity, client.SignupOptions{})
+	if err == nil && res.Waitlisted {
+		return errors.New("signup: waitlisted (202), want a seat (201)")
+	}
+	return err
 }
 
 // resetHot deletes the registrations scenarios added to the hot activity
@@ -85,13 +100,7 @@ func (b *bench) cancelHot(ctx context.Context) error {
 // authority on the next signup).
 func (b *bench) resetHot(ctx context.Context) error {
 	t0 := time.Now()
-	tag, err := b.db.Exec(ctx, `DELETE FROM registration WHERE activity_id = $1 AND id > $2`, b.seed.HotID, b.seed.MaxRegistrationID)
-	if err == nil {
-		_, err = b.db.Exec(ctx, `DELETE FROM registration_event WHERE activity_id = $1`, b.seed.HotID)
-	}
-	if err == nil {
-		_, err = b.db.Exec(ctx, `UPDATE activity_state SET last_seq = 0 WHERE activity_id = $1`, b.seed.HotID)
-	}
+	removed, err := b.deleteHotRows(ctx)
 	if err != nil {
 		return fatalError{fmt.Errorf("loadtest: reset the hot activity: %w", err)}
 	}
@@ -103,8 +112,43 @@ func (b *bench) resetHot(ctx context.Context) error {
 			return fatalError{fmt.Errorf("loadtest: reset the hot counter: %w", err)}
 		}
 	}
-	fmt.Fprintf(b.log, "reset: removed %d rows from the hot activity and vacuumed (%s)\n", tag.RowsAffected(), time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(b.log, "reset: removed %d rows from the hot activity and vacuumed (%s)\n", removed, time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// deadlockDetected is PostgreSQL's SQLSTATE for a transaction it aborted
+// to break a deadlock.
+const deadlockDetected = "40P01"
+
+// deleteHotRows deletes, in one transaction, what resetHot resets, and
+// returns the registrations it deleted. Requests that the scenario's end
+// abandoned may still be changing the activity in the service: the
+// transaction is tried again when PostgreSQL breaks a deadlock with one.
+func (b *bench) deleteHotRows(ctx context.Context) (int64, error) {
+	var removed int64
+	var err error
+	for try := 0; try < 5; try++ {
+		err = pgx.BeginFunc(ctx, b.db, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `DELETE FROM registration WHERE activity_id = $1 AND id > $2`, b.seed.HotID, b.seed.MaxRegistrationID)
+			if err != nil {
+				return err
+			}
+			removed = tag.RowsAffected()
+			if _, err := tx.Exec(ctx, `DELETE FROM registration_event WHERE activity_id = $1`, b.seed.HotID); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE activity_state SET last_seq = 0 WHERE activity_id = $1`, b.seed.HotID)
+			return err
+		})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != deadlockDetected {
+			return removed, err
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return removed, err
 }
 
 // signupSpread signs distinct users up round-robin over 1,000 ordinary
@@ -112,9 +156,9 @@ func (b *bench) resetHot(ctx context.Context) error {
 func (b *bench) signupSpread(ctx context.Context) error {
 	const clients = 64
 	k := min(spreadActivities, b.seed.Scale.Activities)
-	paths := make([]string, k)
-	for i := range paths {
-		paths[i] = "/v1/activities/" + ActivityPublicID(i+1) + "/registrations"
+	ids := make([]string, k)
+	for i := range ids {
+		ids[i] = ActivityPublicID(i + 1)
 	}
 	n := b.maxSignups()
 	toks, err := b.tokens(ScenarioSignupSpread, n)
@@ -123,7 +167,7 @@ func (b *bench) signupSpread(ctx context.Context) error {
 	}
 	out := Drive(ctx, Load{Name: ScenarioSignupSpread, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n)}, b.log,
 		func(ctx context.Context, _ int, i int64) error {
-			return b.client.Expect(ctx, http.StatusCreated, http.MethodPost, paths[i%int64(k)], toks[i], signupBody, nil)
+			return b.signupAdmitted(ctx, toks[i], ids[i%int64(k)])
 		})
 	b.report.Scenarios[ScenarioSignupSpread] = out.Result(clients)
 	if k < spreadActivities {
@@ -135,7 +179,7 @@ func (b *bench) signupSpread(ctx context.Context) error {
 // admissionTransactions reads the service's count of admission
 // transactions that reached PostgreSQL, whatever their result.
 func (b *bench) admissionTransactions(ctx context.Context) (float64, error) {
-	text, err := b.client.Text(ctx, "/metrics")
+	text, err := b.api.Text(ctx, "/metrics")
 	if err != nil {
 		return 0, fmt.Errorf("loadtest: read /metrics: %w", err)
 	}
@@ -146,59 +190,88 @@ func (b *bench) admissionTransactions(ctx context.Context) (float64, error) {
 	return v, nil
 }
 
-// flashCrowd sends 20,000 distinct users (Config.FlashCrowdUsers) at a new activity of 500 seats
-// from 256 clients, each once: exactly 500 must be admitted, the rest
-// refused with 409 activity_full, none answered 5xx.
+// flashCrowd sends Sizes.FlashCrowdUsers distinct users (20,000) at a
+// new activity of 500 seats from 256 clients, each once: exactly 500 must
+// be admitted, the rest refused with 409 activity_full, none answered
+// 5xx.
 func (b *bench) flashCrowd(ctx context.Context) error {
-	const clients = 256
-	id, err := b.client.CreateActivity(ctx, b.admin, "Flash crowd "+b.nonce, FlashCrowdCapacity)
+	c, err := b.crowd(ctx, ScenarioFlashCrowd, b.cfg.FlashCrowdUsers, FullSizes.FlashCrowdUsers, false)
 	if err != nil {
 		return err
 	}
-	toks, err := b.tokens(ScenarioFlashCrowd, b.cfg.FlashCrowdUsers)
+	b.report.Checks[CheckFlashAdmitted] = c.answers.count(http.StatusCreated)
+	b.report.Checks[CheckFlash5xx] = c.answers.fivexx()
+	b.report.Checks[CheckFlashAdmissionTx] = c.tx
+	b.report.Checks[CheckFlashAuthorityTaken] = int64(c.activity.Taken)
+	fmt.Fprintf(b.log, "%-16s admitted %d, full %d, 5xx %d, authority taken %d of %d, admission transactions %d\n",
+		ScenarioFlashCrowd, c.answers.count(http.StatusCreated), c.answers.count(http.StatusConflict), c.answers.fivexx(),
+		c.activity.Taken, FlashCrowdCapacity, c.tx)
+	return nil
+}
+
+// crowdClients is the concurrency of the crowds.
+const crowdClients = 256
+
+// crowdResult is what a crowd got from its activity.
+type crowdResult struct {
+	answers statusTally
+	// positions are the waitlist_positions answered with 202, by user (0:
+	// no 202).
+	positions []int32
+	// tx is the admission transactions that reached PostgreSQL meanwhile.
+	tx int64
+	// activity is the activity afterwards, read from the authority.
+	activity client.Activity
+}
+
+// crowd creates an activity of FlashCrowdCapacity seats, with a waiting
+// list when waitlist is set, and sends users distinct users (full in make
+// bench) at it from 256 clients, each once, recording the scenario name.
+// An answer other than 201, 202 (with the list) or 409 (without it) fails
+// its operation.
+func (b *bench) crowd(ctx context.Context, name string, users, full int, waitlist bool) (*crowdResult, error) {
+	a, err := b.api.WithToken(b.admin).CreateActivity(ctx, client.NewActivity{Title: name + " " + b.nonce, Capacity: FlashCrowdCapacity, Waitlist: waitlist})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("loadtest: create the crowd's activity: %w", err)
+	}
+	toks, err := b.tokens(name, users)
+	if err != nil {
+		return nil, err
 	}
 	tx0, err := b.admissionTransactions(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	path := "/v1/activities/" + id + "/registrations"
-	var admitted, full, fivexx atomic.Int64
-	out := Drive(ctx, Load{Name: ScenarioFlashCrowd, Clients: clients, Duration: 2 * time.Minute, MaxOps: int64(b.cfg.FlashCrowdUsers)}, b.log,
+	refused := map[bool]int{false: http.StatusConflict, true: http.StatusAccepted}[waitlist]
+	c := &crowdResult{positions: make([]int32, users)}
+	out := Drive(ctx, Load{Name: name, Clients: crowdClients, Duration: 2 * time.Minute, MaxOps: int64(users)}, b.log,
 		func(ctx context.Context, _ int, i int64) error {
-			st, err := b.client.Do(ctx, http.MethodPost, path, toks[i], signupBody, nil)
-			switch {
-			case err != nil:
+			res, err := b.api.WithToken(toks[i]).Signup(ctx, a.ID, client.SignupOptions{})
+			st, err := signupAnswer(res, err)
+			if err != nil {
 				return err
-			case st == http.StatusCreated:
-				admitted.Add(1)
-			case st == http.StatusConflict:
-				full.Add(1)
-			case st >= 500:
-				fivexx.Add(1)
-				return fmt.Errorf("status %d", st)
-			default:
+			}
+			c.answers.add(st)
+			if p := res.Registration.WaitlistPosition; res.Waitlisted && p != nil {
+				c.positions[i] = int32(*p)
+			}
+			if st != http.StatusCreated && st != refused {
 				return fmt.Errorf("status %d", st)
 			}
 			return nil
 		})
-	b.report.Scenarios[ScenarioFlashCrowd] = out.Result(clients)
+	res := out.Result(crowdClients)
+	res.Note = sizeNote("%d users", [2]int{users, full})
+	b.report.Scenarios[name] = res
 	tx1, err := b.admissionTransactions(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var a Activity
-	if err := b.client.Expect(ctx, http.StatusOK, http.MethodGet, "/v1/activities/"+id, "", nil, &a); err != nil {
-		return fmt.Errorf("loadtest: read the flash crowd's activity: %w", err)
+	c.tx = int64(tx1 - tx0)
+	if c.activity, err = b.api.GetActivity(ctx, a.ID); err != nil {
+		return nil, fmt.Errorf("loadtest: read the crowd's activity: %w", err)
 	}
-	b.report.Checks[CheckFlashAdmitted] = admitted.Load()
-	b.report.Checks[CheckFlash5xx] = fivexx.Load()
-	b.report.Checks[CheckFlashAdmissionTx] = int64(tx1 - tx0)
-	b.report.Checks[CheckFlashAuthorityTaken] = int64(a.Taken)
-	fmt.Fprintf(b.log, "%-16s admitted %d, full %d, 5xx %d, authority taken %d of %d, admission transactions %d\n",
-		ScenarioFlashCrowd, admitted.Load(), full.Load(), fivexx.Load(), a.Taken, FlashCrowdCapacity, int64(tx1-tx0))
-	return nil
+	return c, nil
 }
 
 // signupDeadTuples makes exactly 16,000 signups for a new activity (64
@@ -206,9 +279,9 @@ func (b *bench) flashCrowd(ctx context.Context) error {
 // tuples they left — the counterpart of the hot-row baseline's.
 func (b *bench) signupDeadTuples(ctx context.Context) error {
 	const clients = 64
-	id, err := b.client.CreateActivity(ctx, b.admin, "Dead tuples "+b.nonce, 1000000)
+	a, err := b.api.WithToken(b.admin).CreateActivity(ctx, client.NewActivity{Title: "Dead tuples " + b.nonce, Capacity: 1000000})
 	if err != nil {
-		return err
+		return fmt.Errorf("loadtest: create activity: %w", err)
 	}
 	toks, err := b.tokens(StepDeadTuple, b.cfg.CountedSignups)
 	if err != nil {
@@ -229,10 +302,9 @@ func (b *bench) signupDeadTuples(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path := "/v1/activities/" + id + "/registrations"
 	out := Drive(ctx, Load{Name: "signups_16k", Clients: clients, Duration: 2 * time.Minute, MaxOps: int64(b.cfg.CountedSignups)}, b.log,
 		func(ctx context.Context, _ int, i int64) error {
-			return b.client.Expect(ctx, http.StatusCreated, http.MethodPost, path, toks[i], signupBody, nil)
+			return b.signupAdmitted(ctx, toks[i], a.ID)
 		})
 	if err := b.flushServiceStats(ctx); err != nil {
 		return err

@@ -1,16 +1,15 @@
 package loadtest
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/physiciansnet/capacityd/client"
 )
 
 // sseRounds is the number of signups whose fan-out is timed; they are
@@ -44,17 +43,16 @@ func (b *bench) sseFanout(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	streamURL := b.client.base + "/v1/activities/" + id + "/seats/stream"
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	f := newFanout(sseRounds)
 	tr := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: -1, ResponseHeaderTimeout: 15 * time.Second, DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
+	streams := client.New(b.api.BaseURL, "", &http.Client{Transport: tr})
 	var wg sync.WaitGroup
 	for range b.cfg.SSEClients {
-		wg.Go(func() { f.client(ctx, hc, streamURL) })
+		wg.Go(func() { f.client(ctx, streams, id) })
 	}
 	connectDeadline := time.Now().Add(30 * time.Second)
 	for f.ready.Load()+f.failed.Load() < int64(b.cfg.SSEClients) && time.Now().Before(connectDeadline) {
@@ -68,7 +66,7 @@ func (b *bench) sseFanout(ctx context.Context) error {
 		wg.Wait()
 		return fmt.Errorf("no stream opened: %v", f.firstError())
 	}
-	if text, err := b.client.Text(ctx, "/metrics"); err == nil {
+	if text, err := b.api.Text(ctx, "/metrics"); err == nil {
 		if rss, ok := SumMetric(text, "process_resident_memory_bytes"); ok {
 			b.report.Checks[CheckSSERSSMB] = round(rss/(1<<20), 1)
 		}
@@ -79,11 +77,10 @@ func (b *bench) sseFanout(ctx context.Context) error {
 	if tx1, err := b.mon.Transactions(ctx); err == nil {
 		b.report.Checks[CheckSSEStreamPGQueries] = tx1 - tx0
 	}
-	path := "/v1/activities/" + id + "/registrations"
 	begin := time.Now()
 	for r := range sseRounds {
 		f.sent(r + 1)
-		if err := b.client.Expect(ctx, http.StatusCreated, http.MethodPost, path, toks[r], signupBody, nil); err != nil {
+		if err := b.signupAdmitted(ctx, toks[r], id); err != nil {
 			f.fail(err)
 		}
 		if err := sleep(ctx, sseRoundSpace); err != nil {
@@ -117,11 +114,11 @@ func (b *bench) sseFanout(ctx context.Context) error {
 // these writes must reach pg_stat_database (up to 10 s) before the
 // streams' transactions are counted.
 func (b *bench) prepareSSE(ctx context.Context) (string, error) {
-	id, err := b.client.CreateActivity(ctx, b.admin, "Stream fan-out "+b.nonce, 1000000)
+	a, err := b.api.WithToken(b.admin).CreateActivity(ctx, client.NewActivity{Title: "Stream fan-out " + b.nonce, Capacity: 1000000})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("loadtest: create activity: %w", err)
 	}
-	return id, b.warmSeats(ctx, "/v1/activities/"+id+"/seats")
+	return a.ID, b.warmSeats(ctx, a.ID)
 }
 
 // fanout is the shared state of the stream clients.
@@ -170,21 +167,14 @@ func (f *fanout) latencies() *Latencies {
 // client reads one stream. The first event sets the starting count; an
 // event showing taken = start + r delivers rounds up to r (coalesced
 // events deliver several at once).
-func (f *fanout) client(ctx context.Context, hc *http.Client, url string) {
+func (f *fanout) client(ctx context.Context, api *client.Client, activity string) {
 	h := NewLatencies()
 	defer func() {
 		f.mu.Lock()
 		f.hists = append(f.hists, h)
 		f.mu.Unlock()
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		f.failed.Add(1)
-		f.fail(err)
-		return
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := hc.Do(req)
+	stream, err := api.StreamSeats(ctx, activity)
 	if err != nil {
 		if ctx.Err() == nil {
 			f.failed.Add(1)
@@ -192,43 +182,24 @@ func (f *fanout) client(ctx context.Context, hc *http.Client, url string) {
 		}
 		return
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		f.failed.Add(1)
-		f.fail(fmt.Errorf("stream: status %d", resp.StatusCode))
-		return
-	}
-	rd := bufio.NewReader(resp.Body)
+	defer stream.Close()
 	start, got := -1, 0
-	var data strings.Builder
 	for {
-		line, err := rd.ReadString('\n')
+		s, err := stream.Next()
 		if err != nil {
 			return
 		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case strings.HasPrefix(line, "data:"):
-			data.WriteString(strings.TrimSpace(strings.TrimPrefix(line, "data:")))
-		case line == "" && data.Len() > 0:
-			now := int64(time.Since(f.base))
-			var s Seats
-			if json.Unmarshal([]byte(data.String()), &s) != nil {
-				data.Reset()
-				continue
-			}
-			data.Reset()
-			if start < 0 {
-				start = s.Taken
-				f.ready.Add(1)
-				continue
-			}
-			for r := got + 1; r <= s.Taken-start && r < len(f.sentAt); r++ {
-				if at := f.sentAt[r].Load(); at != 0 {
-					h.Record(time.Duration(now - at))
-					f.delivered.Add(1)
-					got = r
-				}
+		now := int64(time.Since(f.base))
+		if start < 0 {
+			start = s.Taken
+			f.ready.Add(1)
+			continue
+		}
+		for r := got + 1; r <= s.Taken-start && r < len(f.sentAt); r++ {
+			if at := f.sentAt[r].Load(); at != 0 {
+				h.Record(time.Duration(now - at))
+				f.delivered.Add(1)
+				got = r
 			}
 		}
 	}

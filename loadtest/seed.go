@@ -25,7 +25,7 @@ type Scale struct {
 	HotRows int
 }
 
-// FullScale is the seed articles' dataset: 3,000 activities of 300
+// FullScale is make bench's dataset: 3,000 activities of 300
 // registrations and a hot activity of 80,000 (24,000 occupying): 980,000
 // rows.
 var FullScale = Scale{Activities: 3000, PerActivity: 300, HotRows: 80000}

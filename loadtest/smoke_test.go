@@ -42,13 +42,15 @@ func TestSmoke(t *testing.T) {
 		// The race-built binary of the other end-to-end tests: built once
 		// per test process, and linked from the build cache when they ran.
 		DatabaseURL: dbURL, RedisURL: rdb.URL(), Binary: apptest.Binary(t),
-		ScenarioDuration: time.Second, BaselineDuration: 100 * time.Millisecond,
-		FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, StatsIdleWait: time.Nanosecond,
-		Log: &log,
+		ScenarioDuration: time.Second, BaselineDuration: 300 * time.Millisecond,
+		Sizes: Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, WaitlistCrowdUsers: 600,
+			PromoteCancels: 20, PromoteWaiting: 50, CourseActivities: 10, CourseUsers: 200},
+		StatsIdleWait: time.Nanosecond,
+		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
-	for _, s := range []string{ScenarioSignupHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
-		ScenarioSeatsRead, ScenarioTrivial} {
+	for _, s := range []string{ScenarioSignupHot, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioSeatsRead, ScenarioTrivial} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
 	}
@@ -57,6 +59,17 @@ func TestSmoke(t *testing.T) {
 	require.NotNil(t, r.Baselines[BaselineHotRow32])
 	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")
 	require.LessOrEqual(t, r.Checks[CheckFlashAdmitted], int64(FlashCrowdCapacity))
+	// The exactness of the waiting list and of the course rush holds at any
+	// size.
+	require.EqualValues(t, 600, r.Scenarios[ScenarioWaitCrowd].Ops, log.String())
+	require.EqualValues(t, 100, r.Checks[CheckWaitPositions], log.String())
+	require.EqualValues(t, 20, r.Checks[CheckPromoteInLine], log.String())
+	require.EqualValues(t, 20, r.Checks[CheckPromoteWithCancel], log.String())
+	require.EqualValues(t, 30, r.Checks[CheckPromoteWaiting], log.String())
+	require.EqualValues(t, 600, r.Scenarios[ScenarioCourseRush].Ops, log.String())
+	require.Zero(t, r.Checks[CheckCourseInexact], log.String())
+	require.Zero(t, r.Checks[CheckCourseRefusedNotFull], log.String())
+	require.Contains(t, r.Scenarios[ScenarioCourseRush].Note, "200 users over 10 activities instead of 20000 users over 300 activities")
 
 	var js bytes.Buffer
 	require.NoError(t, r.WriteJSON(&js))

@@ -1,13 +1,12 @@
 package loadtest
 
-// The soak scenario (issue 7): capacityd under mixed load for a long time
+// The soak scenario: capacityd under mixed load for a long time
 // on a PostgreSQL and a Redis of its own, each restarted once in the
 // middle, then checked for exactness and leaks. Run by hand:
 //
 //	loadtest soak -capacityd bin/capacityd -duration 10m
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 )
 
@@ -108,7 +108,7 @@ func SoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // soakState is what the load loops share.
 type soakState struct {
-	c          *Client
+	c          *API
 	auth       *httpapi.Authenticator
 	admin      string
 	activities []string
@@ -182,7 +182,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		return nil, err
 	}
 	defer srv.Stop()
-	c, err := NewClient(srv.URL)
+	c, err := NewAPI(srv.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +198,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		errByOp: map[string]int{}, unavByOp: map[string]int{},
 	}
 	for i := range 20 {
-		id, err := c.CreateActivity(ctx, admin, fmt.Sprintf("soak %d", i), st.capacity)
+		a, err := c.WithToken(admin).CreateActivity(ctx, client.NewActivity{Title: fmt.Sprintf("soak %d", i), Capacity: st.capacity})
 		if err != nil {
 			return nil, err
 		}
-		st.activities = append(st.activities, id)
+		st.activities = append(st.activities, a.ID)
 	}
 	for i := range 10 {
 		st.notes = append(st.notes, fmt.Sprintf("soak-note-%d", i))
@@ -217,7 +217,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		wg.Go(func() { st.loop(loadCtx, w) })
 	}
 	for i := range cfg.Streams {
-		wg.Go(func() { st.stream(loadCtx, srv.URL, st.activities[i%len(st.activities)]) })
+		wg.Go(func() { st.stream(loadCtx, st.activities[i%len(st.activities)]) })
 	}
 	wg.Go(func() {
 		t := time.NewTicker(max(cfg.Duration/20, 5*time.Second))
@@ -351,49 +351,67 @@ func (st *soakState) loop(stop context.Context, w int) {
 		act := st.activities[rng.IntN(len(st.activities))]
 		note := st.notes[rng.IntN(len(st.notes))]
 		start := time.Now()
-		switch p := rng.IntN(100); {
-		case p < 25:
-			tok, _ := st.auth.Sign(fmt.Sprintf("soak-%d", st.users.Add(1)), false, 24*time.Hour)
-			var reg struct{ ID string }
-			status, err := st.c.Do(ctx, http.MethodPost, "/v1/activities/"+act+"/registrations", tok, []byte(`{}`), &reg)
-			st.record("signup", status, err, start)
-			if err == nil && status == http.StatusCreated {
-				st.mu.Lock()
-				st.regs = append(st.regs, soakReg{reg.ID, tok})
-				st.mu.Unlock()
-			}
-		case p < 40:
-			if r, ok := st.takeReg(rng); ok {
-				status, err := st.c.Do(ctx, http.MethodPost, "/v1/registrations/"+r.id+"/cancel", r.token, []byte(`{}`), nil)
-				st.record("cancel", status, err, start)
-			}
-		case p < 45:
-			if r, ok := st.peekReg(rng); ok {
-				to := []string{"awaiting_payment", "approved"}[rng.IntN(2)]
-				status, err := st.c.Do(ctx, http.MethodPost, "/v1/registrations/"+r.id+"/status", st.admin, []byte(`{"status":"`+to+`"}`), nil)
-				st.record("status", status, err, start)
-			}
-		case p < 70:
-			status, err := st.c.Do(ctx, http.MethodGet, "/v1/activities/"+act+"/seats", "", nil, nil)
-			st.record("seats", status, err, start)
-		case p < 90:
-			status, err := st.c.Do(ctx, http.MethodPost, "/v1/notes/"+note+"/views", "", nil, nil)
-			st.record("view", status, err, start)
-			if err == nil && status == http.StatusOK {
-				st.mu.Lock()
-				st.views[note]++
-				st.mu.Unlock()
-			}
-		default:
-			status, err := st.c.Do(ctx, http.MethodPost, "/v1/notes/"+note+"/waters", "", nil, nil)
-			st.record("water", status, err, start)
-			if err == nil && status == http.StatusOK {
-				st.mu.Lock()
-				st.waters[note]++
-				st.mu.Unlock()
-			}
+		op, status, err := st.do(ctx, rng, act, note)
+		if op != "" {
+			st.record(op, status, err, start)
 		}
 	}
+}
+
+// do sends one request of the mix and returns its operation ("" when
+// there was nothing to do) and its answer as answer returns it.
+func (st *soakState) do(ctx context.Context, rng *rand.Rand, act, note string) (string, int, error) {
+	switch p := rng.IntN(100); {
+	case p < 25:
+		tok, _ := st.auth.Sign(fmt.Sprintf("soak-%d", st.users.Add(1)), false, 24*time.Hour)
+		res, err := st.c.WithToken(tok).Signup(ctx, act, client.SignupOptions{})
+		status, err := signupAnswer(res, err)
+		if status == http.StatusCreated {
+			st.mu.Lock()
+			st.regs = append(st.regs, soakReg{res.Registration.ID, tok})
+			st.mu.Unlock()
+		}
+		return "signup", status, err
+	case p < 40:
+		r, ok := st.takeReg(rng)
+		if !ok {
+			return "", 0, nil
+		}
+		_, err := st.c.WithToken(r.token).CancelRegistration(ctx, r.id)
+		status, err := answer(err, http.StatusOK)
+		return "cancel", status, err
+	case p < 45:
+		r, ok := st.peekReg(rng)
+		if !ok {
+			return "", 0, nil
+		}
+		to := []client.Status{client.AwaitingPayment, client.Approved}[rng.IntN(2)]
+		_, err := st.c.WithToken(st.admin).SetRegistrationStatus(ctx, r.id, to)
+		status, err := answer(err, http.StatusOK)
+		return "status", status, err
+	case p < 70:
+		_, err := st.c.Seats(ctx, act)
+		status, err := answer(err, http.StatusOK)
+		return "seats", status, err
+	case p < 90:
+		_, err := st.c.RecordView(ctx, note)
+		return st.acknowledge("view", st.views, note, err)
+	default:
+		_, err := st.c.RecordWater(ctx, note)
+		return st.acknowledge("water", st.waters, note, err)
+	}
+}
+
+// acknowledge counts an increment of note in counts when the service
+// acknowledged it, and returns op and the answer as do does.
+func (st *soakState) acknowledge(op string, counts map[string]int64, note string, err error) (string, int, error) {
+	status, err := answer(err, http.StatusOK)
+	if status == http.StatusOK {
+		st.mu.Lock()
+		counts[note]++
+		st.mu.Unlock()
+	}
+	return op, status, err
 }
 
 func (st *soakState) takeReg(rng *rand.Rand) (soakReg, bool) {
@@ -419,19 +437,14 @@ func (st *soakState) peekReg(rng *rand.Rand) (soakReg, bool) {
 }
 
 // stream holds a seat stream open, reconnecting, and counts its events.
-func (st *soakState) stream(ctx context.Context, base, activity string) {
-	hc := &http.Client{}
+func (st *soakState) stream(ctx context.Context, activity string) {
+	api := client.New(st.c.BaseURL, "", &http.Client{}) // no timeout: streams last
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/activities/"+activity+"/seats/stream", nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "event: seats") {
-					st.events.Add(1)
-				}
+		if s, err := api.StreamSeats(ctx, activity); err == nil {
+			for _, err := s.Next(); err == nil; _, err = s.Next() {
+				st.events.Add(1)
 			}
-			resp.Body.Close()
+			s.Close()
 		}
 		sleepCtx(ctx, time.Second)
 	}
@@ -452,10 +465,8 @@ func (st *soakState) check(ctx context.Context, res *SoakResult) {
 	st.mu.Unlock()
 	res.StreamEvents = st.events.Load()
 	for _, id := range st.activities {
-		var a Activity
-		var s Seats
-		_, err1 := st.c.Do(ctx, http.MethodGet, "/v1/activities/"+id, "", nil, &a)
-		_, err2 := st.c.Do(ctx, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil, &s)
+		a, err1 := st.c.GetActivity(ctx, id)
+		s, err2 := st.c.Seats(ctx, id)
 		if err1 != nil || err2 != nil {
 			res.DisplayMismatches = append(res.DisplayMismatches, fmt.Sprintf("%s: %v %v", id, err1, err2))
 			continue
@@ -468,8 +479,8 @@ func (st *soakState) check(ctx context.Context, res *SoakResult) {
 		}
 	}
 	for _, n := range st.notes {
-		var stats struct{ Views, Waters int64 }
-		if _, err := st.c.Do(ctx, http.MethodGet, "/v1/notes/"+n+"/stats", "", nil, &stats); err != nil {
+		stats, err := st.c.NoteStats(ctx, n)
+		if err != nil {
 			res.ViewMismatches = append(res.ViewMismatches, n+": "+err.Error())
 			continue
 		}
@@ -496,7 +507,7 @@ func flat(samples []float64, factor, slack float64) bool {
 
 // sampleProcess reads go_goroutines and process_resident_memory_bytes from
 // /metrics.
-func sampleProcess(ctx context.Context, c *Client) (goroutines, rss float64) {
+func sampleProcess(ctx context.Context, c *API) (goroutines, rss float64) {
 	text, err := c.Text(ctx, "/metrics")
 	if err != nil {
 		return 0, 0
@@ -517,10 +528,10 @@ func sampleProcess(ctx context.Context, c *Client) (goroutines, rss float64) {
 	return goroutines, rss
 }
 
-func waitReady(ctx context.Context, c *Client, timeout time.Duration) {
+func waitReady(ctx context.Context, c *API, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if status, err := c.Do(ctx, http.MethodGet, "/readyz", "", nil, nil); err == nil && status == http.StatusOK {
+		if _, err := c.Ready(ctx); err == nil {
 			return
 		}
 		sleepCtx(ctx, 200*time.Millisecond)

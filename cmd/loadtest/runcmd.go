@@ -39,7 +39,7 @@ func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&f.markdown, "markdown", "", "write the report page (BENCHMARKS.md) to this file")
 	fs.StringVar(&f.charts, "charts", "", "write PNG charts into this directory (linked from -markdown)")
 	fs.StringVar(&f.only, "only", "", "comma-separated steps to run (baselines, count, scenario names); default all")
-	fs.BoolVar(&f.quick, "quick", false, "short runs (the bench-quick durations)")
+	fs.BoolVar(&f.quick, "quick", false, "short runs (the bench-quick durations and sizes)")
 	fs.DurationVar(&f.scenario, "scenario-duration", 0, "duration of each HTTP scenario (default 10s, -quick 3s)")
 	fs.DurationVar(&f.baseline, "baseline-duration", 0, "duration of each pgx baseline (default 5s, -quick 2s)")
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +74,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	if f.only != "" {
 		cfg.Only = strings.Split(f.only, ",")
+	}
+	if f.quick {
+		cfg.Sizes = loadtest.QuickSizes
 	}
 	started := time.Now()
 	report, runErr := loadtest.Run(ctx, cfg)
@@ -135,6 +138,6 @@ func printTargets(w io.Writer, r *loadtest.Report) {
 		if t.Met != nil {
 			met = map[bool]string{true: "met", false: "NOT MET"}[*t.Met]
 		}
-		fmt.Fprintf(w, "  [%s] issue %d: %s: want %s, got %s\n", met, t.Issue, t.What, t.Want, t.Got)
+		fmt.Fprintf(w, "  [%s] %s: %s: want %s, got %s\n", met, t.Topic, t.What, t.Want, t.Got)
 	}
 }

@@ -1,0 +1,161 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/physiciansnet/capacityd/client"
+)
+
+// course_rush's shape: activities of courseSeats seats; every user signs
+// up for courseChoices distinct ones at once, from courseClients clients.
+const (
+	courseSeats   = 50
+	courseChoices = 3
+	courseClients = 256
+)
+
+// courseRush is a course-selection morning: Sizes.CourseActivities
+// activities of 50 seats (300, created untimed) and Sizes.CourseUsers
+// distinct users (20,000) each signing up for 3 distinct random ones at
+// once (60,000 requests from 256 clients). Afterwards every activity must
+// be exact (taken = min(capacity, users who asked for it), from the
+// authority) and any activity that refused someone as full must be full.
+func (b *bench) courseRush(ctx context.Context) error {
+	n, users := b.cfg.CourseActivities, b.cfg.CourseUsers
+	ids, err := b.createActivities(ctx, "Course", n, courseSeats)
+	if err != nil {
+		return err
+	}
+	toks, err := b.tokens(ScenarioCourseRush, users)
+	if err != nil {
+		return err
+	}
+	picks := pickCourses(rand.New(rand.NewPCG(uint64(n), uint64(users))), users, n)
+	run := newCourseRun(n)
+	out := Drive(ctx, Load{Name: ScenarioCourseRush, Clients: courseClients, Duration: 5 * time.Minute, MaxOps: int64(users * courseChoices)}, b.log,
+		func(ctx context.Context, _ int, i int64) error {
+			u, a := i/courseChoices, picks[i/courseChoices][i%courseChoices]
+			run.asked[a].Add(1)
+			res, err := b.api.WithToken(toks[u]).Signup(ctx, ids[a], client.SignupOptions{})
+			return run.record(a, res, err)
+		})
+	res := out.Result(courseClients)
+	res.Note = sizeNote("%d users over %d activities", [2]int{users, FullSizes.CourseUsers}, [2]int{n, FullSizes.CourseActivities})
+	b.report.Scenarios[ScenarioCourseRush] = res
+	taken, err := b.takenOf(ctx, ids)
+	if err != nil {
+		return err
+	}
+	inexact, refusedNotFull := run.judge(taken, courseSeats)
+	ch := b.report.Checks
+	ch[CheckCourseActivities] = int64(n)
+	ch[CheckCourseAdmitted] = run.answers.count(http.StatusCreated)
+	ch[CheckCourseFull] = run.full.Load()
+	ch[CheckCourse5xx] = run.answers.fivexx()
+	ch[CheckCourseInexact] = inexact
+	ch[CheckCourseRefusedNotFull] = refusedNotFull
+	ch[CheckCourseP99MS] = res.P99MS
+	fmt.Fprintf(b.log, "%-16s %d activities: admitted %d, refused as full %d, 5xx %d; inexact activities %d, refused someone while not full %d\n",
+		ScenarioCourseRush, n, ch[CheckCourseAdmitted], ch[CheckCourseFull], ch[CheckCourse5xx], inexact, refusedNotFull)
+	return nil
+}
+
+// pickCourses gives each of users courseChoices distinct activities of n
+// (n ≥ courseChoices), at random.
+func pickCourses(rng *rand.Rand, users, n int) [][courseChoices]int {
+	picks := make([][courseChoices]int, users)
+	for u := range picks {
+		for k := 0; k < courseChoices; {
+			if a := rng.IntN(n); !slices.Contains(picks[u][:k], a) {
+				picks[u][k] = a
+				k++
+			}
+		}
+	}
+	return picks
+}
+
+// courseRun is what course_rush's answers said, per activity.
+type courseRun struct {
+	answers statusTally
+	// asked counts the users who asked for each activity.
+	asked []atomic.Int64
+	// refused is set for an activity that refused someone as full.
+	refused []atomic.Bool
+	// full counts activity_full refusals.
+	full atomic.Int64
+}
+
+func newCourseRun(n int) *courseRun {
+	return &courseRun{asked: make([]atomic.Int64, n), refused: make([]atomic.Bool, n)}
+}
+
+// record counts one signup's answer for activity a: a seat (201) or a
+// refusal as full (409 activity_full) is a success, anything else fails.
+func (r *courseRun) record(a int, res client.SignupResult, err error) error {
+	full := client.IsCode(err, client.CodeActivityFull)
+	st, err := signupAnswer(res, err)
+	if err != nil {
+		return err
+	}
+	r.answers.add(st)
+	switch {
+	case full:
+		r.full.Add(1)
+		r.refused[a].Store(true)
+	case st != http.StatusCreated:
+		return fmt.Errorf("status %d", st)
+	}
+	return nil
+}
+
+// judge compares each activity's taken seats with the answers: it returns
+// the activities whose taken is not min(capacity, asked) and those that
+// refused someone as full while not full.
+func (r *courseRun) judge(taken []int, capacity int) (inexact, refusedNotFull int64) {
+	for a, t := range taken {
+		if int64(t) != min(int64(capacity), r.asked[a].Load()) {
+			inexact++
+		}
+		if r.refused[a].Load() && t < capacity {
+			refusedNotFull++
+		}
+	}
+	return inexact, refusedNotFull
+}
+
+// createActivities creates n activities of capacity seats from 16 clients,
+// untimed, and returns their ids in order.
+func (b *bench) createActivities(ctx context.Context, title string, n, capacity int) ([]string, error) {
+	admin := b.api.WithToken(b.admin)
+	ids := make([]string, n)
+	out := Drive(ctx, Load{Name: "setup:activities", Clients: 16, Duration: 2 * time.Minute, MaxOps: int64(n)}, b.log,
+		func(ctx context.Context, _ int, i int64) error {
+			a, err := admin.CreateActivity(ctx, client.NewActivity{Title: fmt.Sprintf("%s %d %s", title, i+1, b.nonce), Capacity: capacity})
+			ids[i] = a.ID
+			return err
+		})
+	if out.Errors > 0 || out.Ops < int64(n) {
+		return nil, fmt.Errorf("loadtest: created %d of %d activities: %v", out.Ops, n, out.FirstError)
+	}
+	return ids, nil
+}
+
+// takenOf reads each activity's taken seats from the authority.
+func (b *bench) takenOf(ctx context.Context, ids []string) ([]int, error) {
+	taken := make([]int, len(ids))
+	for i, id := range ids {
+		a, err := b.api.GetActivity(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("loadtest: read activity %s: %w", id, err)
+		}
+		taken[i] = a.Taken
+	}
+	return taken, nil
+}

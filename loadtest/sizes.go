@@ -1,0 +1,70 @@
+package loadtest
+
+import (
+	"cmp"
+	"fmt"
+)
+
+// Sizes are the sizes of the scenarios that run a fixed number of
+// operations. Zero fields take FullSizes'.
+type Sizes struct {
+	// FlashCrowdUsers sign up once each for flash_crowd's 500 seats.
+	FlashCrowdUsers int
+	// CountedSignups is the number of signups (and of hot-row updates)
+	// whose dead tuples are counted.
+	CountedSignups int
+	// SSEClients is the number of seat streams sse_fanout opens.
+	SSEClients int
+	// WaitlistCrowdUsers sign up once each for flash_crowd_waitlist's 500
+	// seats.
+	WaitlistCrowdUsers int
+	// PromoteCancels is promote_storm's seats, all cancelled while
+	// PromoteWaiting users wait.
+	PromoteCancels int
+	PromoteWaiting int
+	// CourseActivities of courseSeats seats each, and CourseUsers who
+	// each sign up for courseChoices of them at once: course_rush.
+	CourseActivities int
+	CourseUsers      int
+}
+
+// FullSizes are the sizes of make bench.
+var FullSizes = Sizes{
+	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
+	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000,
+	CourseActivities: 300, CourseUsers: 20000,
+}
+
+// QuickSizes are the sizes of make bench-quick: the waiting-list crowd and
+// the course rush are smaller, the rest as in make bench.
+var QuickSizes = Sizes{WaitlistCrowdUsers: 5000, CourseActivities: 100, CourseUsers: 5000}.withDefaults()
+
+// withDefaults fills the zero sizes from FullSizes.
+func (s Sizes) withDefaults() Sizes {
+	f := FullSizes
+	s.FlashCrowdUsers = cmp.Or(s.FlashCrowdUsers, f.FlashCrowdUsers)
+	s.CountedSignups = cmp.Or(s.CountedSignups, f.CountedSignups)
+	s.SSEClients = cmp.Or(s.SSEClients, f.SSEClients)
+	s.WaitlistCrowdUsers = cmp.Or(s.WaitlistCrowdUsers, f.WaitlistCrowdUsers)
+	s.PromoteCancels = cmp.Or(s.PromoteCancels, f.PromoteCancels)
+	s.PromoteWaiting = cmp.Or(s.PromoteWaiting, f.PromoteWaiting)
+	s.CourseActivities = cmp.Or(s.CourseActivities, f.CourseActivities)
+	s.CourseUsers = cmp.Or(s.CourseUsers, f.CourseUsers)
+	return s
+}
+
+// sizeNote says, for a scenario's note, that it ran smaller than in make
+// bench: format has one %d per size, and each pair is a size as run and as
+// in make bench. It is empty when every size is make bench's.
+func sizeNote(format string, pairs ...[2]int) string {
+	got, full := make([]any, len(pairs)), make([]any, len(pairs))
+	smaller := false
+	for i, p := range pairs {
+		got[i], full[i] = p[0], p[1]
+		smaller = smaller || p[0] != p[1]
+	}
+	if !smaller {
+		return ""
+	}
+	return fmt.Sprintf(format, got...) + " instead of " + fmt.Sprintf(format, full...) + " (a smaller run)"
+}
