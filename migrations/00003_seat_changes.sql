@@ -25,6 +25,12 @@ CREATE UNIQUE INDEX registration_one_active_per_user_idx
     WHERE status IN ('pending', 'awaiting_payment', 'approved', 'waitlisted');
 DROP INDEX registration_one_occupying_per_user_idx;
 
+-- The authority: COUNT(*) of an activity's occupying rows, index-only, with
+-- the status test part of the index (a generic plan of the prepared COUNT
+-- must not turn it into a filter over every row of the activity).
+CREATE INDEX registration_occupying_idx ON registration (activity_id)
+    WHERE status IN ('pending', 'awaiting_payment', 'approved');
+
 -- The waiting list in join order: the promotion's head and each
 -- registration's position (an index-only count) read it.
 CREATE INDEX registration_waitlist_idx ON registration (activity_id, waitlist_seq) WHERE status = 'waitlisted';
@@ -67,6 +73,7 @@ ALTER TABLE activity_state RENAME COLUMN last_seq TO epoch;
 ALTER TABLE activity_state RENAME TO activity_admission;
 DROP INDEX registration_user_idx;
 DROP INDEX registration_waitlist_idx;
+DROP INDEX registration_occupying_idx;
 CREATE UNIQUE INDEX registration_one_occupying_per_user_idx
     ON registration (activity_id, user_id)
     WHERE status IN ('pending', 'awaiting_payment', 'approved');

@@ -10,9 +10,10 @@ import (
 )
 
 // occupying and active are the SQL lists of occupying and of active
-// (occupying or waitlisted) statuses. active must stay textually equal to
-// the predicate of registration_one_active_per_user_idx so that the
-// planner can prove the partial index applies.
+// (occupying or waitlisted) statuses. They must stay textually equal to the
+// predicates of registration_occupying_idx and
+// registration_one_active_per_user_idx so that the planner can prove the
+// partial indexes apply.
 const (
 	occupying = `('pending', 'awaiting_payment', 'approved')`
 	active    = `('pending', 'awaiting_payment', 'approved', 'waitlisted')`

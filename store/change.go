@@ -314,11 +314,12 @@ func queueCounts(b *pgx.Batch, aids []int64, byAID map[int64]*activityWork) {
 }
 
 // countActiveSQL counts the occupying and the waitlisted registrations of
-// activities (by internal id).
-const countActiveSQL = `SELECT activity_id,
-		count(*) FILTER (WHERE status <> 'waitlisted'), count(*) FILTER (WHERE status = 'waitlisted')
-	FROM registration WHERE activity_id = ANY($1) AND status IN ` + active + `
-	GROUP BY activity_id`
+// activities (by internal id): for each, the authority COUNT and the
+// waiting list's length, each an index-only count over its partial index.
+const countActiveSQL = `SELECT k.id,
+		(SELECT count(*) FROM registration WHERE activity_id = k.id AND status IN ` + occupying + `),
+		(SELECT count(*) FROM registration WHERE activity_id = k.id AND status = 'waitlisted')
+	FROM unnest($1::bigint[]) AS k(id)`
 
 // writePlans writes every plan and commits, in one round trip. Rows that
 // change come before new rows, so that a user's cancelled registration no longer

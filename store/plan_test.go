@@ -49,11 +49,12 @@ func TestAuthorityCountStaysAnIndexScanAfterManyExecutions(t *testing.T) {
 	_, err := pool.Exec(ctx, `
 		INSERT INTO activity (public_id, title, capacity)
 		SELECT 'a_plan' || g, 'plan ' || g, 100000 FROM generate_series(1, 300) g;
-		INSERT INTO registration (public_id, activity_id, user_id, status)
+		INSERT INTO registration (public_id, activity_id, user_id, status, waitlist_seq)
 		SELECT 'r_plan' || g,
 			CASE WHEN g % 3 = 0 THEN 1 ELSE 2 + g % 299 END,
 			'u' || g,
-			CASE WHEN g % 10 < 3 THEN 'pending' WHEN g % 10 < 4 THEN 'approved' ELSE 'cancelled' END
+			CASE WHEN g % 20 < 4 THEN 'pending' WHEN g % 20 < 6 THEN 'approved' WHEN g % 20 = 6 THEN 'waitlisted' ELSE 'cancelled' END,
+			CASE WHEN g % 20 = 6 THEN g END
 		FROM generate_series(1, 120000) g;`)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `VACUUM ANALYZE registration`)
@@ -89,6 +90,7 @@ func TestAuthorityCountStaysAnIndexScanAfterManyExecutions(t *testing.T) {
 	require.NotEmpty(t, scan.IndexCond, "the activity and status are index conditions: %s", raw)
 	require.Zero(t, scan.RowsRemoved, "no filter over the activity's rows: %s", raw)
 	require.Equal(t, float64(want), scan.ActualRows, "reads exactly the occupying entries: %s", raw)
+	require.Equal(t, "registration_occupying_idx", scan.IndexName, "the partial index of the occupying rows: %s", raw)
 	t.Logf("authority COUNT plan after 20 executions: %s on %s, cond %s, heap fetches %v", scan.NodeType, scan.IndexName, scan.IndexCond, scan.HeapFetches)
 }
 

@@ -218,7 +218,7 @@ func (c *Checker) checkResponse(req *http.Request, reqBody []byte, route *router
 	ctype := resp.Header.Get("Content-Type")
 	switch {
 	case len(declared) == 0:
-		if respBody != nil && len(respBody) > 0 {
+		if len(respBody) > 0 {
 			return fmt.Errorf("status %d has no body in the description, but one was sent", resp.StatusCode)
 		}
 	case declared.Get(ctype) == nil:
