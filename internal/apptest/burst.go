@@ -27,8 +27,8 @@ func SignupBurst(t testing.TB, insts []*Instance, activityID, prefix string, n i
 			status := -1
 			if err == nil {
 				status = r.Status
-				if r.Status == http.StatusConflict && r.ErrorCode() != "activity_full" {
-					t.Errorf("signup refused with %s", r.Body)
+				if (r.Status == http.StatusConflict && r.ErrorCode() != "activity_full") || r.Status >= 500 {
+					t.Errorf("signup answered %d %s", r.Status, r.Body)
 				}
 			}
 			mu.Lock()
