@@ -174,9 +174,14 @@ func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activity
 		b.Queue(q)
 	}
 	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
-	for _, aid := range aids {
-		b.Queue("SELECT pg_advisory_xact_lock($1, $2)", int32(admissionLockNamespace), int32(aid))
+	locks := make([]int32, len(aids))
+	for i, aid := range aids {
+		locks[i] = int32(aid)
 	}
+	// One statement takes every lock, one after the other as unnest yields
+	// the array's elements: in ascending order.
+	b.Queue(`SELECT count(pg_advisory_xact_lock($1, k.id)) FROM unnest($2::int[]) AS k(id)`,
+		int32(admissionLockNamespace), locks)
 	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at,
 			coalesce(s.last_seq, 0), now()
 		FROM activity a LEFT JOIN activity_state s ON s.activity_id = a.id

@@ -227,3 +227,52 @@ func TestClaimDueHoldsSkipsRowsOthersHold(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []registration.DueHold{{RegistrationID: regs[1], ActivityID: act}, {RegistrationID: regs[2], ActivityID: act}}, due)
 }
+
+// TestChangeTransactionsTakeLocksInIDOrder: while another session holds
+// the lock of the middle of three activities, a change transaction over
+// all three holds the lower one and waits, without having taken the
+// higher one: locks are taken one by one in ascending order, so two
+// transactions can wait for each other but never deadlock.
+func TestChangeTransactionsTakeLocksInIDOrder(t *testing.T) {
+	t.Parallel()
+	pool := testenv.DB(t)
+	s := store.New(pool)
+	acts := createActivities(t, s, 3, 5)
+	ctx := context.Background()
+	var aids []int64
+	for _, id := range acts {
+		var aid int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM activity WHERE public_id = $1`, id).Scan(&aid))
+		aids = append(aids, aid)
+	}
+	holder, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(0x43415041), int32(aids[1]))
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		var batches []registration.CommandBatch
+		for _, i := range []int{2, 0, 1} { // any order in; id order at the database
+			batches = append(batches, registration.CommandBatch{ActivityID: acts[i], Commands: []registration.Command{signupOf(fmt.Sprint("o", i))}})
+		}
+		_, err := s.Apply(ctx, batches, time.Now())
+		done <- err
+	}()
+	held := func() map[int64]bool {
+		rows, err := pool.Query(ctx, `SELECT objid::bigint FROM pg_locks
+			WHERE locktype = 'advisory' AND classid = $1 AND granted AND pid <> pg_backend_pid()`, int64(0x43415041))
+		require.NoError(t, err)
+		out := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			require.NoError(t, rows.Scan(&id))
+			out[id] = true
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return held()[aids[0]] }, 2*time.Second, 10*time.Millisecond, "the lowest lock is taken first")
+	require.False(t, held()[aids[2]], "the highest lock waits for the middle one")
+	require.NoError(t, holder.Rollback(ctx))
+	require.NoError(t, <-done)
+}
