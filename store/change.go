@@ -82,7 +82,7 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 			}
 			w.plan = p
 		}
-		return writePlans(ctx, tx, work)
+		return s.writePlans(ctx, tx, work)
 	})
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
@@ -295,10 +295,11 @@ const countActiveSQL = `SELECT activity_id,
 	FROM registration WHERE activity_id = ANY($1) AND status IN ` + active + `
 	GROUP BY activity_id`
 
-// writePlans writes every plan in one round trip. Rows that change come
-// before new rows, so that a user's cancelled registration no longer
-// counts as active when their new one is inserted.
-func writePlans(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
+// writePlans writes every plan, with the webhook outbox of its events, in
+// one round trip. Rows that change come before new rows, so that a user's
+// cancelled registration no longer counts as active when their new one is
+// inserted.
+func (s *Store) writePlans(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
 	b := &pgx.Batch{}
 	var rows rowsOf
 	var evs eventsOf
@@ -331,10 +332,7 @@ func writePlans(ctx context.Context, tx pgx.Tx, work []*activityWork) error {
 			ON CONFLICT (activity_id) DO UPDATE SET last_seq = excluded.last_seq`, seqAIDs, seqs)
 	}
 	queueOutcomes(b, work)
-	if b.Len() == 0 {
-		return nil
-	}
-	return tx.SendBatch(ctx, b).Close()
+	return s.sendWithOutbox(ctx, tx, b, work)
 }
 
 // rowsOf collects the registration rows of a transaction as columns.

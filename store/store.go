@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,7 +77,7 @@ func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, er
 	return pool, nil
 }
 
-// Store implements registration.Store and note.Store.
+// Store implements registration.Store, note.Store and webhook.Store.
 type Store struct {
 	db DBTX
 	// pool is set when db is a pool; transactions start from it.
@@ -87,6 +88,10 @@ type Store struct {
 
 	cacheMu sync.Mutex
 	cache   map[int64]seatCache // activity internal id → counts at a seq
+
+	// noWebhooks is set while the last webhook outbox statement found no
+	// enabled webhook (see sendWithOutbox).
+	noWebhooks atomic.Bool
 }
 
 // New returns a Store on pool.

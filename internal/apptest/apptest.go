@@ -5,6 +5,7 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -30,6 +31,10 @@ import (
 // Secret signs the tokens of test instances.
 const Secret = "apptest-secret-apptest-secret-apptest-secret"
 
+// WebhookKey seals the webhook secrets of test instances (WEBHOOK_SECRET_KEY
+// of test processes): 32 bytes in base64.
+const WebhookKey = "YXBwdGVzdC13ZWJob29rLWtleS0zMi1ieXRlcy0hISE="
+
 // Options configure an instance. The zero value gives a fresh database and
 // the shared Redis.
 type Options struct {
@@ -39,7 +44,8 @@ type Options struct {
 	RedisURL string
 	// NoRedis runs without a display tier.
 	NoRedis bool
-	// App overrides the service options (the JWT secret is always Secret).
+	// App overrides the service options (the JWT secret is always Secret;
+	// the webhook key is WebhookKey unless set).
 	App app.Options
 }
 
@@ -87,6 +93,9 @@ func Start(t testing.TB, o Options) *Instance {
 	}
 	opts := o.App
 	opts.JWTSecret = Secret
+	if opts.WebhookSecretKey == nil {
+		opts.WebhookSecretKey, _ = base64.StdEncoding.DecodeString(WebhookKey)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}

@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/physiciansnet/capacityd/webhook"
+)
+
+// webhookColumns are a webhook's columns, for a query over webhook w left
+// joined with its activity a.
+const webhookColumns = `w.public_id, w.url, w.events, a.public_id, w.created_at, w.disabled_at`
+
+func scanWebhook(row pgx.CollectableRow) (webhook.Webhook, error) {
+	var w webhook.Webhook
+	err := row.Scan(&w.ID, &w.URL, &w.Events, &w.ActivityID, &w.CreatedAt, &w.DisabledAt)
+	w.CreatedAt = w.CreatedAt.UTC()
+	if w.DisabledAt != nil {
+		t := w.DisabledAt.UTC()
+		w.DisabledAt = &t
+	}
+	return w, err
+}
+
+// CreateWebhook stores a webhook with its sealed secret.
+func (s *Store) CreateWebhook(ctx context.Context, w webhook.Webhook, sealedSecret []byte) (webhook.Webhook, error) {
+	var aid *int64
+	if w.ActivityID != nil {
+		id, err := s.activityID(ctx, *w.ActivityID)
+		if err != nil {
+			return webhook.Webhook{}, err
+		}
+		aid = &id
+	}
+	err := s.db.QueryRow(ctx, `INSERT INTO webhook (public_id, url, events, activity_id, secret)
+		VALUES ($1, $2, $3, $4, $5) RETURNING created_at`, w.ID, w.URL, w.Events, aid, sealedSecret).Scan(&w.CreatedAt)
+	w.CreatedAt = w.CreatedAt.UTC()
+	return w, interpret(err)
+}
+
+// Webhooks returns every webhook, oldest first.
+func (s *Store) Webhooks(ctx context.Context) ([]webhook.Webhook, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+webhookColumns+`
+		FROM webhook w LEFT JOIN activity a ON a.id = w.activity_id ORDER BY w.id`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, scanWebhook)
+	return out, interpret(err)
+}
+
+// Webhook returns one webhook.
+func (s *Store) Webhook(ctx context.Context, id string) (webhook.Webhook, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+webhookColumns+`
+		FROM webhook w LEFT JOIN activity a ON a.id = w.activity_id WHERE w.public_id = $1`, id)
+	if err != nil {
+		return webhook.Webhook{}, interpret(err)
+	}
+	w, err := pgx.CollectExactlyOneRow(rows, scanWebhook)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return w, webhook.NotFound(id)
+	}
+	return w, interpret(err)
+}
+
+// DeleteWebhook deletes a webhook, its deliveries and their attempts in
+// one statement. The messages of its events stay until the purge.
+func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
+	var n int
+	err := s.db.QueryRow(ctx, `
+		WITH w AS (DELETE FROM webhook WHERE public_id = $1 RETURNING id),
+		d AS (DELETE FROM webhook_delivery d USING w WHERE d.webhook_id = w.id
+			RETURNING d.activity_id, d.seq, d.webhook_id),
+		x AS (DELETE FROM webhook_attempt t USING d
+			WHERE t.activity_id = d.activity_id AND t.seq = d.seq AND t.webhook_id = d.webhook_id)
+		SELECT count(*) FROM w`, id).Scan(&n)
+	if err == nil && n == 0 {
+		return webhook.NotFound(id)
+	}
+	return interpret(err)
+}
+
+// Deliveries returns up to limit of a webhook's deliveries, newest first.
+// A pending delivery in flight shows when its lease ends: when it is tried
+// again if this attempt's result is lost.
+func (s *Store) Deliveries(ctx context.Context, webhookID string, limit int) ([]webhook.Delivery, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT m.event_id, d.attempts, d.last_status_code, d.last_error, d.delivered_at,
+			CASE WHEN d.state = 'pending' THEN greatest(d.next_attempt_at, d.leased_until) END, d.state
+		FROM webhook w JOIN webhook_delivery d ON d.webhook_id = w.id
+		JOIN webhook_message m ON m.activity_id = d.activity_id AND m.seq = d.seq
+		WHERE w.public_id = $1
+		ORDER BY d.created_at DESC, d.activity_id DESC, d.seq DESC LIMIT $2`, webhookID, limit)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (webhook.Delivery, error) {
+		var d webhook.Delivery
+		err := row.Scan(&d.EventID, &d.Attempts, &d.LastStatusCode, &d.LastError, &d.DeliveredAt, &d.NextAttemptAt, &d.State)
+		d.DeliveredAt, d.NextAttemptAt = utc(d.DeliveredAt), utc(d.NextAttemptAt)
+		return d, err
+	})
+	return out, interpret(err)
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// claimSQL claims due deliveries: for each enabled webhook, up to its free
+// slots of its pending deliveries that are due and not leased, oldest
+// first, skipping rows another claim or record holds; it counts the
+// attempt and leases them ($1 milliseconds). The lease is a column no
+// index covers, so the claim can be a HOT update.
+const claimSQL = `
+	WITH slots AS (
+		SELECT w.id, w.public_id, w.url, w.secret, greatest(0, $2::int - coalesce(b.n, 0)) AS free
+		FROM webhook w LEFT JOIN unnest($3::text[], $4::int[]) AS b(public_id, n) ON b.public_id = w.public_id
+		WHERE w.disabled_at IS NULL
+	), due AS (
+		SELECT d.activity_id, d.seq, d.webhook_id, s.public_id, s.url, s.secret
+		FROM slots s CROSS JOIN LATERAL (
+			SELECT d.activity_id, d.seq, d.webhook_id FROM webhook_delivery d
+			WHERE d.webhook_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= now()
+				AND (d.leased_until IS NULL OR d.leased_until <= now())
+			ORDER BY d.next_attempt_at LIMIT s.free
+			FOR UPDATE SKIP LOCKED) d
+		WHERE s.free > 0
+	)
+	UPDATE webhook_delivery d SET attempts = d.attempts + 1, leased_until = now() + $1 * interval '1 millisecond'
+	FROM due JOIN webhook_message m ON m.activity_id = due.activity_id AND m.seq = due.seq
+	WHERE d.activity_id = due.activity_id AND d.seq = due.seq AND d.webhook_id = due.webhook_id
+	RETURNING d.activity_id, d.seq, d.webhook_id, d.attempts, d.created_at, due.public_id, due.url, due.secret,
+		m.event_id, m.body`
+
+// ClaimDeliveries claims due deliveries (see claimSQL).
+func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook.Job, error) {
+	ids, busy := make([]string, 0, len(c.Busy)), make([]int32, 0, len(c.Busy))
+	for id, n := range c.Busy {
+		ids, busy = append(ids, id), append(busy, int32(n))
+	}
+	rows, err := s.db.Query(ctx, claimSQL, c.Lease.Milliseconds(), c.Slots, ids, busy)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (webhook.Job, error) {
+		var j webhook.Job
+		err := row.Scan(&j.Ref.ActivityID, &j.Ref.Seq, &j.Ref.WebhookID, &j.Attempt, &j.CreatedAt,
+			&j.WebhookID, &j.URL, &j.SealedSecret, &j.EventID, &j.Body)
+		return j, err
+	})
+	return out, interpret(err)
+}
+
+// recordSQL records attempts: each result updates its delivery only while
+// the delivery is pending at that attempt, and only those that did are
+// kept as attempt rows.
+const recordSQL = `
+	WITH r AS (
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::bigint[],
+			$7::int[], $8::text[], $9::timestamptz[], $10::float8[])
+			AS r(activity_id, seq, webhook_id, attempt, state, retry_ms, status_code, error, at, duration_ms)
+	), u AS (
+		UPDATE webhook_delivery d SET state = r.state, leased_until = NULL,
+			next_attempt_at = CASE WHEN r.state = 'pending' THEN now() + r.retry_ms * interval '1 millisecond' END,
+			delivered_at = CASE WHEN r.state = 'delivered' THEN now() END,
+			last_status_code = r.status_code, last_error = r.error
+		FROM r
+		WHERE d.activity_id = r.activity_id AND d.seq = r.seq AND d.webhook_id = r.webhook_id
+			AND d.attempts = r.attempt AND d.state = 'pending'
+		RETURNING r.*
+	)
+	INSERT INTO webhook_attempt (activity_id, seq, webhook_id, attempt, at, status_code, error, duration_ms)
+	SELECT activity_id, seq, webhook_id, attempt, at, status_code, error, duration_ms FROM u`
+
+// goneSQL disables the webhooks whose receivers answered 410 Gone and
+// fails their pending deliveries.
+const goneSQL = `
+	WITH w AS (UPDATE webhook SET disabled_at = now() WHERE id = ANY($1) AND disabled_at IS NULL RETURNING id)
+	UPDATE webhook_delivery d SET state = 'failed', next_attempt_at = NULL, leased_until = NULL,
+		last_error = coalesce(d.last_error, 'not sent: the webhook was disabled (its receiver answered 410 Gone)')
+	FROM w WHERE d.webhook_id = w.id AND d.state = 'pending'`
+
+// RecordAttempts records attempts' results in one round trip (and one
+// transaction when a webhook is disabled).
+func (s *Store) RecordAttempts(ctx context.Context, attempts []webhook.Attempt) error {
+	var c attemptColumns
+	var gone []int64
+	for _, a := range attempts {
+		c.add(a)
+		if a.Outcome == webhook.OutcomeGone {
+			gone = append(gone, a.Ref.WebhookID)
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(recordSQL, c.aids, c.seqs, c.wids, c.attempts, c.states, c.retryMS, c.status, c.errs, c.at, c.durationMS)
+	if len(gone) == 0 {
+		return interpret(s.db.SendBatch(ctx, b).Close())
+	}
+	b.Queue(goneSQL, gone)
+	return s.inTx(ctx, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+}
+
+// attemptColumns collects attempt results as columns.
+type attemptColumns struct {
+	aids, seqs, wids, retryMS []int64
+	attempts                  []int32
+	states                    []string
+	status                    []*int32
+	errs                      []*string
+	at                        []time.Time
+	durationMS                []float64
+}
+
+func (c *attemptColumns) add(a webhook.Attempt) {
+	state := webhook.Pending
+	switch a.Outcome {
+	case webhook.OutcomeDelivered:
+		state = webhook.Delivered
+	case webhook.OutcomeFailed, webhook.OutcomeGone:
+		state = webhook.Failed
+	}
+	var status *int32
+	if a.StatusCode != 0 {
+		v := int32(a.StatusCode)
+		status = &v
+	}
+	var e *string
+	if a.Error != "" {
+		e = &a.Error
+	}
+	c.aids, c.seqs, c.wids = append(c.aids, a.Ref.ActivityID), append(c.seqs, a.Ref.Seq), append(c.wids, a.Ref.WebhookID)
+	c.attempts, c.states, c.retryMS = append(c.attempts, int32(a.Attempt)), append(c.states, string(state)), append(c.retryMS, a.RetryIn.Milliseconds())
+	c.status, c.errs = append(c.status, status), append(c.errs, e)
+	c.at, c.durationMS = append(c.at, a.At), append(c.durationMS, float64(a.Duration.Microseconds())/1000)
+}
+
+// Backlog counts the pending deliveries of enabled webhooks.
+func (s *Store) Backlog(ctx context.Context) (webhook.Backlog, error) {
+	var b webhook.Backlog
+	var oldest *time.Time
+	err := s.db.QueryRow(ctx, `SELECT count(*), min(d.created_at)
+		FROM webhook w JOIN webhook_delivery d ON d.webhook_id = w.id AND d.state = 'pending'
+		WHERE w.disabled_at IS NULL`).Scan(&b.Pending, &oldest)
+	if oldest != nil {
+		b.Oldest = oldest.UTC()
+	}
+	return b, interpret(err)
+}
+
+// purgeBatch is how many messages one purge statement deletes.
+const purgeBatch = 5000
+
+// PurgeDeliveries deletes, in batches, the messages of events recorded
+// before t with their deliveries and attempts.
+func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.db.QueryRow(ctx, `
+			WITH m AS (DELETE FROM webhook_message WHERE ctid IN
+				(SELECT ctid FROM webhook_message WHERE created_at < $1 LIMIT $2) RETURNING activity_id, seq),
+			d AS (DELETE FROM webhook_delivery d USING m WHERE d.activity_id = m.activity_id AND d.seq = m.seq),
+			x AS (DELETE FROM webhook_attempt t USING m WHERE t.activity_id = m.activity_id AND t.seq = m.seq)
+			SELECT count(*) FROM m`, before, purgeBatch).Scan(&n)
+		total += n
+		if err != nil || n < purgeBatch {
+			return total, interpret(err)
+		}
+	}
+}
