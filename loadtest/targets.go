@@ -11,7 +11,7 @@ const FlashCrowdCapacity = 500
 // Target is one performance target from the issues, judged against a
 // report.
 type Target struct {
-	// Issue is the issue that sets the target.
+	// Issue is the issue that sets the target; 0 for the webhook targets.
 	Issue int
 	// What names the measure, as in the report.
 	What string
@@ -81,6 +81,8 @@ var comparisons = []comparison{
 	{5, "1,000 stream clients: p99 fan-out of a signup (ms)", "<", 1000, fromCheck(CheckSSEP99MS)},
 	{5, "1,000 stream clients: instance RSS (MB)", "<", 200, fromCheck(CheckSSERSSMB)},
 	{5, "1,000 stream clients: PostgreSQL transactions caused by the streams", "==", 0, fromCheck(CheckSSEStreamPGQueries)},
+	{0, "hot signups/s with two webhooks for every event vs without", ">=", 0.8, fromRatio(RatioSignupHotWebhooks)},
+	{0, "webhook outbox drained after the load stopped (s)", "<=", 5, fromCheck(CheckWebhookDrainSeconds)},
 }
 
 // Targets judges the report against every performance target of issues 3,

@@ -9,8 +9,8 @@
 -- transaction of every seat change, under the activity's admission lock,
 -- where a per-row constraint check would slow every signup down. The code
 -- keeps them consistent: deleting a webhook deletes its deliveries and
--- attempts, and the purge deletes messages with their deliveries and
--- attempts.
+-- attempts, and the purge deletes the messages, deliveries and attempts
+-- older than 30 days.
 
 -- A webhook: where to send which events. secret is the signing secret
 -- sealed with AES-256-GCM under WEBHOOK_SECRET_KEY (never stored in clear).
@@ -43,16 +43,19 @@ CREATE TABLE webhook_message (
 -- enough and costs next to nothing to keep.
 CREATE INDEX webhook_message_created_at_idx ON webhook_message USING brin (created_at);
 
--- One event to one webhook. A pending delivery is due at next_attempt_at;
--- a worker claims it by setting leased_until (an unindexed column, so the
--- claim can be a HOT update) and counting the attempt; a claim whose lease
--- ran out (its instance died) is claimed again. attempts also fences late
--- results: a result is recorded only while attempts still equals the
--- attempt it reports.
+-- One event to one webhook, numbered by id in the order deliveries are
+-- queued: the primary key (webhook_id, id) serves a webhook's recent
+-- deliveries. A pending delivery is due at next_attempt_at; a worker
+-- claims it by setting leased_until (an unindexed column, so the claim can
+-- be a HOT update) and counting the attempt; a claim whose lease ran out
+-- (its instance died) is claimed again. attempts also fences late results:
+-- a result is recorded only while attempts still equals the attempt it
+-- reports.
 CREATE TABLE webhook_delivery (
+    webhook_id       bigint      NOT NULL,
+    id               bigint      GENERATED ALWAYS AS IDENTITY,
     activity_id      bigint      NOT NULL,
     seq              bigint      NOT NULL,
-    webhook_id       bigint      NOT NULL,
     state            text        NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
     attempts         integer     NOT NULL DEFAULT 0,
     next_attempt_at  timestamptz,
@@ -61,7 +64,7 @@ CREATE TABLE webhook_delivery (
     last_error       text,
     delivered_at     timestamptz,
     created_at       timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (activity_id, seq, webhook_id),
+    PRIMARY KEY (webhook_id, id),
     CHECK (state <> 'pending' OR next_attempt_at IS NOT NULL)
 ) WITH (fillfactor = 70);
 
@@ -69,8 +72,8 @@ CREATE TABLE webhook_delivery (
 -- slots).
 CREATE INDEX webhook_delivery_due_idx ON webhook_delivery (webhook_id, next_attempt_at) WHERE state = 'pending';
 
--- A webhook's recent deliveries, newest first.
-CREATE INDEX webhook_delivery_recent_idx ON webhook_delivery (webhook_id, created_at);
+-- The purge of old deliveries.
+CREATE INDEX webhook_delivery_created_at_idx ON webhook_delivery USING brin (created_at);
 
 -- Every row is updated about twice soon after its insert: vacuum often.
 ALTER TABLE webhook_delivery SET (
@@ -80,20 +83,20 @@ ALTER TABLE webhook_delivery SET (
 );
 
 -- Each attempt of a delivery: its answer (status_code) or why there was
--- none (error), and how long it took. (activity_id, seq, webhook_id,
--- attempt) is unique: one row per attempt, whatever the number of
--- instances delivering.
+-- none (error), and how long it took. One row per attempt, whatever the
+-- number of instances delivering.
 CREATE TABLE webhook_attempt (
-    activity_id bigint      NOT NULL,
-    seq         bigint      NOT NULL,
-    webhook_id  bigint      NOT NULL,
-    attempt     integer     NOT NULL CHECK (attempt > 0),
-    at          timestamptz NOT NULL,
+    webhook_id  bigint           NOT NULL,
+    delivery_id bigint           NOT NULL,
+    attempt     integer          NOT NULL CHECK (attempt > 0),
+    at          timestamptz      NOT NULL,
     status_code integer,
     error       text,
     duration_ms double precision NOT NULL,
-    PRIMARY KEY (activity_id, seq, webhook_id, attempt)
+    PRIMARY KEY (webhook_id, delivery_id, attempt)
 );
+
+CREATE INDEX webhook_attempt_at_idx ON webhook_attempt USING brin (at);
 
 -- +goose Down
 DROP TABLE webhook_attempt;

@@ -72,10 +72,8 @@ func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
 	var n int
 	err := s.db.QueryRow(ctx, `
 		WITH w AS (DELETE FROM webhook WHERE public_id = $1 RETURNING id),
-		d AS (DELETE FROM webhook_delivery d USING w WHERE d.webhook_id = w.id
-			RETURNING d.activity_id, d.seq, d.webhook_id),
-		x AS (DELETE FROM webhook_attempt t USING d
-			WHERE t.activity_id = d.activity_id AND t.seq = d.seq AND t.webhook_id = d.webhook_id)
+		d AS (DELETE FROM webhook_delivery d USING w WHERE d.webhook_id = w.id),
+		x AS (DELETE FROM webhook_attempt t USING w WHERE t.webhook_id = w.id)
 		SELECT count(*) FROM w`, id).Scan(&n)
 	if err == nil && n == 0 {
 		return webhook.NotFound(id)
@@ -93,7 +91,7 @@ func (s *Store) Deliveries(ctx context.Context, webhookID string, limit int) ([]
 		FROM webhook w JOIN webhook_delivery d ON d.webhook_id = w.id
 		JOIN webhook_message m ON m.activity_id = d.activity_id AND m.seq = d.seq
 		WHERE w.public_id = $1
-		ORDER BY d.created_at DESC, d.activity_id DESC, d.seq DESC LIMIT $2`, webhookID, limit)
+		ORDER BY d.id DESC LIMIT $2`, webhookID, limit)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -125,9 +123,9 @@ const claimSQL = `
 		FROM webhook w LEFT JOIN unnest($3::text[], $4::int[]) AS b(public_id, n) ON b.public_id = w.public_id
 		WHERE w.disabled_at IS NULL
 	), due AS (
-		SELECT d.activity_id, d.seq, d.webhook_id, s.public_id, s.url, s.secret
+		SELECT d.webhook_id, d.id, s.public_id, s.url, s.secret
 		FROM slots s CROSS JOIN LATERAL (
-			SELECT d.activity_id, d.seq, d.webhook_id FROM webhook_delivery d
+			SELECT d.webhook_id, d.id FROM webhook_delivery d
 			WHERE d.webhook_id = s.id AND d.state = 'pending' AND d.next_attempt_at <= now()
 				AND (d.leased_until IS NULL OR d.leased_until <= now())
 			ORDER BY d.next_attempt_at LIMIT s.free
@@ -135,10 +133,9 @@ const claimSQL = `
 		WHERE s.free > 0
 	)
 	UPDATE webhook_delivery d SET attempts = d.attempts + 1, leased_until = now() + $1 * interval '1 millisecond'
-	FROM due JOIN webhook_message m ON m.activity_id = due.activity_id AND m.seq = due.seq
-	WHERE d.activity_id = due.activity_id AND d.seq = due.seq AND d.webhook_id = due.webhook_id
-	RETURNING d.activity_id, d.seq, d.webhook_id, d.attempts, d.created_at, due.public_id, due.url, due.secret,
-		m.event_id, m.body`
+	FROM due, webhook_message m
+	WHERE d.webhook_id = due.webhook_id AND d.id = due.id AND m.activity_id = d.activity_id AND m.seq = d.seq
+	RETURNING d.webhook_id, d.id, d.attempts, d.created_at, due.public_id, due.url, due.secret, m.event_id, m.body`
 
 // ClaimDeliveries claims due deliveries (see claimSQL).
 func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook.Job, error) {
@@ -152,7 +149,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (webhook.Job, error) {
 		var j webhook.Job
-		err := row.Scan(&j.Ref.ActivityID, &j.Ref.Seq, &j.Ref.WebhookID, &j.Attempt, &j.CreatedAt,
+		err := row.Scan(&j.Ref.WebhookID, &j.Ref.DeliveryID, &j.Attempt, &j.CreatedAt,
 			&j.WebhookID, &j.URL, &j.SealedSecret, &j.EventID, &j.Body)
 		return j, err
 	})
@@ -164,21 +161,20 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 // kept as attempt rows.
 const recordSQL = `
 	WITH r AS (
-		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::bigint[],
-			$7::int[], $8::text[], $9::timestamptz[], $10::float8[])
-			AS r(activity_id, seq, webhook_id, attempt, state, retry_ms, status_code, error, at, duration_ms)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::bigint[],
+			$6::int[], $7::text[], $8::timestamptz[], $9::float8[])
+			AS r(webhook_id, delivery_id, attempt, state, retry_ms, status_code, error, at, duration_ms)
 	), u AS (
 		UPDATE webhook_delivery d SET state = r.state, leased_until = NULL,
 			next_attempt_at = CASE WHEN r.state = 'pending' THEN now() + r.retry_ms * interval '1 millisecond' END,
 			delivered_at = CASE WHEN r.state = 'delivered' THEN now() END,
 			last_status_code = r.status_code, last_error = r.error
 		FROM r
-		WHERE d.activity_id = r.activity_id AND d.seq = r.seq AND d.webhook_id = r.webhook_id
-			AND d.attempts = r.attempt AND d.state = 'pending'
+		WHERE d.webhook_id = r.webhook_id AND d.id = r.delivery_id AND d.attempts = r.attempt AND d.state = 'pending'
 		RETURNING r.*
 	)
-	INSERT INTO webhook_attempt (activity_id, seq, webhook_id, attempt, at, status_code, error, duration_ms)
-	SELECT activity_id, seq, webhook_id, attempt, at, status_code, error, duration_ms FROM u`
+	INSERT INTO webhook_attempt (webhook_id, delivery_id, attempt, at, status_code, error, duration_ms)
+	SELECT webhook_id, delivery_id, attempt, at, status_code, error, duration_ms FROM u`
 
 // goneSQL disables the webhooks whose receivers answered 410 Gone and
 // fails their pending deliveries.
@@ -200,7 +196,7 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []webhook.Attempt) 
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(recordSQL, c.aids, c.seqs, c.wids, c.attempts, c.states, c.retryMS, c.status, c.errs, c.at, c.durationMS)
+	b.Queue(recordSQL, c.wids, c.dids, c.attempts, c.states, c.retryMS, c.status, c.errs, c.at, c.durationMS)
 	if len(gone) == 0 {
 		return interpret(s.db.SendBatch(ctx, b).Close())
 	}
@@ -210,13 +206,13 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []webhook.Attempt) 
 
 // attemptColumns collects attempt results as columns.
 type attemptColumns struct {
-	aids, seqs, wids, retryMS []int64
-	attempts                  []int32
-	states                    []string
-	status                    []*int32
-	errs                      []*string
-	at                        []time.Time
-	durationMS                []float64
+	wids, dids, retryMS []int64
+	attempts            []int32
+	states              []string
+	status              []*int32
+	errs                []*string
+	at                  []time.Time
+	durationMS          []float64
 }
 
 func (c *attemptColumns) add(a webhook.Attempt) {
@@ -236,7 +232,7 @@ func (c *attemptColumns) add(a webhook.Attempt) {
 	if a.Error != "" {
 		e = &a.Error
 	}
-	c.aids, c.seqs, c.wids = append(c.aids, a.Ref.ActivityID), append(c.seqs, a.Ref.Seq), append(c.wids, a.Ref.WebhookID)
+	c.wids, c.dids = append(c.wids, a.Ref.WebhookID), append(c.dids, a.Ref.DeliveryID)
 	c.attempts, c.states, c.retryMS = append(c.attempts, int32(a.Attempt)), append(c.states, string(state)), append(c.retryMS, a.RetryIn.Milliseconds())
 	c.status, c.errs = append(c.status, status), append(c.errs, e)
 	c.at, c.durationMS = append(c.at, a.At), append(c.durationMS, float64(a.Duration.Microseconds())/1000)
@@ -255,24 +251,32 @@ func (s *Store) Backlog(ctx context.Context) (webhook.Backlog, error) {
 	return b, interpret(err)
 }
 
-// purgeBatch is how many messages one purge statement deletes.
+// purgeBatch is how many rows of a table one purge statement deletes.
 const purgeBatch = 5000
 
-// PurgeDeliveries deletes, in batches, the messages of events recorded
-// before t with their deliveries and attempts.
+// PurgeDeliveries deletes, in batches, the messages, deliveries and
+// attempts recorded before t. A delivery is pending for at most a day, so
+// nothing this old is still to be sent.
 func (s *Store) PurgeDeliveries(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := s.db.QueryRow(ctx, `
-			WITH m AS (DELETE FROM webhook_message WHERE ctid IN
-				(SELECT ctid FROM webhook_message WHERE created_at < $1 LIMIT $2) RETURNING activity_id, seq),
-			d AS (DELETE FROM webhook_delivery d USING m WHERE d.activity_id = m.activity_id AND d.seq = m.seq),
-			x AS (DELETE FROM webhook_attempt t USING m WHERE t.activity_id = m.activity_id AND t.seq = m.seq)
-			SELECT count(*) FROM m`, before, purgeBatch).Scan(&n)
-		total += n
-		if err != nil || n < purgeBatch {
-			return total, interpret(err)
+	var deliveries int64
+	for _, table := range []string{"webhook_delivery", "webhook_attempt", "webhook_message"} {
+		column := "created_at"
+		if table == "webhook_attempt" {
+			column = "at"
+		}
+		for {
+			tag, err := s.db.Exec(ctx, `DELETE FROM `+table+` WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM `+table+` WHERE `+column+` < $1 LIMIT $2))`, before, purgeBatch)
+			if err != nil {
+				return deliveries, interpret(err)
+			}
+			if table == "webhook_delivery" {
+				deliveries += tag.RowsAffected()
+			}
+			if tag.RowsAffected() < purgeBatch {
+				break
+			}
 		}
 	}
+	return deliveries, nil
 }

@@ -35,8 +35,10 @@ const (
 	// claimGap is the least time between two claims: under load one claim
 	// takes what many commits queued meanwhile.
 	claimGap = 2 * time.Millisecond
-	// recordBatch caps the attempts recorded in one statement.
-	recordBatch = 1000
+	// recordBatch caps the attempts recorded in one statement, and
+	// recordWindow is how long a batch waits for more after its first.
+	recordBatch  = 1000
+	recordWindow = 5 * time.Millisecond
 	// maxResponseBody is how much of a receiver's answer is read (and
 	// dropped), so that its connection can be used again.
 	maxResponseBody = 64 << 10
@@ -322,11 +324,12 @@ func describe(err error, timeout time.Duration) string {
 	return s
 }
 
-// recordResults records the attempts' results in batches until the
-// results channel closes.
+// recordResults records the attempts' results until the results channel
+// closes: each batch holds what arrives within recordWindow of its first.
 func (d *Dispatcher) recordResults() {
 	for a := range d.results {
 		batch := []Attempt{a}
+		window := time.NewTimer(recordWindow)
 	more:
 		for len(batch) < recordBatch {
 			select {
@@ -335,10 +338,11 @@ func (d *Dispatcher) recordResults() {
 					break more
 				}
 				batch = append(batch, a)
-			default:
+			case <-window.C:
 				break more
 			}
 		}
+		window.Stop()
 		d.record(batch)
 	}
 }

@@ -39,8 +39,8 @@ type Store interface {
 	RecordAttempts(ctx context.Context, attempts []Attempt) error
 	// Backlog counts the pending deliveries of enabled webhooks.
 	Backlog(ctx context.Context) (Backlog, error)
-	// PurgeDeliveries deletes the messages, deliveries and attempts of
-	// events recorded before t, and returns how many messages it deleted.
+	// PurgeDeliveries deletes the messages, deliveries and attempts
+	// recorded before t, and returns how many deliveries it deleted.
 	PurgeDeliveries(ctx context.Context, before time.Time) (int64, error)
 }
 
@@ -56,7 +56,7 @@ type Claim struct {
 
 // Ref names a delivery in the store; opaque to the dispatcher.
 type Ref struct {
-	ActivityID, Seq, WebhookID int64
+	WebhookID, DeliveryID int64
 }
 
 // Job is a claimed delivery: one attempt to make.

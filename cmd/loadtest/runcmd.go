@@ -135,6 +135,10 @@ func printTargets(w io.Writer, r *loadtest.Report) {
 		if t.Met != nil {
 			met = map[bool]string{true: "met", false: "NOT MET"}[*t.Met]
 		}
-		fmt.Fprintf(w, "  [%s] issue %d: %s: want %s, got %s\n", met, t.Issue, t.What, t.Want, t.Got)
+		issue := "webhooks"
+		if t.Issue != 0 {
+			issue = fmt.Sprint("issue ", t.Issue)
+		}
+		fmt.Fprintf(w, "  [%s] %s: %s: want %s, got %s\n", met, issue, t.What, t.Want, t.Got)
 	}
 }
