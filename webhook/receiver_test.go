@@ -33,11 +33,12 @@ type receiver struct {
 	verifier *standardwebhooks.Webhook
 	got      []delivery
 	bad      []string // why requests failed verification
-	// respond picks the status of the n-th request (0-based); nil: 200.
-	respond func(n int, r *http.Request) int
+	// respond picks the status of the n-th request (0-based), and may set
+	// headers on w; nil: 200.
+	respond func(n int, w http.ResponseWriter, r *http.Request) int
 }
 
-func newReceiver(t *testing.T, respond func(n int, r *http.Request) int) *receiver {
+func newReceiver(t *testing.T, respond func(n int, w http.ResponseWriter, r *http.Request) int) *receiver {
 	t.Helper()
 	rc := &receiver{respond: respond}
 	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
@@ -66,7 +67,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Unlock()
 	status := http.StatusOK
 	if respond != nil {
-		status = respond(n, r)
+		status = respond(n, w, r)
 	}
 	w.WriteHeader(status)
 }

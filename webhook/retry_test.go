@@ -23,7 +23,7 @@ func TestFailedAttemptsAreRetriedWithGrowingDelays(t *testing.T) {
 	t.Parallel()
 	const base = 300 * time.Millisecond
 	inst := setup(t, app.Options{WebhookRetryBase: base})
-	rc := newReceiver(t, func(n int, _ *http.Request) int {
+	rc := newReceiver(t, func(n int, _ http.ResponseWriter, _ *http.Request) int {
 		if n < 3 {
 			return http.StatusInternalServerError
 		}
@@ -81,7 +81,7 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 	t.Parallel()
 	inst := setup(t, app.Options{})
 	admin := inst.Token(t, "admin", true)
-	gone := newReceiver(t, func(int, *http.Request) int { return http.StatusGone })
+	gone := newReceiver(t, func(int, http.ResponseWriter, *http.Request) int { return http.StatusGone })
 	fine := newReceiver(t, nil)
 	wGone := register(t, inst, gone, []string{"*"}, nil)
 	register(t, inst, fine, []string{"*"}, nil)
@@ -117,7 +117,7 @@ func TestHangingReceiverDelaysNobodyElse(t *testing.T) {
 	t.Parallel()
 	inst := setup(t, app.Options{WebhookTimeout: 500 * time.Millisecond, WebhookRetryBase: 200 * time.Millisecond})
 	release := make(chan struct{})
-	slow := newReceiver(t, func(_ int, r *http.Request) int {
+	slow := newReceiver(t, func(_ int, _ http.ResponseWriter, r *http.Request) int {
 		select {
 		case <-release:
 		case <-r.Context().Done():

@@ -19,9 +19,9 @@ const (
 // random (jitter in [0, 1)) so that the retries of many deliveries spread
 // out. Before the cap every delay is longer than the one before.
 func retryDelay(base time.Duration, attempt int, jitter float64) time.Duration {
-	d := MaxRetryDelay
-	if shift := attempt - 1; shift >= 0 && shift < 32 && base<<shift < MaxRetryDelay {
-		d = base << shift
+	d := min(base, MaxRetryDelay)
+	for i := 1; i < attempt && d < MaxRetryDelay; i++ {
+		d = min(2*d, MaxRetryDelay)
 	}
 	return d - time.Duration(float64(d)*0.2*jitter)
 }

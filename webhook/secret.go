@@ -61,10 +61,10 @@ type Sealer struct {
 	aead cipher.AEAD
 }
 
-// NewSealer returns a Sealer with a 32-byte key; a nil key gives a Sealer
-// that refuses everything with ErrNoKey.
+// NewSealer returns a Sealer with a 32-byte key; an empty key gives a
+// Sealer that refuses everything with ErrNoKey.
 func NewSealer(key []byte) (*Sealer, error) {
-	if key == nil {
+	if len(key) == 0 {
 		return &Sealer{}, nil
 	}
 	if len(key) != KeyBytes {

@@ -45,7 +45,7 @@ type Options struct {
 	// NoRedis runs without a display tier.
 	NoRedis bool
 	// App overrides the service options (the JWT secret is always Secret;
-	// the webhook key is WebhookKey unless set).
+	// the webhook key is WebhookKey unless set, an empty one for none).
 	App app.Options
 }
 
