@@ -238,13 +238,13 @@ func (c *attemptColumns) add(a webhook.Attempt) {
 	c.at, c.durationMS = append(c.at, a.At), append(c.durationMS, float64(a.Duration.Microseconds())/1000)
 }
 
-// Backlog counts the pending deliveries of enabled webhooks.
+// Backlog counts the enabled webhooks and their pending deliveries.
 func (s *Store) Backlog(ctx context.Context) (webhook.Backlog, error) {
 	var b webhook.Backlog
 	var oldest *time.Time
-	err := s.db.QueryRow(ctx, `SELECT count(*), min(d.created_at)
+	err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook WHERE disabled_at IS NULL), count(*), min(d.created_at)
 		FROM webhook w JOIN webhook_delivery d ON d.webhook_id = w.id AND d.state = 'pending'
-		WHERE w.disabled_at IS NULL`).Scan(&b.Pending, &oldest)
+		WHERE w.disabled_at IS NULL`).Scan(&b.Webhooks, &b.Pending, &oldest)
 	if oldest != nil {
 		b.Oldest = oldest.UTC()
 	}

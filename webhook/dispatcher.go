@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,7 +65,9 @@ type DispatcherConfig struct {
 	// and those of an instance that died with them leased.
 	PollInterval time.Duration
 	// BacklogInterval is how often the backlog gauges are refreshed
-	// (default 5s).
+	// (default 5s, and never more often than PollInterval). It is also how
+	// soon an instance that saw no enabled webhook notices one that
+	// another instance added.
 	BacklogInterval time.Duration
 	Logger          *slog.Logger
 	Registerer      prometheus.Registerer
@@ -76,8 +79,14 @@ type DispatcherConfig struct {
 // claims skip what another holds, so each attempt is made once. It wakes
 // after each local commit that recorded events (it is a
 // registration.Observer), after a retry's delay, and every PollInterval.
+//
+// While no webhook is enabled it stays idle, sending PostgreSQL nothing
+// but the backlog refresh: commits do not wake it and it does not poll.
 type Dispatcher struct {
-	cfg     DispatcherConfig
+	cfg DispatcherConfig
+	// active is false while the last backlog refresh found no enabled
+	// webhook.
+	active  atomic.Bool
 	client  *http.Client
 	lease   time.Duration
 	log     *slog.Logger
@@ -104,8 +113,8 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
-	cfg.BacklogInterval = cmp.Or(cfg.BacklogInterval, DefaultBacklogInterval)
-	return &Dispatcher{
+	cfg.BacklogInterval = max(cmp.Or(cfg.BacklogInterval, DefaultBacklogInterval), cfg.PollInterval)
+	d := &Dispatcher{
 		cfg:    cfg,
 		client: cfg.Guard.Client(cfg.Timeout, cfg.Concurrency),
 		// An attempt ends within Timeout; the lease leaves room for
@@ -119,17 +128,28 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		full:    make(map[string]bool),
 		keys:    make(map[string][]byte),
 	}
+	d.active.Store(true)
+	return d
 }
 
 // Committed implements registration.Observer: a commit that recorded
 // events may have queued deliveries.
 func (d *Dispatcher) Committed(_ context.Context, commits []registration.Commit) {
+	if !d.active.Load() {
+		return
+	}
 	for _, c := range commits {
 		if !c.Failed && len(c.Events) > 0 {
 			d.Wake()
 			return
 		}
 	}
+}
+
+// Activate tells the dispatcher that a webhook was added, and wakes it.
+func (d *Dispatcher) Activate() {
+	d.active.Store(true)
+	d.Wake()
 }
 
 // Wake makes the dispatcher look for due deliveries now.
@@ -146,6 +166,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	var workers sync.WaitGroup
 	workers.Go(d.recordResults)
 	workers.Go(func() {
+		if err := d.refreshBacklog(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("refresh the webhook backlog failed", "err", err)
+		}
 		loop.Every(ctx, d.cfg.BacklogInterval, d.log, "refresh the webhook backlog", d.refreshBacklog)
 	})
 	d.dispatch(ctx)
@@ -174,7 +197,9 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 		case <-d.wake:
 		case <-timer.C:
 		}
-		d.claim(ctx)
+		if d.active.Load() {
+			d.claim(ctx)
+		}
 		timer.Reset(d.untilNext())
 		select {
 		case <-ctx.Done():
@@ -382,5 +407,6 @@ func (d *Dispatcher) refreshBacklog(ctx context.Context) error {
 		return err
 	}
 	d.metrics.setBacklog(b, time.Now())
+	d.active.Store(b.Webhooks > 0)
 	return nil
 }

@@ -12,15 +12,17 @@ import (
 // Service is the admin side of webhooks: register, read and delete them,
 // and read their deliveries.
 type Service struct {
-	store  Store
-	guard  *Guard
-	sealer *Sealer
+	store      Store
+	guard      *Guard
+	sealer     *Sealer
+	dispatcher *Dispatcher
 }
 
 // NewService returns a Service. guard checks the URLs of new webhooks;
-// sealer protects their secrets at rest.
-func NewService(store Store, guard *Guard, sealer *Sealer) *Service {
-	return &Service{store: store, guard: guard, sealer: sealer}
+// sealer protects their secrets at rest; dispatcher, when not nil, is told
+// of each new webhook.
+func NewService(store Store, guard *Guard, sealer *Sealer, dispatcher *Dispatcher) *Service {
+	return &Service{store: store, guard: guard, sealer: sealer, dispatcher: dispatcher}
 }
 
 // Create validates and stores a new webhook and returns it with its
@@ -51,6 +53,9 @@ func (s *Service) Create(ctx context.Context, in NewWebhook) (Created, error) {
 	}
 	if err != nil {
 		return Created{}, err
+	}
+	if s.dispatcher != nil {
+		s.dispatcher.Activate()
 	}
 	return Created{Webhook: w, Secret: secret}, nil
 }

@@ -37,7 +37,7 @@ type Store interface {
 	// that ran out changes nothing). An OutcomeGone disables the webhook
 	// and fails its pending deliveries.
 	RecordAttempts(ctx context.Context, attempts []Attempt) error
-	// Backlog counts the pending deliveries of enabled webhooks.
+	// Backlog counts the enabled webhooks and their pending deliveries.
 	Backlog(ctx context.Context) (Backlog, error)
 	// PurgeDeliveries deletes the messages, deliveries and attempts
 	// recorded before t, and returns how many deliveries it deleted.
@@ -107,7 +107,9 @@ type Attempt struct {
 
 // Backlog is the outbox's pending deliveries.
 type Backlog struct {
-	Pending int64
+	// Webhooks counts the enabled webhooks.
+	Webhooks int
+	Pending  int64
 	// Oldest is when the oldest pending delivery's event was recorded;
 	// zero when nothing is pending.
 	Oldest time.Time

@@ -168,7 +168,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	streams := stream.NewHub(stream.HubConfig{
 		Changes: changes, Seats: counter.Seats, MaxStreams: opts.StreamMaxClients, Registerer: reg,
 	})
-	hooks := webhook.NewService(st, guard, sealer)
+	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	var pingRedis func(context.Context) error
 	if rdb != nil {
 		pingRedis = counter.Ping
