@@ -103,8 +103,10 @@ type Dispatcher struct {
 	// next is the earliest retry this instance scheduled and has not
 	// looked for yet.
 	next time.Time
-	// keys are the opened signing keys, by webhook id.
-	keys map[string][]byte
+	// keys are the opened signing keys, by webhook id; unopened the
+	// webhooks whose key could not be opened (logged once).
+	keys     map[string][]byte
+	unopened map[string]bool
 }
 
 // NewDispatcher returns a Dispatcher; Run starts it.
@@ -119,14 +121,15 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		client: cfg.Guard.Client(cfg.Timeout, cfg.Concurrency),
 		// An attempt ends within Timeout; the lease leaves room for
 		// recording it.
-		lease:   2*cfg.Timeout + 5*time.Second,
-		log:     cmp.Or(cfg.Logger, slog.Default()),
-		metrics: newMetrics(cfg.Registerer),
-		wake:    make(chan struct{}, 1),
-		results: make(chan Attempt, 4*recordBatch),
-		busy:    make(map[string]int),
-		full:    make(map[string]bool),
-		keys:    make(map[string][]byte),
+		lease:    2*cfg.Timeout + 5*time.Second,
+		log:      cmp.Or(cfg.Logger, slog.Default()),
+		metrics:  newMetrics(cfg.Registerer),
+		wake:     make(chan struct{}, 1),
+		results:  make(chan Attempt, 4*recordBatch),
+		busy:     make(map[string]int),
+		full:     make(map[string]bool),
+		keys:     make(map[string][]byte),
+		unopened: make(map[string]bool),
 	}
 	d.active.Store(true)
 	return d
@@ -321,6 +324,14 @@ func (d *Dispatcher) key(j Job) ([]byte, error) {
 	}
 	k, err := d.cfg.Sealer.Open(j.WebhookID, j.SealedSecret)
 	if err != nil {
+		d.mu.Lock()
+		first := !d.unopened[j.WebhookID]
+		d.unopened[j.WebhookID] = true
+		d.mu.Unlock()
+		if first {
+			d.log.Error("a webhook's secret cannot be opened: its deliveries fail and are retried until WEBHOOK_SECRET_KEY is the key it was sealed with",
+				"webhook", j.WebhookID, "err", err)
+		}
 		return nil, err
 	}
 	d.mu.Lock()
