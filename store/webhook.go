@@ -66,19 +66,32 @@ func (s *Store) Webhook(ctx context.Context, id string) (webhook.Webhook, error)
 	return w, interpret(err)
 }
 
-// DeleteWebhook deletes a webhook, its deliveries and their attempts in
-// one statement. The messages of its events stay until the purge.
+// DeleteWebhook deletes a webhook, its deliveries and their attempts, in
+// one transaction of three statements in that order: a result being
+// recorded meanwhile either finds its delivery gone (and records nothing)
+// or committed first, and then its attempt row is seen by the last
+// statement. The messages of its events stay until the purge.
 func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
-	var n int
-	err := s.db.QueryRow(ctx, `
-		WITH w AS (DELETE FROM webhook WHERE public_id = $1 RETURNING id),
-		d AS (DELETE FROM webhook_delivery d USING w WHERE d.webhook_id = w.id),
-		x AS (DELETE FROM webhook_attempt t USING w WHERE t.webhook_id = w.id)
-		SELECT count(*) FROM w`, id).Scan(&n)
-	if err == nil && n == 0 {
+	var found bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var wid int64
+		err := tx.QueryRow(ctx, `DELETE FROM webhook WHERE public_id = $1 RETURNING id`, id).Scan(&wid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM webhook_delivery WHERE webhook_id = $1`, wid)
+		b.Queue(`DELETE FROM webhook_attempt WHERE webhook_id = $1`, wid)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err == nil && !found {
 		return webhook.NotFound(id)
 	}
-	return interpret(err)
+	return err
 }
 
 // Deliveries returns up to limit of a webhook's deliveries, newest first.
@@ -137,28 +150,41 @@ const claimSQL = `
 	WHERE d.webhook_id = due.webhook_id AND d.id = due.id AND m.activity_id = d.activity_id AND m.seq = d.seq
 	RETURNING d.webhook_id, d.id, d.attempts, d.created_at, due.public_id, due.url, due.secret, m.event_id, m.body`
 
+// asyncCommit makes the rest of a batch's implicit transaction commit
+// without waiting for its WAL to reach disk. Only claims and results of
+// deliveries commit so: losing the last of them in a database crash means
+// a delivery is claimed again when its lease ends, or sent again, which at
+// least once delivery allows; the outbox itself is written by the change
+// transaction, which waits. It keeps the dispatcher's commits from
+// queueing behind (and slowing) the change transactions' on a busy server.
+const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
+
 // ClaimDeliveries claims due deliveries (see claimSQL).
 func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook.Job, error) {
 	ids, busy := make([]string, 0, len(c.Busy)), make([]int32, 0, len(c.Busy))
 	for id, n := range c.Busy {
 		ids, busy = append(ids, id), append(busy, int32(n))
 	}
-	rows, err := s.db.Query(ctx, claimSQL, c.Lease.Milliseconds(), c.Slots, ids, busy)
-	if err != nil {
-		return nil, interpret(err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (webhook.Job, error) {
-		var j webhook.Job
-		err := row.Scan(&j.Ref.WebhookID, &j.Ref.DeliveryID, &j.Attempt, &j.CreatedAt,
-			&j.WebhookID, &j.URL, &j.SealedSecret, &j.EventID, &j.Body)
-		return j, err
+	var out []webhook.Job
+	b := &pgx.Batch{}
+	b.Queue(asyncCommit)
+	b.Queue(claimSQL, c.Lease.Milliseconds(), c.Slots, ids, busy).Query(func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (webhook.Job, error) {
+			var j webhook.Job
+			err := row.Scan(&j.Ref.WebhookID, &j.Ref.DeliveryID, &j.Attempt, &j.CreatedAt,
+				&j.WebhookID, &j.URL, &j.SealedSecret, &j.EventID, &j.Body)
+			return j, err
+		})
+		return err
 	})
-	return out, interpret(err)
+	return out, interpret(s.db.SendBatch(ctx, b).Close())
 }
 
 // recordSQL records attempts: each result updates its delivery only while
-// the delivery is pending at that attempt, and only those that did are
-// kept as attempt rows.
+// the delivery is still claimed (leased) for that attempt, and only those
+// that did are kept as attempt rows. (A leased delivery is pending; the
+// test is on the lease so that the delivery is found by its key.)
 const recordSQL = `
 	WITH r AS (
 		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], $5::bigint[],
@@ -170,7 +196,7 @@ const recordSQL = `
 			delivered_at = CASE WHEN r.state = 'delivered' THEN now() END,
 			last_status_code = r.status_code, last_error = r.error
 		FROM r
-		WHERE d.webhook_id = r.webhook_id AND d.id = r.delivery_id AND d.attempts = r.attempt AND d.state = 'pending'
+		WHERE d.webhook_id = r.webhook_id AND d.id = r.delivery_id AND d.attempts = r.attempt AND d.leased_until IS NOT NULL
 		RETURNING r.*
 	)
 	INSERT INTO webhook_attempt (webhook_id, delivery_id, attempt, at, status_code, error, duration_ms)
@@ -184,24 +210,41 @@ const goneSQL = `
 		last_error = coalesce(d.last_error, 'not sent: the webhook was disabled (its receiver answered 410 Gone)')
 	FROM w WHERE d.webhook_id = w.id AND d.state = 'pending'`
 
-// RecordAttempts records attempts' results in one round trip (and one
-// transaction when a webhook is disabled).
+// unsentSQL gives claims back: their leases end and their attempts are
+// not counted.
+const unsentSQL = `
+	UPDATE webhook_delivery d SET attempts = d.attempts - 1, leased_until = NULL
+	FROM unnest($1::bigint[], $2::bigint[], $3::int[]) AS r(webhook_id, delivery_id, attempt)
+	WHERE d.webhook_id = r.webhook_id AND d.id = r.delivery_id AND d.attempts = r.attempt AND d.leased_until IS NOT NULL`
+
+// RecordAttempts records attempts' results in one round trip and one
+// transaction (committed as asyncCommit says).
 func (s *Store) RecordAttempts(ctx context.Context, attempts []webhook.Attempt) error {
 	var c attemptColumns
-	var gone []int64
+	var gone, unsentW, unsentD []int64
+	var unsentA []int32
 	for _, a := range attempts {
-		c.add(a)
-		if a.Outcome == webhook.OutcomeGone {
+		switch a.Outcome {
+		case webhook.OutcomeUnsent:
+			unsentW, unsentD, unsentA = append(unsentW, a.Ref.WebhookID), append(unsentD, a.Ref.DeliveryID), append(unsentA, int32(a.Attempt))
+			continue
+		case webhook.OutcomeGone:
 			gone = append(gone, a.Ref.WebhookID)
 		}
+		c.add(a)
 	}
 	b := &pgx.Batch{}
-	b.Queue(recordSQL, c.wids, c.dids, c.attempts, c.states, c.retryMS, c.status, c.errs, c.at, c.durationMS)
-	if len(gone) == 0 {
-		return interpret(s.db.SendBatch(ctx, b).Close())
+	b.Queue(asyncCommit)
+	if len(c.wids) > 0 {
+		b.Queue(recordSQL, c.wids, c.dids, c.attempts, c.states, c.retryMS, c.status, c.errs, c.at, c.durationMS)
 	}
-	b.Queue(goneSQL, gone)
-	return s.inTx(ctx, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+	if len(unsentW) > 0 {
+		b.Queue(unsentSQL, unsentW, unsentD, unsentA)
+	}
+	if len(gone) > 0 {
+		b.Queue(goneSQL, gone)
+	}
+	return interpret(s.db.SendBatch(ctx, b).Close())
 }
 
 // attemptColumns collects attempt results as columns.

@@ -190,9 +190,24 @@ func TestClaimsAreExclusiveLeasedAndFenced(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_attempt`), "recorded once")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_delivery WHERE state = 'delivered' AND delivered_at IS NOT NULL`))
 
+	// A claim given back unsent is due again at once, its attempt not
+	// counted.
+	_, err = b.pool.Exec(ctx, `UPDATE webhook_delivery SET leased_until = NULL, attempts = 0 WHERE state = 'pending'`)
+	require.NoError(t, err)
+	jobs, err = b.s.ClaimDeliveries(ctx, webhook.Claim{Lease: time.Minute, Slots: 300})
+	require.NoError(t, err)
+	require.Len(t, jobs, 199)
+	require.NoError(t, b.s.RecordAttempts(ctx, []webhook.Attempt{{Ref: jobs[0].Ref, Attempt: jobs[0].Attempt, Outcome: webhook.OutcomeUnsent}}))
+	again2, err := b.s.ClaimDeliveries(ctx, webhook.Claim{Lease: time.Minute, Slots: 300})
+	require.NoError(t, err)
+	require.Len(t, again2, 1)
+	require.Equal(t, jobs[0].Ref, again2[0].Ref)
+	require.Equal(t, jobs[0].Attempt, again2[0].Attempt, "an unsent claim is not an attempt")
+
 	backlog, err := b.s.Backlog(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 199, backlog.Pending)
+	require.Equal(t, 1, backlog.Webhooks)
 	require.False(t, backlog.Oldest.IsZero())
 }
 

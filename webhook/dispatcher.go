@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,11 +34,15 @@ const (
 const (
 	// claimGap is the least time between two claims: under load one claim
 	// takes what many commits queued meanwhile.
-	claimGap = 2 * time.Millisecond
+	claimGap = 10 * time.Millisecond
+	// prefetch is how many deliveries per webhook a claim may hold, in
+	// flight or waiting for a slot, as a multiple of Concurrency: enough
+	// for a fast receiver between two claims.
+	prefetch = 4
 	// recordBatch caps the attempts recorded in one statement, and
 	// recordWindow is how long a batch waits for more after its first.
 	recordBatch  = 1000
-	recordWindow = 5 * time.Millisecond
+	recordWindow = 10 * time.Millisecond
 	// maxResponseBody is how much of a receiver's answer is read (and
 	// dropped), so that its connection can be used again.
 	maxResponseBody = 64 << 10
@@ -80,6 +83,11 @@ type DispatcherConfig struct {
 // after each local commit that recorded events (it is a
 // registration.Observer), after a retry's delay, and every PollInterval.
 //
+// A claim may take a few times Concurrency of a webhook's deliveries (so
+// that claims stay few under load); those wait for a free slot, and one
+// that has waited so long that its attempt could outlast its lease is
+// given back unsent instead, so no attempt is ever made twice.
+//
 // While no webhook is enabled it stays idle, sending PostgreSQL nothing
 // but the backlog refresh: commits do not wake it and it does not poll.
 type Dispatcher struct {
@@ -95,11 +103,12 @@ type Dispatcher struct {
 	results chan Attempt
 	sends   sync.WaitGroup
 
+	// ctx is Run's: attempts end with it.
+	ctx context.Context
+
 	mu sync.Mutex
-	// busy counts the attempts in flight per webhook; full marks the
-	// webhooks whose last claim filled every free slot (more may be due).
-	busy map[string]int
-	full map[string]bool
+	// hooks are the webhooks with deliveries held by this instance.
+	hooks map[string]*held
 	// next is the earliest retry this instance scheduled and has not
 	// looked for yet.
 	next time.Time
@@ -126,8 +135,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		metrics:  newMetrics(cfg.Registerer),
 		wake:     make(chan struct{}, 1),
 		results:  make(chan Attempt, 4*recordBatch),
-		busy:     make(map[string]int),
-		full:     make(map[string]bool),
+		hooks:    make(map[string]*held),
 		keys:     make(map[string][]byte),
 		unopened: make(map[string]bool),
 	}
@@ -163,9 +171,29 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
+// held is what this instance holds of one webhook's deliveries.
+type held struct {
+	// busy counts the attempts in flight; waiting are claimed deliveries
+	// waiting for a slot, oldest claim first.
+	busy    int
+	waiting []claimed
+	// full is set when the last claim took all it asked for: more may be
+	// due.
+	full bool
+}
+
+// claimed is a delivery claimed at (this instance's clock, before the
+// claim).
+type claimed struct {
+	job Job
+	at  time.Time
+}
+
 // Run delivers until ctx ends. Attempts in flight then are cut short and
-// recorded as failed attempts, to be retried.
+// recorded as failed attempts, to be retried; deliveries waiting for a
+// slot are given back.
 func (d *Dispatcher) Run(ctx context.Context) {
+	d.ctx = ctx
 	var workers sync.WaitGroup
 	workers.Go(d.recordResults)
 	workers.Go(func() {
@@ -175,6 +203,16 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		loop.Every(ctx, d.cfg.BacklogInterval, d.log, "refresh the webhook backlog", d.refreshBacklog)
 	})
 	d.dispatch(ctx)
+	d.mu.Lock()
+	var unsent []Job
+	for _, h := range d.hooks {
+		for _, c := range h.waiting {
+			unsent = append(unsent, c.job)
+		}
+		h.waiting = nil
+	}
+	d.mu.Unlock()
+	d.giveBack(unsent)
 	d.sends.Wait()
 	close(d.results)
 	workers.Wait()
@@ -224,54 +262,97 @@ func (d *Dispatcher) untilNext() time.Duration {
 	return wait
 }
 
-// claim claims what is due, as far as the webhooks have free slots, and
-// starts the attempts.
+// claim claims what is due, as far as the webhooks have room, and starts
+// the attempts that have a free slot.
 func (d *Dispatcher) claim(ctx context.Context) {
 	d.mu.Lock()
-	busy := maps.Clone(d.busy)
+	holding := make(map[string]int, len(d.hooks))
+	for id, h := range d.hooks {
+		holding[id] = h.busy + len(h.waiting)
+	}
 	if !d.next.IsZero() && !d.next.After(time.Now()) {
 		d.next = time.Time{}
 	}
 	d.mu.Unlock()
+	limit := prefetch * d.cfg.Concurrency
+	at := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	jobs, err := d.cfg.Store.ClaimDeliveries(cctx, Claim{Lease: d.lease, Slots: d.cfg.Concurrency, Busy: busy})
+	jobs, err := d.cfg.Store.ClaimDeliveries(cctx, Claim{Lease: d.lease, Slots: limit, Busy: holding})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("claim webhook deliveries failed", "err", err)
 		}
 		return
 	}
-	claimed := make(map[string]int)
-	for _, j := range jobs {
-		claimed[j.WebhookID]++
-	}
+	got := make(map[string]int)
 	d.mu.Lock()
-	clear(d.full)
-	for id, n := range claimed {
-		d.full[id] = n >= d.cfg.Concurrency-busy[id]
-		d.busy[id] += n
+	for _, j := range jobs {
+		h := d.hooks[j.WebhookID]
+		if h == nil {
+			h = &held{}
+			d.hooks[j.WebhookID] = h
+		}
+		h.waiting = append(h.waiting, claimed{job: j, at: at})
+		got[j.WebhookID]++
+	}
+	var stale []Job
+	for id, h := range d.hooks {
+		h.full = got[id] > 0 && got[id] >= limit-holding[id]
+		stale = append(stale, d.start(id)...)
 	}
 	d.mu.Unlock()
-	for _, j := range jobs {
-		d.metrics.inFlight.Inc()
-		d.sends.Go(func() { d.finish(j.WebhookID, d.attempt(ctx, j)) })
-	}
+	d.giveBack(stale)
 }
 
-// finish hands an attempt's result to the recorder and frees its slot,
-// waking the dispatcher when the webhook may have more due.
+// start starts the waiting attempts of a webhook that have a free slot,
+// and returns the deliveries that waited too long to be sent within their
+// lease (or that Run's end caught waiting), to give back. d.mu is held.
+func (d *Dispatcher) start(webhookID string) (stale []Job) {
+	h := d.hooks[webhookID]
+	for len(h.waiting) > 0 && h.busy < d.cfg.Concurrency {
+		c := h.waiting[0]
+		h.waiting = h.waiting[1:]
+		// Sent later than Timeout after its claim, the attempt could end
+		// after the lease (2·Timeout + 5 s), when another instance may
+		// already have claimed it again.
+		if time.Since(c.at) > d.cfg.Timeout || d.ctx.Err() != nil {
+			stale = append(stale, c.job)
+			continue
+		}
+		h.busy++
+		d.metrics.inFlight.Inc()
+		d.sends.Go(func() { d.finish(c.job.WebhookID, d.attempt(d.ctx, c.job)) })
+	}
+	if h.busy == 0 && len(h.waiting) == 0 {
+		delete(d.hooks, webhookID)
+	}
+	return stale
+}
+
+// finish hands an attempt's result to the recorder, frees its slot for
+// the next waiting delivery, and wakes the dispatcher when the webhook's
+// deliveries ran out and more may be due.
 func (d *Dispatcher) finish(webhookID string, a Attempt) {
 	d.results <- a
 	d.metrics.inFlight.Dec()
 	d.mu.Lock()
-	if d.busy[webhookID]--; d.busy[webhookID] <= 0 {
-		delete(d.busy, webhookID)
-	}
-	more := d.full[webhookID]
+	h := d.hooks[webhookID]
+	h.busy--
+	more := h.full && len(h.waiting) == 0
+	stale := d.start(webhookID)
 	d.mu.Unlock()
+	d.giveBack(stale)
 	if more {
 		d.Wake()
+	}
+}
+
+// giveBack hands deliveries that were claimed but not sent to the
+// recorder, which ends their leases without counting an attempt.
+func (d *Dispatcher) giveBack(jobs []Job) {
+	for _, j := range jobs {
+		d.results <- Attempt{Ref: j.Ref, Attempt: j.Attempt, Outcome: OutcomeUnsent}
 	}
 }
 
@@ -396,7 +477,10 @@ func (d *Dispatcher) record(batch []Attempt) {
 	}
 	var soonest time.Duration = -1
 	for _, a := range batch {
-		if a.Outcome == OutcomeRetry && (soonest < 0 || a.RetryIn < soonest) {
+		switch {
+		case a.Outcome == OutcomeUnsent:
+			soonest = 0 // due again now
+		case a.Outcome == OutcomeRetry && (soonest < 0 || a.RetryIn < soonest):
 			soonest = a.RetryIn
 		}
 	}

@@ -108,9 +108,10 @@ func (g *Guard) CheckURL(ctx context.Context, u *url.URL) error {
 // Client returns the HTTP client of deliveries: every attempt bounded by
 // timeout, connections dialled only to allowed addresses, no proxy (a
 // proxy would resolve names out of the guard's sight), redirects not
-// followed (a 3xx is the attempt's answer), and up to perHost idle
-// connections kept per receiver.
-func (g *Guard) Client(timeout time.Duration, perHost int) *http.Client {
+// followed (a 3xx is the attempt's answer), and connections kept for
+// reuse: perWebhook per webhook (its most attempts in flight) for several
+// webhooks on one receiver host.
+func (g *Guard) Client(timeout time.Duration, perWebhook int) *http.Client {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.control}
 	return &http.Client{
 		Timeout: timeout,
@@ -120,8 +121,8 @@ func (g *Guard) Client(timeout time.Duration, perHost int) *http.Client {
 			ForceAttemptHTTP2:     true,
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: timeout,
-			MaxIdleConns:          4 * perHost,
-			MaxIdleConnsPerHost:   perHost,
+			MaxIdleConns:          64 * perWebhook,
+			MaxIdleConnsPerHost:   8 * perWebhook,
 			IdleConnTimeout:       90 * time.Second,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -32,10 +32,11 @@ type Store interface {
 	// Claim.Lease: nobody else claims it meanwhile, and if no result is
 	// recorded by then it is due again.
 	ClaimDeliveries(ctx context.Context, c Claim) ([]Job, error)
-	// RecordAttempts records the results of attempts, each only if its
-	// delivery is still pending at that attempt (a late result of a lease
-	// that ran out changes nothing). An OutcomeGone disables the webhook
-	// and fails its pending deliveries.
+	// RecordAttempts records the results of attempts, each only while its
+	// delivery is still claimed for that attempt (a late result of a lease
+	// that another claim took over changes nothing). An OutcomeGone
+	// disables the webhook and fails its pending deliveries; an
+	// OutcomeUnsent gives the claim back.
 	RecordAttempts(ctx context.Context, attempts []Attempt) error
 	// Backlog counts the enabled webhooks and their pending deliveries.
 	Backlog(ctx context.Context) (Backlog, error)
@@ -48,9 +49,10 @@ type Store interface {
 type Claim struct {
 	// Lease is how long the claimed deliveries are the caller's.
 	Lease time.Duration
-	// Slots is the most deliveries of one webhook in flight at once.
+	// Slots is the most deliveries of one webhook the caller holds at
+	// once (in flight or waiting to be sent).
 	Slots int
-	// Busy counts, by webhook id, the deliveries the caller has in flight.
+	// Busy counts, by webhook id, the deliveries the caller holds.
 	Busy map[string]int
 }
 
@@ -87,6 +89,10 @@ const (
 	// OutcomeGone: the receiver answered 410 Gone; the webhook is
 	// disabled.
 	OutcomeGone Outcome = "disabled"
+	// OutcomeUnsent: the claimed delivery was not sent after all (it could
+	// not be within its lease); its lease ends and its attempt is not
+	// counted.
+	OutcomeUnsent Outcome = "unsent"
 )
 
 // Attempt is the result of one attempt.
