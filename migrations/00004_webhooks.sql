@@ -49,8 +49,8 @@ CREATE INDEX webhook_message_created_at_idx ON webhook_message USING brin (creat
 -- claims it by setting leased_until (an unindexed column, so the claim can
 -- be a HOT update) and counting the attempt; a claim whose lease ran out
 -- (its instance died) is claimed again. attempts also fences late results:
--- a result is recorded only while attempts still equals the attempt it
--- reports.
+-- a result is recorded only while the delivery is still leased and
+-- attempts still equals the attempt it reports.
 CREATE TABLE webhook_delivery (
     webhook_id       bigint      NOT NULL,
     id               bigint      GENERATED ALWAYS AS IDENTITY,
