@@ -21,6 +21,7 @@ import (
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/stream"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // Config holds what the HTTP edge serves.
@@ -60,6 +61,8 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address (rate limits, access log); empty: the peer's.
 	TrustedProxies []*net.IPNet
+	// Webhooks registers webhooks; nil leaves the webhook routes out.
+	Webhooks *webhook.Service
 }
 
 // Server is the HTTP edge.
@@ -127,6 +130,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Streams != nil {
 		v1.GET("/activities/:id/seats/stream", s.seatStream)
+	}
+	if cfg.Webhooks != nil {
+		s.registerWebhookRoutes(v1, admin)
 	}
 	s.registerWidgetRoutes(e)
 	s.registerAPIDescription(e)

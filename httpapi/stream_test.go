@@ -358,7 +358,8 @@ func xactCommits(t *testing.T, url string) int64 {
 
 func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
+		WebhookPollInterval: time.Hour}})
 	id := inst.CreateActivity(t, "quiet", 100)
 	signup(t, inst, id, "u0") // builds the display counter
 	// Statistics reach pg_stat_database within a second of a transaction.

@@ -33,19 +33,20 @@ const topicsText = "Each target names the part of the service it measures: " +
 
 // scenarioDescriptions say what each scenario does, in the page's table.
 var scenarioDescriptions = map[string]string{
-	ScenarioSignupHot:    "POST signup, each a distinct user, to the hot activity (24k occupying of 80k rows at the start), 64 clients",
-	ScenarioCancelHot:    "POST cancel (as an admin) of the registrations signup_hot made on the hot activity, 64 clients",
-	ScenarioSignupHot256: "the same at 256 clients",
-	ScenarioSignupSpread: "POST signup, distinct users, round-robin over 1,000 ordinary activities, 64 clients",
-	ScenarioFlashCrowd:   "20,000 distinct users, once each, for 500 seats of a new activity, 256 clients",
-	ScenarioWaitCrowd:    "the flash crowd on an activity with a waiting list: 500 admitted (201), the others waitlisted (202)",
-	ScenarioPromoteStorm: "POST cancel (as an admin) of the 1,000 seats of a full activity with 5,000 waiting, each promoting the first in line, 64 clients",
-	ScenarioCourseRush:   "20,000 distinct users each signing up for 3 of 300 activities of 50 seats at once (60,000 requests), 256 clients",
-	ScenarioSeatsRead:    "GET seats of the hot activity, cache warm, 64 clients",
-	ScenarioTrivial:      "GET /healthz: the HTTP stack's ceiling on this machine, 64 clients",
-	ScenarioViewsHot:     "POST views of one note, combining on, 64 clients",
-	ScenarioViewsNaive:   "the same with NOTE_COMBINING=off (one upsert per request)",
-	ScenarioSSEFanout:    "1,000 stream clients on one activity; latency from a signup to each client's event",
+	ScenarioSignupHot:         "POST signup, each a distinct user, to the hot activity (24k occupying of 80k rows at the start), 64 clients",
+	ScenarioSignupHotWebhooks: "signup_hot with two webhooks for every event, delivered to a fast receiver in the load test, 64 clients",
+	ScenarioCancelHot:         "POST cancel (as an admin) of the registrations signup_hot made on the hot activity, 64 clients",
+	ScenarioSignupHot256:      "the same at 256 clients",
+	ScenarioSignupSpread:      "POST signup, distinct users, round-robin over 1,000 ordinary activities, 64 clients",
+	ScenarioFlashCrowd:        "20,000 distinct users, once each, for 500 seats of a new activity, 256 clients",
+	ScenarioWaitCrowd:         "the flash crowd on an activity with a waiting list: 500 admitted (201), the others waitlisted (202)",
+	ScenarioPromoteStorm:      "POST cancel (as an admin) of the 1,000 seats of a full activity with 5,000 waiting, each promoting the first in line, 64 clients",
+	ScenarioCourseRush:        "20,000 distinct users each signing up for 3 of 300 activities of 50 seats at once (60,000 requests), 256 clients",
+	ScenarioSeatsRead:         "GET seats of the hot activity, cache warm, 64 clients",
+	ScenarioTrivial:           "GET /healthz: the HTTP stack's ceiling on this machine, 64 clients",
+	ScenarioViewsHot:          "POST views of one note, combining on, 64 clients",
+	ScenarioViewsNaive:        "the same with NOTE_COMBINING=off (one upsert per request)",
+	ScenarioSSEFanout:         "1,000 stream clients on one activity; latency from a signup to each client's event",
 }
 
 // baselineDescriptions say what each baseline runs.
@@ -105,10 +106,13 @@ var checkDescriptions = map[string]string{
 	CheckSSEP99MS:             "p99 ms from a signup to a stream client's event",
 	CheckSSERSSMB:             "capacityd's RSS with every stream open (MB)",
 	CheckSSEStreamPGQueries:   "transactions in the bench database while the streams connected",
+	CheckWebhookDrainSeconds:  "seconds from the end of signup_hot_webhooks until no webhook delivery was pending",
+	CheckWebhookReceived:      "deliveries (event and webhook) the receiver got during signup_hot_webhooks",
+	CheckWebhookDuplicates:    "deliveries the receiver got more than once",
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
-var scenarioOrder = []string{ScenarioSignupHot, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+var scenarioOrder = []string{ScenarioSignupHot, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush,
 	ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 

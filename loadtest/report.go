@@ -24,6 +24,9 @@ const (
 	ScenarioViewsHot     = "views_hot"
 	ScenarioViewsNaive   = "views_naive"
 	ScenarioSSEFanout    = "sse_fanout"
+	// ScenarioSignupHotWebhooks is signup_hot with two webhooks for every
+	// event.
+	ScenarioSignupHotWebhooks = "signup_hot_webhooks"
 )
 
 // Baseline names, as they appear in the report. The first four are always
@@ -55,6 +58,7 @@ const (
 	RatioViewsHotVsNaive         = "views_hot_vs_naive"
 	RatioViewsHotVsPGUpsert      = "views_hot_vs_pg_upsert"
 	RatioSeatsReadVsTrivial      = "seats_read_vs_trivial"
+	RatioSignupHotWebhooks       = "signup_hot_webhooks_vs_signup_hot"
 )
 
 // Check names, as they appear in the report. The first eight are always in
@@ -103,6 +107,9 @@ const (
 	CheckCourseP99MS          = "course_rush_p99_ms"
 	CheckSeatsReadRedisErrors = "seats_read_redis_errors"
 	CheckSeatsReadRebuilds    = "seats_read_cache_rebuilds"
+	CheckWebhookDrainSeconds  = "webhook_backlog_drain_seconds"
+	CheckWebhookReceived      = "webhook_deliveries_received"
+	CheckWebhookDuplicates    = "webhook_duplicate_deliveries"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the
@@ -193,6 +200,7 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioViewsHotVsNaive] = ratio(r.scenarioRPS(ScenarioViewsHot), r.scenarioRPS(ScenarioViewsNaive))
 	r.Ratios[RatioViewsHotVsPGUpsert] = ratio(r.scenarioRPS(ScenarioViewsHot), r.Baselines[BaselineNoteUpsert32])
 	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))
+	r.Ratios[RatioSignupHotWebhooks] = ratio(r.scenarioRPS(ScenarioSignupHotWebhooks), r.scenarioRPS(ScenarioSignupHot))
 }
 
 // ensureShape adds the keys that are always in the JSON but were not

@@ -45,7 +45,13 @@ type ServerConfig struct {
 var benchEnv = []string{
 	"EXPIRY_INTERVAL=1h", "RECONCILE_INTERVAL=1h",
 	"RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_SIGNUPS=0",
+	// signup_hot_webhooks delivers to a receiver on the loopback interface.
+	"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_SECRET_KEY=" + benchWebhookKey,
 }
+
+// benchWebhookKey seals the webhook secrets of the capacityd the load test
+// starts (a throwaway key for a throwaway service).
+const benchWebhookKey = "bG9hZHRlc3Qtd2ViaG9vay1rZXktMzItYnl0ZXMhISE="
 
 // Server is a capacityd process started by the load test.
 type Server struct {

@@ -49,13 +49,15 @@ func TestSmoke(t *testing.T) {
 		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
-	for _, s := range []string{ScenarioSignupHot, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+	for _, s := range []string{ScenarioSignupHot, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioSeatsRead, ScenarioTrivial} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
 	}
 	// Bounded by count, not time: it always completes.
 	require.EqualValues(t, 600, r.Scenarios[ScenarioFlashCrowd].Ops, log.String())
+	require.Contains(t, r.Checks, CheckWebhookDrainSeconds, "the webhook outbox drained: %s", log.String())
+	require.EqualValues(t, 0, r.Checks[CheckWebhookDuplicates])
 	require.NotNil(t, r.Baselines[BaselineHotRow32])
 	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")
 	require.LessOrEqual(t, r.Checks[CheckFlashAdmitted], int64(FlashCrowdCapacity))

@@ -17,6 +17,7 @@ const (
 	TopicStreams     = "streams"
 	TopicWaitlist    = "waiting list"
 	TopicSpread      = "spread"
+	TopicWebhooks    = "webhooks"
 )
 
 // Target is one performance target, judged against a report.
@@ -128,6 +129,8 @@ var comparisons = []comparison{
 	{TopicStreams, "1,000 stream clients: p99 fan-out of a signup (ms)", "<", fixed(1000), fromCheck(CheckSSEP99MS)},
 	{TopicStreams, "1,000 stream clients: instance RSS (MB)", "<", fixed(200), fromCheck(CheckSSERSSMB)},
 	{TopicStreams, "1,000 stream clients: PostgreSQL transactions caused by the streams", "==", fixed(0), fromCheck(CheckSSEStreamPGQueries)},
+	{TopicWebhooks, "hot signups/s with two webhooks for every event vs without", ">=", fixed(0.8), fromRatio(RatioSignupHotWebhooks)},
+	{TopicWebhooks, "webhook outbox drained after the load stopped (s)", "<=", fixed(5), fromCheck(CheckWebhookDrainSeconds)},
 }
 
 // Targets judges the report against every performance target, plus the

@@ -243,6 +243,8 @@ func (d *decision) signup(i int, c SignupCommand) {
 		pos := d.act.Waiting
 		snapshot := *r
 		snapshot.WaitlistPosition = &pos
+		// The event's registration is as the change left it: in line at pos.
+		d.events[len(d.events)-1].Registration.WaitlistPosition = &pos
 		d.regs[r.ID] = r
 		d.holders[c.UserID] = r.ID
 		d.outcomes[i] = Outcome{Registration: &snapshot, Changed: true}

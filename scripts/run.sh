@@ -5,7 +5,9 @@
 # interrupted. Expects the variables of .data/env.
 #
 # Tokens are signed with CAPACITY_JWT_SECRET, or else with a random secret
-# kept in .data/dev-secret (never the public --dev one). The demo
+# kept in .data/dev-secret (never the public --dev one); webhook secrets are
+# sealed with WEBHOOK_SECRET_KEY, or else with a random key kept in
+# .data/webhook-key. The demo
 # activity's id is kept in .data/demo-activity and reused while the
 # database still has it. It stops with the reason, and prints no banner,
 # when the port is taken or capacityd exits.
@@ -38,6 +40,16 @@ if [ -z "${CAPACITY_JWT_SECRET:-}" ]; then
   fi
   CAPACITY_JWT_SECRET=$(cat "$STATE/dev-secret")
   export CAPACITY_JWT_SECRET
+fi
+
+# Webhook secrets are sealed with WEBHOOK_SECRET_KEY, or else with a random
+# key of its own kept in .data/webhook-key.
+if [ -z "${WEBHOOK_SECRET_KEY:-}" ]; then
+  if [ ! -s "$STATE/webhook-key" ]; then
+    (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n' >"$STATE/webhook-key")
+  fi
+  WEBHOOK_SECRET_KEY=$(cat "$STATE/webhook-key")
+  export WEBHOOK_SECRET_KEY
 fi
 
 "$BIN" migrate >/dev/null || fail "capacityd migrate failed (is DATABASE_URL reachable?)"

@@ -70,7 +70,8 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 	slices.SortFunc(work, func(a, b *activityWork) int { return int(a.aid - b.aid) })
 
 	err := s.pipelined(ctx, func(conn *pgx.Conn) error {
-		if err := s.readStates(ctx, conn, work); err != nil {
+		hooks, err := s.readStates(ctx, conn, work)
+		if err != nil {
 			return err
 		}
 		for _, w := range work {
@@ -80,7 +81,7 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 			}
 			w.plan = p
 		}
-		return writePlans(ctx, conn, work)
+		return s.writePlans(ctx, conn, work, hooks)
 	})
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
@@ -130,8 +131,11 @@ func (s *Store) cached(aid, seq int64) (seatCache, bool) {
 	return c, ok && c.seq == seq
 }
 
-// readStates takes the activities' locks and reads their states.
-func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activityWork) error {
+// readStates takes the activities' locks and reads their states, and
+// whether any webhook is enabled (then the transaction writes the webhook
+// outbox of its events; a webhook enabled while it runs gets the events of
+// the transactions that begin after).
+func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activityWork) (hooks bool, err error) {
 	byAID := make(map[int64]*activityWork, len(work))
 	aids := make([]int64, len(work))
 	var pairAIDs []int64
@@ -233,10 +237,11 @@ func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activity
 	if len(uncounted) > 0 {
 		queueCounts(b, uncounted, byAID)
 	}
+	b.Queue(anyWebhookSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&hooks) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return err
+		return false, err
 	}
-	return readRest(ctx, conn, work, byAID)
+	return hooks, readRest(ctx, conn, work, byAID)
 }
 
 // queueHolders adds to b the read of the active registrations of the
@@ -326,10 +331,11 @@ const countActiveSQL = `SELECT k.id,
 		(SELECT count(*) FROM registration WHERE activity_id = k.id AND status = 'waitlisted')
 	FROM unnest($1::bigint[]) AS k(id)`
 
-// writePlans writes every plan and commits, in one round trip. Rows that
-// change come before new rows, so that a user's cancelled registration no longer
-// counts as active when their new one is inserted.
-func writePlans(ctx context.Context, conn *pgx.Conn, work []*activityWork) error {
+// writePlans writes every plan, with the webhook outbox of its events when
+// any webhook is enabled (hooks), and commits, in one round trip. Rows
+// that change come before new rows, so that a user's cancelled
+// registration no longer counts as active when their new one is inserted.
+func (s *Store) writePlans(ctx context.Context, conn *pgx.Conn, work []*activityWork, hooks bool) error {
 	b := &pgx.Batch{}
 	var rows rowsOf
 	var evs eventsOf
@@ -362,6 +368,11 @@ func writePlans(ctx context.Context, conn *pgx.Conn, work []*activityWork) error
 			ON CONFLICT (activity_id) DO UPDATE SET last_seq = excluded.last_seq`, seqAIDs, seqs)
 	}
 	queueOutcomes(b, work)
+	if hooks {
+		if err := queueOutbox(b, work); err != nil {
+			return err
+		}
+	}
 	b.Queue("COMMIT")
 	return conn.SendBatch(ctx, b).Close()
 }

@@ -26,7 +26,7 @@ type DBTX interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// Store implements registration.Store and note.Store.
+// Store implements registration.Store, note.Store and webhook.Store.
 type Store struct {
 	db DBTX
 	// pool is set when db is a pool; transactions start from it.

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // devSecret signs tokens under --dev when no CAPACITY_JWT_SECRET is set. It
@@ -60,6 +61,12 @@ type config struct {
 	LogFormat      string
 	TrustedProxies []*net.IPNet
 	MigrateOnStart bool
+
+	WebhookSecretKey    []byte
+	WebhookAllowPrivate bool
+	WebhookRetryBase    time.Duration
+	WebhookTimeout      time.Duration
+	WebhookConcurrency  int
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -247,6 +254,22 @@ var serveSettings = []setting{
 		}
 		return nil
 	}},
+	{"WEBHOOK_SECRET_KEY", "", "32 bytes in base64 (openssl rand -base64 32) that seal webhook signing secrets in the database; required to create webhooks and to deliver to them", func(c *config, v string) error {
+		c.WebhookSecretKey = nil
+		if v == "" {
+			return nil
+		}
+		k, err := webhook.ParseKey(v)
+		c.WebhookSecretKey = k
+		return err
+	}},
+	boolSetting("WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback, private and link-local addresses", func(c *config) *bool { return &c.WebhookAllowPrivate }),
+	durationSetting("WEBHOOK_RETRY_BASE", webhook.DefaultRetryBase.String(), "delay before the first retry of a failed webhook delivery (then doubling, at most 1h apart, for 24h)",
+		func(c *config) *time.Duration { return &c.WebhookRetryBase }),
+	durationSetting("WEBHOOK_TIMEOUT", webhook.DefaultTimeout.String(), "time limit of each webhook delivery attempt",
+		func(c *config) *time.Duration { return &c.WebhookTimeout }),
+	intSetting("WEBHOOK_CONCURRENCY", strconv.Itoa(webhook.DefaultConcurrency), "most webhook delivery attempts in flight per webhook on one instance", 1, 1000,
+		func(c *config) *int { return &c.WebhookConcurrency }),
 	rateLimitSetting("RATE_LIMIT_PUBLIC_WRITES", "50:100", "note views and waters per second per client IP, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.PublicWriteLimit }),
 	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",

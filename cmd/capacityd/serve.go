@@ -128,6 +128,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
 		TrustedProxies: cfg.TrustedProxies, Auth: auth,
+		WebhookSecretKey: cfg.WebhookSecretKey, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
+		WebhookRetryBase: cfg.WebhookRetryBase, WebhookTimeout: cfg.WebhookTimeout,
+		WebhookConcurrency: cfg.WebhookConcurrency,
 	}, pool, rdb)
 	if err != nil {
 		return err

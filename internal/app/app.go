@@ -21,6 +21,7 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
 	"github.com/physiciansnet/capacityd/stream"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // Options are the settings of an assembled service.
@@ -69,6 +70,23 @@ type Options struct {
 	TrustedProxies []*net.IPNet
 	// Auth verifies tokens; nil: HS256 tokens signed with JWTSecret only.
 	Auth *httpapi.Authenticator
+
+	// WebhookSecretKey (32 bytes) seals webhook signing secrets at rest;
+	// nil: no webhook can be created, and existing ones are not delivered
+	// (their attempts fail, and are retried) until it is set.
+	WebhookSecretKey []byte
+	// WebhookAllowPrivate lets webhooks reach loopback, private and
+	// link-local addresses.
+	WebhookAllowPrivate bool
+	// WebhookRetryBase, WebhookTimeout, WebhookConcurrency and
+	// WebhookPollInterval tune delivery; zero: the webhook package's
+	// defaults.
+	WebhookRetryBase    time.Duration
+	WebhookTimeout      time.Duration
+	WebhookConcurrency  int
+	WebhookPollInterval time.Duration
+	// WebhookResolver resolves webhook hosts; nil: the system's resolver.
+	WebhookResolver webhook.Resolver
 }
 
 // App is the assembled service.
@@ -83,6 +101,8 @@ type App struct {
 	Streams       *stream.Hub
 	Server        *httpapi.Server
 	Registry      *prometheus.Registry
+	Webhooks      *webhook.Service
+	Deliveries    *webhook.Dispatcher
 
 	opts    Options
 	stop    context.CancelFunc
@@ -122,10 +142,21 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	if rdb != nil {
 		gate = counter
 	}
+	sealer, err := webhook.NewSealer(opts.WebhookSecretKey)
+	if err != nil {
+		return nil, err
+	}
+	guard := &webhook.Guard{AllowPrivate: opts.WebhookAllowPrivate, Resolver: opts.WebhookResolver}
+	deliveries := webhook.NewDispatcher(webhook.DispatcherConfig{
+		Store: st, Sealer: sealer, Guard: guard, RetryBase: opts.WebhookRetryBase, Timeout: opts.WebhookTimeout,
+		Concurrency: opts.WebhookConcurrency, PollInterval: opts.WebhookPollInterval,
+		Logger: opts.Logger, Registerer: reg,
+	})
 	regs := registration.NewService(registration.Config{
 		Store: st, Gate: gate,
-		// The display first, so that announced changes read new numbers.
-		Observers: []registration.Observer{counter, changes},
+		// The display first, so that announced changes read new numbers;
+		// webhook delivery last.
+		Observers: []registration.Observer{counter, changes, deliveries},
 		Changes:   changes, Now: opts.Now,
 		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
 		MaxTransactions: opts.AdmissionMaxTransactions,
@@ -137,6 +168,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	streams := stream.NewHub(stream.HubConfig{
 		Changes: changes, Seats: counter.Seats, MaxStreams: opts.StreamMaxClients, Registerer: reg,
 	})
+	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	var pingRedis func(context.Context) error
 	if rdb != nil {
 		pingRedis = counter.Ping
@@ -149,15 +181,18 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Streams: streams, PingInterval: opts.StreamPingInterval,
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
 		TrustedProxies: opts.TrustedProxies,
+		Webhooks:       hooks,
 	})
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
-		Changes: changes, Streams: streams, Server: srv, Registry: reg, opts: opts,
+		Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
+		opts: opts,
 	}, nil
 }
 
 // StartWorkers starts the background work of every instance: hold expiry,
-// idempotency purge and display reconciliation. Shutdown stops them.
+// idempotency purge, display reconciliation, and webhook delivery with its
+// purge. Shutdown stops them.
 func (a *App) StartWorkers() {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stop = cancel
@@ -165,6 +200,8 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.Registrations.RunOutcomePurge(ctx, time.Hour) })
 	a.workers.Go(func() { capacity.NewReconciler(a.Seats).Run(ctx, a.opts.ReconcileInterval, a.opts.Logger) })
 	a.workers.Go(func() { a.Changes.Run(ctx) })
+	a.workers.Go(func() { a.Deliveries.Run(ctx) })
+	a.workers.Go(func() { a.Deliveries.RunPurge(ctx, time.Hour) })
 }
 
 // Shutdown finishes the admission batches and note upserts in flight, then stops the

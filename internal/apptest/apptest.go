@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -33,6 +34,10 @@ import (
 // Secret signs the tokens of test instances.
 const Secret = "apptest-secret-apptest-secret-apptest-secret"
 
+// WebhookKey seals the webhook secrets of test instances (WEBHOOK_SECRET_KEY
+// of test processes): 32 bytes in base64.
+const WebhookKey = "YXBwdGVzdC13ZWJob29rLWtleS0zMi1ieXRlcy0hISE="
+
 // Options configure an instance. The zero value gives a fresh database and
 // the shared Redis.
 type Options struct {
@@ -45,7 +50,8 @@ type Options struct {
 	Redis redis.UniversalClient
 	// NoRedis runs without a display tier.
 	NoRedis bool
-	// App overrides the service options (the JWT secret is always Secret).
+	// App overrides the service options (the JWT secret is always Secret;
+	// the webhook key is WebhookKey unless set, an empty one for none).
 	App app.Options
 }
 
@@ -93,6 +99,9 @@ func Start(t testing.TB, o Options) *Instance {
 	}
 	opts := o.App
 	opts.JWTSecret = Secret
+	if opts.WebhookSecretKey == nil {
+		opts.WebhookSecretKey, _ = base64.StdEncoding.DecodeString(WebhookKey)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWebhookSettings(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"DATABASE_URL": "postgres://x@y/z", "CAPACITY_JWT_SECRET": goodSecret}
+	c, err := loadConfig("serve", serveSettings, nil, envOf(base), io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Second, c.WebhookRetryBase)
+	require.Equal(t, 10*time.Second, c.WebhookTimeout)
+	require.Equal(t, 16, c.WebhookConcurrency)
+	require.False(t, c.WebhookAllowPrivate, "private addresses are refused by default")
+	require.Nil(t, c.WebhookSecretKey)
+
+	env := map[string]string{"WEBHOOK_SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "WEBHOOK_ALLOW_PRIVATE": "true"}
+	for k, v := range base {
+		env[k] = v
+	}
+	c, err = loadConfig("serve", serveSettings, []string{"--webhook-retry-base", "250ms", "--webhook-timeout", "2s", "--webhook-concurrency", "4"},
+		envOf(env), io.Discard, nil)
+	require.NoError(t, err)
+	require.Equal(t, []byte("0123456789abcdef0123456789abcdef"), c.WebhookSecretKey)
+	require.True(t, c.WebhookAllowPrivate)
+	require.Equal(t, 250*time.Millisecond, c.WebhookRetryBase)
+	require.Equal(t, 2*time.Second, c.WebhookTimeout)
+	require.Equal(t, 4, c.WebhookConcurrency)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--webhook-secret-key", "c2hvcnQ="}, "WEBHOOK_SECRET_KEY (--webhook-secret-key): want 32 bytes"},
+		{[]string{"--webhook-secret-key", "not base64!"}, "WEBHOOK_SECRET_KEY (--webhook-secret-key)"},
+		{[]string{"--webhook-allow-private", "yes please"}, "WEBHOOK_ALLOW_PRIVATE (--webhook-allow-private)"},
+		{[]string{"--webhook-retry-base", "0s"}, "WEBHOOK_RETRY_BASE (--webhook-retry-base)"},
+		{[]string{"--webhook-timeout", "soon"}, "WEBHOOK_TIMEOUT (--webhook-timeout)"},
+		{[]string{"--webhook-concurrency", "0"}, "WEBHOOK_CONCURRENCY (--webhook-concurrency)"},
+	} {
+		_, err := loadConfig("serve", serveSettings, tc.args, envOf(base), io.Discard, nil)
+		require.ErrorContains(t, err, tc.want, tc.args)
+	}
+}

@@ -1,0 +1,144 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/physiciansnet/capacityd/client"
+)
+
+// webhookDrainLimit is how long the webhook scenario waits for the outbox
+// to drain after the load stops before it gives up measuring.
+const webhookDrainLimit = 60 * time.Second
+
+// hookReceiver is a fast local webhook receiver: it answers 204 to every
+// delivery and counts the event ids it got, and how many arrived more
+// than once.
+type hookReceiver struct {
+	srv *http.Server
+	url string
+
+	mu         sync.Mutex
+	seen       map[string]int
+	duplicates int64
+}
+
+func startHookReceiver() (*hookReceiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: webhook receiver: %w", err)
+	}
+	rc := &hookReceiver{url: "http://" + ln.Addr().String() + "/hook", seen: map[string]int{}}
+	rc.srv = &http.Server{Handler: rc, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = rc.srv.Serve(ln) }()
+	return rc, nil
+}
+
+// ServeHTTP takes one delivery.
+func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	// Each webhook's URL has a query of its own: an event id counts once
+	// per webhook.
+	key := r.URL.RawQuery + " " + r.Header.Get("webhook-id")
+	rc.mu.Lock()
+	if rc.seen[key]++; rc.seen[key] > 1 {
+		rc.duplicates++
+	}
+	rc.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (rc *hookReceiver) counts() (received int, duplicates int64) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.seen), rc.duplicates
+}
+
+func (rc *hookReceiver) close() { _ = rc.srv.Close() }
+
+// signupHotWebhooks is signup_hot with two webhooks subscribed to every
+// event pointing at a fast local receiver: the cost of the outbox and of
+// delivery on the signup path. After the load it measures how long the
+// outbox takes to drain, then deletes the webhooks and their messages.
+// The capacityd under test must allow private webhook URLs
+// (WEBHOOK_ALLOW_PRIVATE=true) and have a WEBHOOK_SECRET_KEY.
+func (b *bench) signupHotWebhooks(ctx context.Context) error {
+	rc, err := startHookReceiver()
+	if err != nil {
+		return err
+	}
+	defer rc.close()
+	var hooks []string
+	defer func() { b.dropWebhooks(context.WithoutCancel(ctx), hooks) }()
+	for i := range 2 {
+		id, err := b.createWebhook(ctx, fmt.Sprintf("%s?w=%d", rc.url, i))
+		if err != nil {
+			return err
+		}
+		hooks = append(hooks, id)
+	}
+	if err := b.driveSignupHot(ctx, ScenarioSignupHotWebhooks, 64); err != nil {
+		return err
+	}
+	stopped := time.Now()
+	drained, err := b.waitOutboxDrained(ctx)
+	if err != nil {
+		return err
+	}
+	received, dups := rc.counts()
+	if drained {
+		b.report.Checks[CheckWebhookDrainSeconds] = round(time.Since(stopped).Seconds(), 2)
+	}
+	b.report.Checks[CheckWebhookReceived] = int64(received)
+	b.report.Checks[CheckWebhookDuplicates] = dups
+	fmt.Fprintf(b.log, "%-16s outbox drained: %v after %s; %d deliveries received, %d duplicates\n",
+		ScenarioSignupHotWebhooks, drained, time.Since(stopped).Round(10*time.Millisecond), received, dups)
+	return b.resetHot(ctx)
+}
+
+// createWebhook registers a webhook for every event to url.
+func (b *bench) createWebhook(ctx context.Context, url string) (string, error) {
+	w, err := b.api.WithToken(b.admin).CreateWebhook(ctx, client.NewWebhook{URL: url, Events: []string{"*"}})
+	if err != nil {
+		return "", fmt.Errorf("loadtest: create a webhook (the service needs WEBHOOK_ALLOW_PRIVATE=true and a WEBHOOK_SECRET_KEY): %w", err)
+	}
+	return w.ID, nil
+}
+
+// waitOutboxDrained polls the bench database until no delivery is pending,
+// for at most webhookDrainLimit.
+func (b *bench) waitOutboxDrained(ctx context.Context) (bool, error) {
+	deadline := time.Now().Add(webhookDrainLimit)
+	for time.Now().Before(deadline) {
+		var pending int64
+		if err := b.db.QueryRow(ctx, `SELECT count(*) FROM webhook_delivery WHERE state = 'pending'`).Scan(&pending); err != nil {
+			return false, fatalError{fmt.Errorf("loadtest: count pending webhook deliveries: %w", err)}
+		}
+		if pending == 0 {
+			return true, nil
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// dropWebhooks deletes the scenario's webhooks (with their deliveries)
+// and the messages of the hot activity's events.
+func (b *bench) dropWebhooks(ctx context.Context, ids []string) {
+	var errs []error
+	for _, id := range ids {
+		errs = append(errs, b.api.WithToken(b.admin).DeleteWebhook(ctx, id))
+	}
+	_, err := b.db.Exec(ctx, `DELETE FROM webhook_message WHERE activity_id = $1`, b.seed.HotID)
+	if err = errors.Join(append(errs, err)...); err != nil {
+		fmt.Fprintf(b.log, "%-16s cleanup: %v\n", ScenarioSignupHotWebhooks, err)
+	}
+}

@@ -1,0 +1,155 @@
+package webhook_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/internal/apptest"
+)
+
+// TestNonPublicURLsAreRefusedAtCreation: without WEBHOOK_ALLOW_PRIVATE,
+// URLs on loopback, private, link-local or unspecified addresses (as IP
+// literals, IPv4-mapped, or a name that resolves to loopback) and schemes
+// other than http and https are refused with 400, and nothing is stored.
+func TestNonPublicURLsAreRefusedAtCreation(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{NoRedis: true})
+	admin := inst.Token(t, "admin", true)
+	for _, u := range []string{
+		"http://127.0.0.1/hook", "http://127.0.0.1:8080/hook", "http://[::1]/hook", "http://169.254.169.254/latest/meta-data",
+		"http://10.0.0.1/hook", "http://192.168.0.10/", "http://172.16.5.4/", "http://0.0.0.0/", "http://[::]/",
+		"http://[::ffff:127.0.0.1]/", "http://[fd00::1]/", "http://[fe80::1]/", "http://localhost/hook", "http://localhost:9/",
+		"file:///etc/passwd", "gopher://example.org/", "ftp://example.org/", "javascript:alert(1)", "//example.org/", "/relative",
+		"https://", "",
+	} {
+		r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", admin, map[string]any{"url": u, "events": []string{"*"}})
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", u, r.Body)
+		require.Equal(t, "invalid_request", r.ErrorCode(), u)
+	}
+	var n int
+	require.NoError(t, inst.App.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook`).Scan(&n))
+	require.Zero(t, n)
+}
+
+func TestWebhookRequestsAreChecked(t *testing.T) {
+	t.Parallel()
+	inst := setup(t, app.Options{})
+	admin, user := inst.Token(t, "admin", true), inst.Token(t, "alice", false)
+	act := inst.CreateActivity(t, "checked", 10)
+	ok := map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}}
+	for _, body := range []any{
+		map[string]any{"url": "http://127.0.0.1:9/hook"},
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{}},
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*", "registration.created"}},
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"registration.deleted"}},
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": "*"},
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}, "activity_id": "a_01JD0000000000000000000000"},
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}, "activity_id": ""},
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}, "secret": "mine"},
+		map[string]any{"url": 42, "events": []string{"*"}},
+		"not json", "",
+	} {
+		r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", admin, body)
+		require.Equal(t, http.StatusBadRequest, r.Status, "%v: %s", body, r.Body)
+		require.Equal(t, "invalid_request", r.ErrorCode())
+	}
+	require.Equal(t, http.StatusUnauthorized, inst.MustDo(t, http.MethodPost, "/v1/webhooks", "", ok).Status)
+	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodPost, "/v1/webhooks", user, ok).Status)
+	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/webhooks", user, nil).Status)
+	require.Equal(t, http.StatusBadRequest, inst.MustDo(t, http.MethodGet, "/v1/webhooks?page=2", admin, nil).Status)
+
+	r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", admin,
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"registration.created", "registration.created"}, "activity_id": act})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+	var w map[string]any
+	r.JSON(t, &w)
+	id := w["id"].(string)
+	require.Regexp(t, `^wh_[0-9A-Z]{26}$`, id)
+	require.Equal(t, "/v1/webhooks/"+id, r.Header.Get("Location"))
+	require.Equal(t, []any{"registration.created"}, w["events"], "duplicates dropped")
+	require.Equal(t, act, w["activity_id"])
+	require.Regexp(t, `^whsec_`, w["secret"])
+	got := do(t, inst, http.MethodGet, "/v1/webhooks/"+id, admin, nil, http.StatusOK)
+	require.NotContains(t, got, "secret")
+	require.Equal(t, w["created_at"], got["created_at"])
+
+	for _, path := range []string{"/v1/webhooks/wh_nope", "/v1/webhooks/" + id[:len(id)-1] + "0", "/v1/webhooks/wh_01JD0000000000000000000000/deliveries"} {
+		require.Equal(t, http.StatusNotFound, inst.MustDo(t, http.MethodGet, path, admin, nil).Status, path)
+	}
+	for _, q := range []string{"limit=0", "limit=501", "limit=x", "after=3"} {
+		require.Equal(t, http.StatusBadRequest, inst.MustDo(t, http.MethodGet, "/v1/webhooks/"+id+"/deliveries?"+q, admin, nil).Status, q)
+	}
+	require.Equal(t, http.StatusOK, inst.MustDo(t, http.MethodGet, "/v1/webhooks/"+id+"/deliveries?limit=1", admin, nil).Status)
+	require.Equal(t, http.StatusNoContent, inst.MustDo(t, http.MethodDelete, "/v1/webhooks/"+id, admin, nil).Status)
+	require.Equal(t, http.StatusNotFound, inst.MustDo(t, http.MethodGet, "/v1/webhooks/"+id, admin, nil).Status)
+	require.Equal(t, http.StatusNotFound, inst.MustDo(t, http.MethodDelete, "/v1/webhooks/"+id, admin, nil).Status)
+}
+
+// TestDeletingAWebhookStopsItsDeliveries: a receiver that always fails
+// keeps its deliveries pending; once the webhook is deleted nothing more
+// is sent and its deliveries are gone.
+func TestDeletingAWebhookStopsItsDeliveries(t *testing.T) {
+	t.Parallel()
+	inst := setup(t, app.Options{})
+	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) int { return http.StatusServiceUnavailable })
+	w := register(t, inst, rc, []string{"*"}, nil)
+	act := inst.CreateActivity(t, "deleted", 10)
+	do(t, inst, http.MethodPost, "/v1/activities/"+act+"/registrations", inst.Token(t, "u1", false), map[string]any{}, http.StatusCreated)
+	eventually(t, func() bool { return len(rc.deliveries()) >= 2 })
+	do(t, inst, http.MethodDelete, "/v1/webhooks/"+w.ID, inst.Token(t, "admin", true), nil, http.StatusNoContent)
+	time.Sleep(200 * time.Millisecond) // an attempt in flight may still land
+	n := len(rc.deliveries())
+	time.Sleep(time.Second)
+	require.Equal(t, n, len(rc.deliveries()), "nothing sent after the deletion")
+	var left int
+	require.NoError(t, inst.App.Pool.QueryRow(context.Background(),
+		`SELECT (SELECT count(*) FROM webhook_delivery) + (SELECT count(*) FROM webhook_attempt)`).Scan(&left))
+	require.Zero(t, left)
+}
+
+// TestRedirectsAreNotFollowed: a receiver that redirects (here to another
+// local server standing for a private address) gets the attempt; the 3xx
+// is recorded as its answer and retried, and the redirect's target is
+// never asked.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	inst := setup(t, app.Options{})
+	var hits atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(target.Close)
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) int {
+		w.Header().Set("Location", target.URL+"/internal")
+		return http.StatusFound
+	})
+	wh := register(t, inst, rc, []string{"*"}, nil)
+	act := inst.CreateActivity(t, "redirect", 10)
+	do(t, inst, http.MethodPost, "/v1/activities/"+act+"/registrations", inst.Token(t, "u1", false), map[string]any{}, http.StatusCreated)
+	eventually(t, func() bool { return len(rc.deliveries()) >= 2 })
+	require.Zero(t, hits.Load(), "the redirect's target was never asked")
+	ds := deliveriesOf(t, inst, wh.ID)
+	require.Len(t, ds, 1)
+	require.EqualValues(t, http.StatusFound, ds[0]["last_status_code"])
+	require.Equal(t, "pending", ds[0]["state"])
+}
+
+// TestWithoutASecretKeyNoWebhookIsCreated: with no WEBHOOK_SECRET_KEY a
+// webhook cannot be created (its secret could not be protected): 503,
+// saying why, and nothing stored.
+func TestWithoutASecretKeyNoWebhookIsCreated(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{WebhookSecretKey: []byte{}, WebhookAllowPrivate: true}})
+	r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", inst.Token(t, "admin", true),
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}})
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
+	require.Contains(t, string(r.Body), "WEBHOOK_SECRET_KEY")
+	var n int
+	require.NoError(t, inst.App.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook`).Scan(&n))
+	require.Zero(t, n)
+}

@@ -1,0 +1,507 @@
+package webhook
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/physiciansnet/capacityd/internal/loop"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// Defaults of a Dispatcher.
+const (
+	DefaultTimeout         = 10 * time.Second
+	DefaultConcurrency     = 16
+	DefaultPollInterval    = time.Second
+	DefaultBacklogInterval = 5 * time.Second
+	// PurgeAfter is how long delivery records are kept.
+	PurgeAfter = 30 * 24 * time.Hour
+)
+
+const (
+	// claimGap is the least time between two claims: under load one claim
+	// takes what many commits queued meanwhile.
+	claimGap = 10 * time.Millisecond
+	// prefetch is how many deliveries per webhook a claim may hold, in
+	// flight or waiting for a slot, as a multiple of Concurrency: enough
+	// for a fast receiver between two claims.
+	prefetch = 4
+	// recordBatch caps the attempts recorded in one statement, and
+	// recordWindow is how long a batch waits for more after its first.
+	recordBatch  = 1000
+	recordWindow = 10 * time.Millisecond
+	// maxResponseBody is how much of a receiver's answer is read (and
+	// dropped), so that its connection can be used again.
+	maxResponseBody = 64 << 10
+	// maxErrorLen caps a recorded error.
+	maxErrorLen = 300
+)
+
+// DispatcherConfig configures a Dispatcher.
+type DispatcherConfig struct {
+	Store  Store
+	Sealer *Sealer
+	Guard  *Guard
+	// RetryBase is the delay after a first failed attempt (default 5s);
+	// each later one doubles, up to an hour.
+	RetryBase time.Duration
+	// Timeout bounds each attempt, answer included (default 10s).
+	Timeout time.Duration
+	// Concurrency is the most attempts in flight per webhook on this
+	// instance (default 16): a slow receiver holds only its own slots.
+	Concurrency int
+	// PollInterval is how often due deliveries are looked for when nothing
+	// wakes the dispatcher (default 1s): those other instances queued,
+	// and those of an instance that died with them leased.
+	PollInterval time.Duration
+	// BacklogInterval is how often the backlog gauges are refreshed
+	// (default 5s, and never more often than PollInterval). It is also how
+	// soon an instance that saw no enabled webhook notices one that
+	// another instance added.
+	BacklogInterval time.Duration
+	Logger          *slog.Logger
+	Registerer      prometheus.Registerer
+}
+
+// Dispatcher delivers the outbox: it claims due deliveries, sends each
+// outside any transaction with at most Concurrency in flight per webhook,
+// records every attempt, and schedules retries. Every instance runs one;
+// claims skip what another holds, so each attempt is made once. It wakes
+// after each local commit that recorded events (it is a
+// registration.Observer), after a retry's delay, and every PollInterval.
+//
+// A claim may take a few times Concurrency of a webhook's deliveries (so
+// that claims stay few under load); those wait for a free slot, and one
+// that has waited so long that its attempt could outlast its lease is
+// given back unsent instead, so no attempt is ever made twice.
+//
+// While no webhook is enabled it stays idle, sending PostgreSQL nothing
+// but the backlog refresh: commits do not wake it and it does not poll.
+type Dispatcher struct {
+	cfg DispatcherConfig
+	// active is false while the last backlog refresh found no enabled
+	// webhook.
+	active  atomic.Bool
+	client  *http.Client
+	lease   time.Duration
+	log     *slog.Logger
+	metrics *metrics
+	wake    chan struct{}
+	results chan Attempt
+	sends   sync.WaitGroup
+
+	// ctx is Run's: attempts end with it.
+	ctx context.Context
+
+	mu sync.Mutex
+	// hooks are the webhooks with deliveries held by this instance.
+	hooks map[string]*held
+	// next is the earliest retry this instance scheduled and has not
+	// looked for yet.
+	next time.Time
+	// keys are the opened signing keys, by webhook id; unopened the
+	// webhooks whose key could not be opened (logged once).
+	keys     map[string][]byte
+	unopened map[string]bool
+}
+
+// NewDispatcher returns a Dispatcher; Run starts it.
+func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
+	cfg.RetryBase = cmp.Or(cfg.RetryBase, DefaultRetryBase)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
+	cfg.BacklogInterval = max(cmp.Or(cfg.BacklogInterval, DefaultBacklogInterval), cfg.PollInterval)
+	d := &Dispatcher{
+		cfg:    cfg,
+		client: cfg.Guard.Client(cfg.Timeout, cfg.Concurrency),
+		// An attempt ends within Timeout; the lease leaves room for
+		// recording it.
+		lease:    2*cfg.Timeout + 5*time.Second,
+		log:      cmp.Or(cfg.Logger, slog.Default()),
+		metrics:  newMetrics(cfg.Registerer),
+		wake:     make(chan struct{}, 1),
+		results:  make(chan Attempt, 4*recordBatch),
+		hooks:    make(map[string]*held),
+		keys:     make(map[string][]byte),
+		unopened: make(map[string]bool),
+	}
+	d.active.Store(true)
+	return d
+}
+
+// Committed implements registration.Observer: a commit that recorded
+// events may have queued deliveries.
+func (d *Dispatcher) Committed(_ context.Context, commits []registration.Commit) {
+	if !d.active.Load() {
+		return
+	}
+	for _, c := range commits {
+		if !c.Failed && len(c.Events) > 0 {
+			d.Wake()
+			return
+		}
+	}
+}
+
+// Activate tells the dispatcher that a webhook was added, and wakes it.
+func (d *Dispatcher) Activate() {
+	d.active.Store(true)
+	d.Wake()
+}
+
+// Wake makes the dispatcher look for due deliveries now.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// held is what this instance holds of one webhook's deliveries.
+type held struct {
+	// busy counts the attempts in flight; waiting are claimed deliveries
+	// waiting for a slot, oldest claim first.
+	busy    int
+	waiting []claimed
+	// full is set when the last claim took all it asked for: more may be
+	// due.
+	full bool
+}
+
+// claimed is a delivery claimed at (this instance's clock, before the
+// claim).
+type claimed struct {
+	job Job
+	at  time.Time
+}
+
+// Run delivers until ctx ends. Attempts in flight then are cut short and
+// recorded as failed attempts, to be retried; deliveries waiting for a
+// slot are given back.
+func (d *Dispatcher) Run(ctx context.Context) {
+	d.ctx = ctx
+	var workers sync.WaitGroup
+	workers.Go(d.recordResults)
+	workers.Go(func() {
+		if err := d.refreshBacklog(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("refresh the webhook backlog failed", "err", err)
+		}
+		loop.Every(ctx, d.cfg.BacklogInterval, d.log, "refresh the webhook backlog", d.refreshBacklog)
+	})
+	d.dispatch(ctx)
+	d.mu.Lock()
+	var unsent []Job
+	for _, h := range d.hooks {
+		for _, c := range h.waiting {
+			unsent = append(unsent, c.job)
+		}
+		h.waiting = nil
+	}
+	d.mu.Unlock()
+	d.giveBack(unsent)
+	d.sends.Wait()
+	close(d.results)
+	workers.Wait()
+}
+
+// RunPurge deletes delivery records older than PurgeAfter every interval
+// until ctx ends.
+func (d *Dispatcher) RunPurge(ctx context.Context, every time.Duration) {
+	loop.Every(ctx, every, d.log, "purge webhook deliveries", func(ctx context.Context) error {
+		_, err := d.cfg.Store.PurgeDeliveries(ctx, time.Now().Add(-PurgeAfter))
+		return err
+	})
+}
+
+// dispatch claims and starts attempts whenever woken, until ctx ends.
+func (d *Dispatcher) dispatch(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-timer.C:
+		}
+		if d.active.Load() {
+			d.claim(ctx)
+		}
+		timer.Reset(d.untilNext())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(claimGap):
+		}
+	}
+}
+
+// untilNext returns how long to wait for the next look when nothing wakes
+// the dispatcher: the poll interval, or less for a retry due sooner.
+func (d *Dispatcher) untilNext() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	wait := d.cfg.PollInterval
+	if !d.next.IsZero() {
+		wait = min(wait, max(0, time.Until(d.next)))
+	}
+	return wait
+}
+
+// claim claims what is due, as far as the webhooks have room, and starts
+// the attempts that have a free slot.
+func (d *Dispatcher) claim(ctx context.Context) {
+	d.mu.Lock()
+	holding := make(map[string]int, len(d.hooks))
+	for id, h := range d.hooks {
+		holding[id] = h.busy + len(h.waiting)
+	}
+	if !d.next.IsZero() && !d.next.After(time.Now()) {
+		d.next = time.Time{}
+	}
+	d.mu.Unlock()
+	limit := prefetch * d.cfg.Concurrency
+	at := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	jobs, err := d.cfg.Store.ClaimDeliveries(cctx, Claim{Lease: d.lease, Slots: limit, Busy: holding})
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("claim webhook deliveries failed", "err", err)
+		}
+		return
+	}
+	got := make(map[string]int)
+	d.mu.Lock()
+	for _, j := range jobs {
+		h := d.hooks[j.WebhookID]
+		if h == nil {
+			h = &held{}
+			d.hooks[j.WebhookID] = h
+		}
+		h.waiting = append(h.waiting, claimed{job: j, at: at})
+		got[j.WebhookID]++
+	}
+	var stale []Job
+	for id, h := range d.hooks {
+		h.full = got[id] > 0 && got[id] >= limit-holding[id]
+		stale = append(stale, d.start(id)...)
+	}
+	d.mu.Unlock()
+	d.giveBack(stale)
+}
+
+// start starts the waiting attempts of a webhook that have a free slot,
+// and returns the deliveries that waited too long to be sent within their
+// lease (or that Run's end caught waiting), to give back. d.mu is held.
+func (d *Dispatcher) start(webhookID string) (stale []Job) {
+	h := d.hooks[webhookID]
+	for len(h.waiting) > 0 && h.busy < d.cfg.Concurrency {
+		c := h.waiting[0]
+		h.waiting = h.waiting[1:]
+		// Sent later than Timeout after its claim, the attempt could end
+		// after the lease (2·Timeout + 5 s), when another instance may
+		// already have claimed it again.
+		if time.Since(c.at) > d.cfg.Timeout || d.ctx.Err() != nil {
+			stale = append(stale, c.job)
+			continue
+		}
+		h.busy++
+		d.metrics.inFlight.Inc()
+		d.sends.Go(func() { d.finish(c.job.WebhookID, d.attempt(d.ctx, c.job)) })
+	}
+	if h.busy == 0 && len(h.waiting) == 0 {
+		delete(d.hooks, webhookID)
+	}
+	return stale
+}
+
+// finish hands an attempt's result to the recorder, frees its slot for
+// the next waiting delivery, and wakes the dispatcher when the webhook's
+// deliveries ran out and more may be due.
+func (d *Dispatcher) finish(webhookID string, a Attempt) {
+	d.results <- a
+	d.metrics.inFlight.Dec()
+	d.mu.Lock()
+	h := d.hooks[webhookID]
+	h.busy--
+	more := h.full && len(h.waiting) == 0
+	stale := d.start(webhookID)
+	d.mu.Unlock()
+	d.giveBack(stale)
+	if more {
+		d.Wake()
+	}
+}
+
+// giveBack hands deliveries that were claimed but not sent to the
+// recorder, which ends their leases without counting an attempt.
+func (d *Dispatcher) giveBack(jobs []Job) {
+	for _, j := range jobs {
+		d.results <- Attempt{Ref: j.Ref, Attempt: j.Attempt, Outcome: OutcomeUnsent}
+	}
+}
+
+// attempt makes one attempt of a claimed delivery and judges it.
+func (d *Dispatcher) attempt(ctx context.Context, j Job) Attempt {
+	a := Attempt{Ref: j.Ref, Attempt: j.Attempt, At: time.Now()}
+	status, err := d.post(ctx, j)
+	a.Duration, a.StatusCode = time.Since(a.At), status
+	if err != nil {
+		a.Error = describe(err, d.cfg.Timeout)
+	}
+	a.Outcome, a.RetryIn = judge(status, j.Attempt, j.CreatedAt, time.Now(), d.cfg.RetryBase)
+	d.metrics.observe(a)
+	return a
+}
+
+// post sends the signed payload and returns the receiver's status.
+func (d *Dispatcher) post(ctx context.Context, j Job) (int, error) {
+	key, err := d.key(j)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(j.Body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "capacityd-webhooks")
+	if err := sign(req.Header, key, j.EventID, time.Now(), j.Body); err != nil {
+		return 0, err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
+	return resp.StatusCode, nil
+}
+
+// key returns the webhook's signing key, opened once per webhook.
+func (d *Dispatcher) key(j Job) ([]byte, error) {
+	d.mu.Lock()
+	k, ok := d.keys[j.WebhookID]
+	d.mu.Unlock()
+	if ok {
+		return k, nil
+	}
+	k, err := d.cfg.Sealer.Open(j.WebhookID, j.SealedSecret)
+	if err != nil {
+		d.mu.Lock()
+		first := !d.unopened[j.WebhookID]
+		d.unopened[j.WebhookID] = true
+		d.mu.Unlock()
+		if first {
+			d.log.Error("a webhook's secret cannot be opened: its deliveries fail and are retried until WEBHOOK_SECRET_KEY is the key it was sealed with",
+				"webhook", j.WebhookID, "err", err)
+		}
+		return nil, err
+	}
+	d.mu.Lock()
+	d.keys[j.WebhookID] = k
+	d.mu.Unlock()
+	return k, nil
+}
+
+// describe says in a few words why an attempt got no answer.
+func describe(err error, timeout time.Duration) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("timeout: no answer within %s", timeout)
+	case errors.Is(err, context.Canceled):
+		return "cut short: the instance shut down"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	s := err.Error()
+	if len(s) > maxErrorLen {
+		s = s[:maxErrorLen]
+	}
+	return s
+}
+
+// recordResults records the attempts' results until the results channel
+// closes: each batch holds what arrives within recordWindow of its first.
+func (d *Dispatcher) recordResults() {
+	for a := range d.results {
+		batch := []Attempt{a}
+		window := time.NewTimer(recordWindow)
+	more:
+		for len(batch) < recordBatch {
+			select {
+			case a, ok := <-d.results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, a)
+			case <-window.C:
+				break more
+			}
+		}
+		window.Stop()
+		d.record(batch)
+	}
+}
+
+// record writes one batch of results and wakes the dispatcher when the
+// soonest of their retries is due. A batch that cannot be written is
+// dropped: its deliveries are claimed again when their leases end.
+func (d *Dispatcher) record(batch []Attempt) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.cfg.Store.RecordAttempts(ctx, batch); err != nil {
+		d.log.Warn("webhook attempts not recorded; their deliveries are tried again when their leases end",
+			"attempts", len(batch), "err", err)
+		return
+	}
+	var soonest time.Duration = -1
+	for _, a := range batch {
+		switch {
+		case a.Outcome == OutcomeUnsent:
+			soonest = 0 // due again now
+		case a.Outcome == OutcomeRetry && (soonest < 0 || a.RetryIn < soonest):
+			soonest = a.RetryIn
+		}
+	}
+	if soonest < 0 {
+		return
+	}
+	at := time.Now().Add(soonest)
+	d.mu.Lock()
+	if d.next.IsZero() || at.Before(d.next) {
+		d.next = at
+	}
+	d.mu.Unlock()
+	d.Wake()
+}
+
+func (d *Dispatcher) refreshBacklog(ctx context.Context) error {
+	b, err := d.cfg.Store.Backlog(ctx)
+	if err != nil {
+		return err
+	}
+	d.metrics.setBacklog(b, time.Now())
+	d.active.Store(b.Webhooks > 0)
+	return nil
+}

@@ -1,0 +1,99 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/physiciansnet/capacityd"
+)
+
+// Service is the admin side of webhooks: register, read and delete them,
+// and read their deliveries.
+type Service struct {
+	store      Store
+	guard      *Guard
+	sealer     *Sealer
+	dispatcher *Dispatcher
+}
+
+// NewService returns a Service. guard checks the URLs of new webhooks;
+// sealer protects their secrets at rest; dispatcher, when not nil, is told
+// of each new webhook.
+func NewService(store Store, guard *Guard, sealer *Sealer, dispatcher *Dispatcher) *Service {
+	return &Service{store: store, guard: guard, sealer: sealer, dispatcher: dispatcher}
+}
+
+// Create validates and stores a new webhook and returns it with its
+// secret, which is never shown again.
+func (s *Service) Create(ctx context.Context, in NewWebhook) (Created, error) {
+	u, err := in.validate()
+	if err != nil {
+		return Created{}, err
+	}
+	if err := s.guard.CheckURL(ctx, u); err != nil {
+		return Created{}, err
+	}
+	id := "wh_" + ulid.Make().String()
+	key, secret, err := newSecret()
+	if err != nil {
+		return Created{}, err
+	}
+	sealed, err := s.sealer.Seal(id, key)
+	if errors.Is(err, ErrNoKey) {
+		return Created{}, capacityd.Unavailable(err, "webhooks cannot be created: the server has no WEBHOOK_SECRET_KEY to protect their secrets")
+	}
+	if err != nil {
+		return Created{}, err
+	}
+	w, err := s.store.CreateWebhook(ctx, Webhook{ID: id, URL: in.URL, Events: in.Events, ActivityID: in.ActivityID}, sealed)
+	if capacityd.IsCode(err, capacityd.ENotFound) {
+		return Created{}, capacityd.Errorf(capacityd.EInvalid, "field \"activity_id\": activity %s not found", safe(*in.ActivityID))
+	}
+	if err != nil {
+		return Created{}, err
+	}
+	if s.dispatcher != nil {
+		s.dispatcher.Activate()
+	}
+	return Created{Webhook: w, Secret: secret}, nil
+}
+
+// List returns every webhook, oldest first, without secrets.
+func (s *Service) List(ctx context.Context) ([]Webhook, error) {
+	ws, err := s.store.Webhooks(ctx)
+	if ws == nil {
+		ws = []Webhook{}
+	}
+	return ws, err
+}
+
+// Get returns a webhook without its secret.
+func (s *Service) Get(ctx context.Context, id string) (Webhook, error) {
+	return s.store.Webhook(ctx, id)
+}
+
+// Delete deletes a webhook: nothing more is delivered to it.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	return s.store.DeleteWebhook(ctx, id)
+}
+
+// Deliveries returns up to limit (default 100, at most 500) of a
+// webhook's most recent deliveries, newest first.
+func (s *Service) Deliveries(ctx context.Context, id string, limit int) ([]Delivery, error) {
+	if limit == 0 {
+		limit = DefaultDeliveryList
+	}
+	if limit < 1 || limit > MaxDeliveryList {
+		return nil, capacityd.Errorf(capacityd.EInvalid, "limit must be between 1 and %d", MaxDeliveryList)
+	}
+	if _, err := s.store.Webhook(ctx, id); err != nil {
+		return nil, err
+	}
+	ds, err := s.store.Deliveries(ctx, id, limit)
+	if ds == nil {
+		ds = []Delivery{}
+	}
+	return ds, err
+}

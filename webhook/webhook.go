@@ -1,0 +1,153 @@
+// Package webhook delivers every registration event to the URLs that admins
+// register, signed as the Standard Webhooks specification says, from a
+// transactional outbox: the change transaction that records an event queues
+// one delivery per matching webhook (the store does it), and a Dispatcher on
+// every instance claims due deliveries, sends them outside any transaction
+// and records each attempt, retrying with growing delays.
+//
+// One responsibility per file: webhook.go the model and its validation,
+// secret.go the signing secrets and their sealing at rest, sign.go the
+// signature, guard.go the HTTP client that reaches only public addresses,
+// payload.go what is sent, service.go the admin operations, dispatcher.go
+// and schedule.go the delivery, store.go what it needs from storage.
+package webhook
+
+import (
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// AllEvents is the one element of Events that subscribes to every event type.
+const AllEvents = "*"
+
+// Limits of a webhook.
+const (
+	MaxURLLen           = 2048
+	DefaultDeliveryList = 100
+	MaxDeliveryList     = 500
+)
+
+// Webhook is a URL that receives the registration events it subscribes to.
+type Webhook struct {
+	ID  string `json:"id"`
+	URL string `json:"url"`
+	// Events are event types, or ["*"] for all of them.
+	Events []string `json:"events"`
+	// ActivityID limits the webhook to one activity's events; nil: all.
+	ActivityID *string   `json:"activity_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	// DisabledAt is when a receiver's 410 Gone disabled the webhook; nil
+	// while it is enabled. A disabled webhook receives nothing more.
+	DisabledAt *time.Time `json:"disabled_at"`
+}
+
+// Created is a new webhook with its signing secret, which is shown only
+// once, in the answer to its creation.
+type Created struct {
+	Webhook
+	Secret string `json:"secret"`
+}
+
+// NewWebhook is what an admin sends to register a webhook.
+type NewWebhook struct {
+	URL        string
+	Events     []string
+	ActivityID *string
+}
+
+// State is where a delivery stands.
+type State string
+
+// Delivery states.
+const (
+	Pending   State = "pending"
+	Delivered State = "delivered"
+	Failed    State = "failed"
+)
+
+// Delivery is one event's delivery to one webhook, as the admin API shows
+// it.
+type Delivery struct {
+	EventID  string `json:"event_id"`
+	Attempts int    `json:"attempts"`
+	// LastStatusCode is the receiver's status on the last recorded
+	// attempt; nil before any answer. LastError says why the last attempt
+	// got no answer (timeout, refused, …).
+	LastStatusCode *int       `json:"last_status_code"`
+	LastError      *string    `json:"last_error"`
+	DeliveredAt    *time.Time `json:"delivered_at"`
+	// NextAttemptAt is when the pending delivery is tried (again); nil
+	// once it is delivered or failed.
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	State         State      `json:"state"`
+}
+
+// NotFound returns the not_found error of a webhook id that names nothing.
+func NotFound(id string) error {
+	return capacityd.Errorf(capacityd.ENotFound, "webhook %s not found", id)
+}
+
+// validate checks everything but the URL's addresses (see Guard), and
+// normalises Events: duplicates dropped, order kept.
+func (n *NewWebhook) validate() (*url.URL, error) {
+	u, err := parseURL(n.URL)
+	if err != nil {
+		return nil, err
+	}
+	events, err := normaliseEvents(n.Events)
+	if err != nil {
+		return nil, err
+	}
+	n.Events = events
+	if n.ActivityID != nil && *n.ActivityID == "" {
+		return nil, capacityd.Errorf(capacityd.EInvalid, `field "activity_id" must be an activity id or null`)
+	}
+	return u, nil
+}
+
+// parseURL accepts an absolute http or https URL with a host.
+func parseURL(raw string) (*url.URL, error) {
+	if raw == "" || len(raw) > MaxURLLen {
+		return nil, capacityd.Errorf(capacityd.EInvalid, `field "url" must be an http or https URL of 1 to %d characters`, MaxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" {
+		return nil, capacityd.Errorf(capacityd.EInvalid, `field "url" must be an absolute http or https URL`)
+	}
+	return u, nil
+}
+
+// normaliseEvents accepts ["*"] or a list of event types.
+func normaliseEvents(events []string) ([]string, error) {
+	if len(events) == 0 {
+		return nil, capacityd.Errorf(capacityd.EInvalid, `field "events" must list event types, or be ["*"] for all`)
+	}
+	if slices.Contains(events, AllEvents) {
+		if len(events) != 1 {
+			return nil, capacityd.Errorf(capacityd.EInvalid, `field "events": "*" stands alone (it means every type)`)
+		}
+		return events, nil
+	}
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		if !slices.Contains(registration.EventTypes, registration.EventType(e)) {
+			return nil, capacityd.Errorf(capacityd.EInvalid, "field \"events\": unknown event type %q", safe(e))
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// safe shortens a client's value for an error message.
+func safe(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
