@@ -1,16 +1,16 @@
 # syntax=docker/dockerfile:1
 # A static capacityd on a distroless, non-root image.
 #
-# Base images: pin each by digest so that a rebuild uses exactly the image
-# that was reviewed. Look the digest up with
+# Base images are pinned by digest, so that a rebuild uses exactly the image
+# that was reviewed (the tag is kept for readers; the digest decides). To bump
+# one, look the multi-platform index digest up on a machine that reaches the
+# registry:
 #   docker buildx imagetools inspect golang:1.26-bookworm
 #   docker buildx imagetools inspect gcr.io/distroless/static-debian12:nonroot
-# and set the ARG to NAME:TAG@sha256:<the "Digest:" line> (the multi-arch
-# index digest). To bump, look it up again and replace it (see
-# docs/operations.md, "Container images"). Until then they follow their
-# tags. Both can also be given at build time: --build-arg GO_IMAGE=...
-ARG GO_IMAGE=golang:1.26-bookworm
-ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
+# and replace the digest (see docs/operations.md, "Container images"). Both
+# can also be given at build time: --build-arg GO_IMAGE=...
+ARG GO_IMAGE=golang:1.26.8-bookworm@sha256:9fdc884aacc3bec89b20ffc69f4bb369c78210e3e4f600387b5128b12c199f81
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot@sha256:b7bb25d9f7c31d2bdd1982feb4dafcaf137703c7075dbe2febb41c24212b946f
 
 FROM ${GO_IMAGE} AS build
 WORKDIR /src

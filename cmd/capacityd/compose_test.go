@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,9 +54,28 @@ func composeValue(s string, vars map[string]string) string {
 	})
 }
 
-// versionedImage is an image reference with an explicit version tag (and
-// optionally a digest): never bare or :latest.
-var versionedImage = regexp.MustCompile(`^[a-z0-9./-]+:[0-9][A-Za-z0-9._-]*(@sha256:[0-9a-f]{64})?$`)
+// versionLess reports whether dotted version a is below b ("1.26.5" <
+// "1.26.8").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// versionedImage is an image reference with an explicit version tag, pinned
+// by digest: never bare or :latest.
+var versionedImage = regexp.MustCompile(`^[a-z0-9./-]+:[0-9][A-Za-z0-9._-]*@sha256:[0-9a-f]{64}$`)
 
 func TestComposeFileMatchesTheSettings(t *testing.T) {
 	t.Parallel()
@@ -121,14 +141,21 @@ func TestDockerfileAndIgnoreFile(t *testing.T) {
 	require.Contains(t, df, "EXPOSE 8080")
 	require.Contains(t, df, "ENV LISTEN_ADDR=:8080")
 	require.Contains(t, df, "USER nonroot:nonroot")
-	// Base images are build arguments, one line each, with a version tag
-	// (and a digest once pinned).
+	// Base images are build arguments, one line each, with a tag and
+	// pinned by digest; the Go image is at least go.mod's Go.
 	args := regexp.MustCompile(`(?m)^ARG (GO_IMAGE|RUNTIME_IMAGE)=(\S+)$`).FindAllStringSubmatch(df, -1)
 	require.Len(t, args, 2)
 	for _, a := range args {
-		require.Regexp(t, `^[a-z0-9./-]+:[A-Za-z0-9._-]+(@sha256:[0-9a-f]{64})?$`, a[2], a[1])
+		require.Regexp(t, `^[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$`, a[2], a[1])
 		require.NotContains(t, a[2], ":latest")
 	}
+	goMod, err := os.ReadFile("../../go.mod")
+	require.NoError(t, err)
+	want := regexp.MustCompile(`(?m)^go (\d+\.\d+(\.\d+)?)$`).FindStringSubmatch(string(goMod))
+	got := regexp.MustCompile(`ARG GO_IMAGE=golang:(\d+\.\d+\.\d+)-`).FindStringSubmatch(df)
+	require.NotNil(t, want)
+	require.NotNil(t, got, "the Go image names its exact version")
+	require.False(t, versionLess(got[1], want[1]), "the Go image %s builds go.mod's go %s", got[1], want[1])
 	require.Regexp(t, `(?m)^FROM \$\{GO_IMAGE\} AS build$`, df)
 	require.Regexp(t, `(?m)^FROM \$\{RUNTIME_IMAGE\}$`, df)
 
