@@ -91,10 +91,10 @@ func (r Report) String() string {
 	for _, v := range []Verdict{r.Authority, r.Display, r.Notes} {
 		fmt.Fprintf(&b, "%-9s %-7s %4d partitions, %6d operations (%d without an answer)", v.Model, v.Result, v.Partitions, v.Operations, v.Unknown)
 		if len(v.Failed) > 0 {
-			fmt.Fprintf(&b, "; not linearizable: %s", strings.Join(v.Failed, ", "))
+			fmt.Fprintf(&b, "; not linearizable: %s", some(v.Failed))
 		}
 		if len(v.Undecided) > 0 {
-			fmt.Fprintf(&b, "; undecided: %s", strings.Join(v.Undecided, ", "))
+			fmt.Fprintf(&b, "; undecided: %s", some(v.Undecided))
 		}
 		b.WriteString("\n")
 	}
@@ -102,6 +102,14 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "anomalies: %d, first: %s\n", len(r.Anomalies), r.Anomalies[0])
 	}
 	return b.String()
+}
+
+// some lists the first few keys and how many more there are.
+func some(keys []string) string {
+	if len(keys) <= 4 {
+		return strings.Join(keys, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(keys[:4], ", "), len(keys)-4)
 }
 
 // Check checks h.

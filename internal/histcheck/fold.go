@@ -61,6 +61,9 @@ func fold(h history.History) []logical {
 		atts := groups[id]
 		sort.Slice(atts, func(i, j int) bool { return atts[i].Call < atts[j].Call })
 		first := atts[0]
+		if first.Input.Key == "" {
+			continue // an activity whose creation was never answered: no operation names it
+		}
 		l := logical{kind: first.Kind, input: first.Input, client: first.Client, instance: first.Instance,
 			attempts: len(atts), call: first.Call}
 		settled, maybe := -1, false

@@ -72,6 +72,8 @@ type Output struct {
 	// Status is the HTTP status; Code the error code of a refusal.
 	Status int    `json:"status,omitempty"`
 	Code   string `json:"code,omitempty"`
+	// ID is the id of a created activity.
+	ID string `json:"id,omitempty"`
 	// Registration is the id in a signup's answer, a cancel's or status
 	// change's answer, or an already_registered refusal.
 	Registration string `json:"registration,omitempty"`
@@ -188,6 +190,14 @@ func (r *Recorder) Invoke(op Op) *Pending {
 	op.Return, op.Result, op.Output = 0, "", Output{}
 	r.ops = append(r.ops, op)
 	return &Pending{r: r, id: op.ID}
+}
+
+// SetKey sets the attempt's Input.Key once it is known: an activity's id
+// comes with the answer that created it.
+func (p *Pending) SetKey(key string) {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	p.r.ops[p.id].Input.Key = key
 }
 
 // End records the attempt's end now, with its result and output.
