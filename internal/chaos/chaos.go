@@ -5,7 +5,7 @@
 // connections on the instances' links (toxiproxy, in process) — records
 // what the clients observe (internal/history) and checks it
 // (internal/histcheck): a linearizable authority, a display that errs only
-// by holds in flight and converges within its TTL once quiet, and exact
+// by changes in flight and converges within its TTL once quiet, and exact
 // note counters.
 package chaos
 
@@ -40,6 +40,10 @@ type Config struct {
 	// Nodes is the number of instances (default 2) and Workers the
 	// number of concurrent clients (default 10).
 	Nodes, Workers int
+	// LostAnswers lets resets and half-open links lose what PostgreSQL or
+	// Redis answers, after a write reached it; otherwise they break the
+	// request direction only, where nothing reaches the server.
+	LostAnswers bool
 	// Tags are the build tags of the binary; none: the release build.
 	Tags []string
 	// SeatTTL is the display counters' lifetime (default 5s).
@@ -132,6 +136,7 @@ func Run(t testing.TB, cfg Config) Result {
 	rec.Set("seat_cache_ttl", ttl.String())
 	rec.Set("duration", cfg.Duration.String())
 	rec.Set("nodes", fmt.Sprint(cfg.Nodes))
+	rec.Set("lost_answers", fmt.Sprint(cfg.LostAnswers))
 
 	var vmu sync.Mutex
 	var violations []string
@@ -189,7 +194,7 @@ func Run(t testing.TB, cfg Config) Result {
 		wg.Go(func() { w.worker(i, seed) })
 	}
 	frng := rand.New(rand.NewPCG(seed, 1))
-	in := &injector{t: t, c: c, rec: rec, rng: frng, counts: map[Class]int{},
+	in := &injector{t: t, c: c, rec: rec, rng: frng, counts: map[Class]int{}, lostAnswers: cfg.LostAnswers,
 		hold: func() time.Duration { return jitter(frng, cfg.Hold) }}
 	soft, stopFaults := context.WithTimeout(context.Background(), cfg.Duration)
 	defer stopFaults()

@@ -50,6 +50,9 @@ type injector struct {
 	hold    func() time.Duration
 	counts  map[Class]int
 	nthLink int
+	// lostAnswers lets resets and half-open links break the answer
+	// direction too; else they break the request direction only.
+	lostAnswers bool
 }
 
 // run injects the classes in turn, in a new random order each round,
@@ -117,7 +120,7 @@ func (in *injector) toxic(cl Class, node int) {
 		link, target = in.c.RedisLinks[node], "redis"
 	}
 	dir := testenv.Downstream
-	if in.rng.IntN(2) == 0 {
+	if in.rng.IntN(2) == 0 || (!in.lostAnswers && (cl == Reset || cl == HalfOpen)) {
 		dir = testenv.Upstream
 	}
 	f := in.rec.BeginFault(string(cl), fmt.Sprintf("%s→%s %s", in.c.Nodes[node].Name, target, dir))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -105,14 +106,19 @@ type do func(ctx context.Context, base string) (history.Output, error)
 func (w *workload) attempt(rng *rand.Rand, worker, logical, n int, kind history.Kind, in history.Input, f do) (history.Output, history.Result) {
 	node := w.nodes[rng.IntN(len(w.nodes))]
 	p := w.rec.Invoke(history.Op{Logical: logical, Attempt: n, Client: worker, Instance: node.Instance(), Kind: kind, Input: in})
-	out, err := f(w.ctx, node.URL)
+	// Go's transport sends a request again on a new connection when the
+	// first broke, if it is replayable (as one with an Idempotency-Key is):
+	// a refused connection then does not mean that nothing was sent.
+	var wrote atomic.Bool
+	ctx := httptrace.WithClientTrace(w.ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }})
+	out, err := f(ctx, node.URL)
 	res := history.Answered
 	var ce *client.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &ce):
 		out = history.Output{Status: ce.Status, Code: ce.Code, Registration: ce.RegistrationID}
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case errors.Is(err, syscall.ECONNREFUSED) && !wrote.Load():
 		res, out = history.Refused, history.Output{Error: err.Error()}
 	default:
 		res, out = history.Unknown, history.Output{Error: err.Error()}

@@ -16,7 +16,7 @@ import (
 // seats. Its state is who holds a seat or waits, in which order, and
 // which registrations are closed; every client operation on the activity
 // is a step. Display reads are steps only in the display model, where a
-// cached seat count may exceed the authority's by the holds in flight.
+// cached seat count may exceed the authority's by the changes in flight.
 
 // Registration statuses the model tracks.
 const (
@@ -100,7 +100,8 @@ func (s *activityState) promote() {
 type activityInput struct {
 	op history.Op
 	// allowance is how far a display read may exceed the authority's
-	// taken: signups in flight, and holds that faults may have left.
+	// taken: signups and cancellations in flight, and what faults may have
+	// left behind.
 	allowance int
 }
 

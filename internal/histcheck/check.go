@@ -9,9 +9,9 @@
 //     idempotent replays) and its authoritative reads (GET
 //     /v1/activities/{id}) return the counts of that sequence;
 //   - the display: a seat read (GET …/seats) never shows more seats taken
-//     than the authority at some moment of the read plus the signups in
-//     flight then (and the holds that faults or unanswered signups may
-//     have left, for the counters' lifetime);
+//     than the authority at some moment of the read plus the signups and
+//     cancellations in flight then (and what faults or unanswered requests
+//     may have left behind, for the counters' lifetime);
 //   - the notes: every answered view and water carries the counters right
 //     after its own increment, and stats reads the counters as they are.
 //
@@ -213,10 +213,12 @@ type seatKey struct {
 	call, ret int64
 }
 
-// allowances computes, for every answered seat read, how many signup
-// attempts of its activity may hold a seat in the display during the
-// read: those in flight then, and those that got no answer or overlapped
-// a fault within OrphanWindow before it.
+// allowances computes, for every answered seat read, by how much the
+// display may exceed the authority during the read: by the signups that
+// hold a seat before they reach the authority and the cancellations whose
+// freed seat is shown only after their commit — the attempts in flight
+// then, and those that got no answer or overlapped a fault (whose instance
+// may have died between the two steps) within OrphanWindow before it.
 func allowances(h history.History, o Options) map[seatKey]int {
 	type span struct{ from, to int64 }
 	var faults []span
@@ -237,7 +239,7 @@ func allowances(h history.History, o Options) map[seatKey]int {
 	}
 	holds := map[string][]span{}
 	for _, op := range h.Ops {
-		if op.Kind != history.Signup || op.Result == history.Refused {
+		if (op.Kind != history.Signup && op.Kind != history.Cancel) || op.Result == history.Refused {
 			continue
 		}
 		s := span{op.Call, op.Return}

@@ -176,6 +176,19 @@ func TestDisplayMayExceedTheAuthorityOnlyByHoldsInFlight(t *testing.T) {
 	require.True(t, Check(b.h, opts).OK())
 }
 
+func TestDisplayMayLagACancellationInFlight(t *testing.T) {
+	b := created(&builder{}, 2, false)
+	b.add(history.Signup, signup(0), 10, 20, history.Answered, admitted("r0"))
+	// The seat is free at the authority, the display shows it taken until
+	// the cancellation's commit reaches it.
+	b.add(history.Cancel, history.Input{Key: act, User: 0, Registration: "r0"}, 30, 60, history.Answered,
+		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled})
+	b.add(history.ReadSeats, history.Input{Key: act}, 55, 58, history.Answered, history.Output{Status: 200, Taken: 1, Capacity: 2, Source: "cache"})
+	require.True(t, Check(b.h, opts).OK())
+	b.add(history.ReadSeats, history.Input{Key: act}, 65, 68, history.Answered, history.Output{Status: 200, Taken: 1, Capacity: 2, Source: "cache"})
+	require.Equal(t, porcupine.Illegal, Check(b.h, opts).Display.Result)
+}
+
 func TestNoteCountersAreExact(t *testing.T) {
 	note := history.Input{Key: "n1"}
 	b := &builder{}
