@@ -69,6 +69,48 @@ type Verdict struct {
 
 	model porcupine.Model
 	infos map[string]porcupine.LinearizationInfo
+	parts map[string][]porcupine.Operation
+}
+
+// Witness explains why a failed partition has no linearization: the state
+// after the longest sequence of its operations the checker could explain,
+// and the first operation (by response time) left over, which no order
+// explains after it.
+func (v Verdict) Witness(key string) string {
+	info, ok := v.infos[key]
+	if !ok {
+		return ""
+	}
+	var longest []porcupine.Operation
+	for _, part := range info.PartialLinearizationsOperations() {
+		for _, l := range part {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+	}
+	type id struct {
+		call, ret int64
+		client    int
+	}
+	done := map[id]bool{}
+	state := v.model.Init()
+	for _, op := range longest {
+		done[id{op.Call, op.Return, op.ClientId}] = true
+		_, state = v.model.Step(state, op.Input, op.Output)
+	}
+	var next *porcupine.Operation
+	for i, op := range v.parts[key] {
+		if !done[id{op.Call, op.Return, op.ClientId}] && (next == nil || op.Return < next.Return) {
+			next = &v.parts[key][i]
+		}
+	}
+	if next == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s: after %d of %d operations the state is %q, and no order explains %q (client %d, %v)",
+		key, len(longest), len(v.parts[key]), v.model.DescribeState(state),
+		v.model.DescribeOperation(next.Input, next.Output), next.ClientId, next.Metadata)
 }
 
 // Report is the outcome of a check.
@@ -91,7 +133,7 @@ func (r Report) String() string {
 	for _, v := range []Verdict{r.Authority, r.Display, r.Notes} {
 		fmt.Fprintf(&b, "%-9s %-7s %4d partitions, %6d operations (%d without an answer)", v.Model, v.Result, v.Partitions, v.Operations, v.Unknown)
 		if len(v.Failed) > 0 {
-			fmt.Fprintf(&b, "; not linearizable: %s", some(v.Failed))
+			fmt.Fprintf(&b, "; not linearizable: %s\n  for example %s", some(v.Failed), v.Witness(v.Failed[0]))
 		}
 		if len(v.Undecided) > 0 {
 			fmt.Fprintf(&b, "; undecided: %s", some(v.Undecided))
@@ -160,7 +202,8 @@ func Check(h history.History, o Options) Report {
 
 // checkModel checks each partition of ops on its own, a few at once.
 func checkModel(name string, m porcupine.Model, ops []porcupine.Operation, o Options) Verdict {
-	v := Verdict{Model: name, Result: porcupine.Ok, model: m, infos: map[string]porcupine.LinearizationInfo{}}
+	v := Verdict{Model: name, Result: porcupine.Ok, model: m, infos: map[string]porcupine.LinearizationInfo{},
+		parts: map[string][]porcupine.Operation{}}
 	parts := m.Partition(ops)
 	v.Partitions, v.Operations = len(parts), len(ops)
 	for _, op := range ops {
@@ -185,7 +228,7 @@ func checkModel(name string, m porcupine.Model, ops []porcupine.Operation, o Opt
 			switch res {
 			case porcupine.Illegal:
 				v.Failed = append(v.Failed, key)
-				v.infos[key] = info
+				v.infos[key], v.parts[key] = info, part
 				v.Result = porcupine.Illegal
 			case porcupine.Unknown:
 				v.Undecided = append(v.Undecided, key)

@@ -76,6 +76,9 @@ func TestOversellIsCaught(t *testing.T) {
 	r := Check(b.h, opts)
 	require.Equal(t, porcupine.Illegal, r.Authority.Result, "%s", r)
 	require.Equal(t, []string{act}, r.Authority.Failed)
+	w := r.Authority.Witness(act)
+	require.Contains(t, w, "capacity 1, taken 1")
+	require.Contains(t, w, "no order explains \"signup(u")
 }
 
 func TestFullRefusalWhileASeatIsFreeIsCaught(t *testing.T) {
