@@ -69,7 +69,6 @@ func TestChaos(t *testing.T) {
 	for _, cl := range AllClasses {
 		require.Positive(t, res.Faults[cl], "fault class %s was never injected", cl)
 	}
-	require.Zero(t, res.Report.Authority.Undecided)
 }
 
 // TestBrokenBuildIsCaught builds capacityd with the brokenexactness tag,
