@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: run test services services-down build vet lint bench bench-quick bench-bin fuzz-smoke vulncheck
+.PHONY: run test services services-down build vet lint bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
 	@source .data/env && scripts/run.sh
@@ -28,6 +28,15 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# Proof of exactness (internal/chaos): `make chaos` runs a long checked
+# history of two real instances under every fault class and prints its
+# summary (operations, faults by class, verdicts); make test runs a short
+# one. A failure writes the history and visualizations to artifacts/.
+CHAOS_DURATION ?= 10m
+
+chaos: services
+	@source .data/env && CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/chaos/
 
 # Static checks, run by CI: gofmt, go vet, staticcheck, and promtool (from
 # Debian's prometheus package, installed when missing and root) on the

@@ -1,0 +1,304 @@
+// Package chaos runs capacityd as real processes under a concurrent
+// client workload while it injects faults — instances killed with
+// SIGKILL and restarted, Redis killed, flushed and restarted, PostgreSQL
+// restarted, and latency, bandwidth limits, resets and half-open
+// connections on the instances' links (toxiproxy, in process) — records
+// what the clients observe (internal/history) and checks it
+// (internal/histcheck): a linearizable authority, a display that errs only
+// by changes in flight and converges within its TTL once quiet, and exact
+// note counters.
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/apicheck"
+	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/histcheck"
+	"github.com/physiciansnet/capacityd/internal/history"
+)
+
+// Config configures a run.
+type Config struct {
+	// Duration of the workload; faults are injected meanwhile.
+	Duration time.Duration
+	// Faults are the classes injected in turn; none: a run without faults.
+	Faults []Class
+	// Hold is how long each fault lasts, and Gap the quiet time before
+	// each (drawn up to twice the value). Defaults 2s and 1.5s.
+	Hold, Gap time.Duration
+	// Nodes is the number of instances (default 2) and Workers the
+	// number of concurrent clients (default 10).
+	Nodes, Workers int
+	// LostAnswers lets resets and half-open links lose what PostgreSQL or
+	// Redis answers, after a write reached it; otherwise they break the
+	// request direction only, where nothing reaches the server.
+	LostAnswers bool
+	// Tags are the build tags of the binary; none: the release build.
+	Tags []string
+	// SeatTTL is the display counters' lifetime (default 5s).
+	SeatTTL time.Duration
+	// OpsPerObject is how many operations an activity or note serves
+	// before a fresh one takes its place (default 60).
+	OpsPerObject int
+	// Seed makes the workload's choices repeatable; 0: random.
+	Seed uint64
+}
+
+// clientTimeout bounds each request: longer than the service's request
+// deadline and its change transactions' 10 s flush timeout.
+const clientTimeout = 12 * time.Second
+
+// Result is what a run observed and the check's verdict.
+type Result struct {
+	History history.History
+	Report  histcheck.Report
+	// Faults counts the faults injected by class.
+	Faults map[Class]int
+	// Converged is nil when every activity's display equalled the
+	// authority within twice the TTL once the faults and the workload
+	// stopped.
+	Converged error
+	// Violations are exchanges that broke the API description.
+	Violations []string
+}
+
+// OK reports whether the run kept every promise.
+func (r Result) OK() bool { return r.Report.OK() && r.Converged == nil && len(r.Violations) == 0 }
+
+// Summary describes the run in a few lines: operations, faults, verdicts.
+func (r Result) Summary() string {
+	var b strings.Builder
+	kinds := map[history.Kind]int{}
+	results := map[history.Result]int{}
+	logical := map[int]bool{}
+	for _, op := range r.History.Ops {
+		kinds[op.Kind]++
+		results[op.Result]++
+		logical[op.Logical] = true
+	}
+	fmt.Fprintf(&b, "operations: %d requests (%d logical operations): %d answered, %d without an answer, %d refused connections\n",
+		len(r.History.Ops), len(logical), results[history.Answered], results[history.Unknown], results[history.Refused])
+	var names []string
+	for k := range kinds {
+		names = append(names, string(k))
+	}
+	sort.Strings(names)
+	b.WriteString("  by kind:")
+	for _, k := range names {
+		fmt.Fprintf(&b, " %s %d", k, kinds[history.Kind(k)])
+	}
+	b.WriteString("\nfaults:")
+	total := 0
+	for _, cl := range AllClasses {
+		fmt.Fprintf(&b, " %s %d", cl, r.Faults[cl])
+		total += r.Faults[cl]
+	}
+	fmt.Fprintf(&b, " (%d in all)\n", total)
+	b.WriteString(r.Report.String())
+	if r.Converged != nil {
+		fmt.Fprintf(&b, "display convergence: %v\n", r.Converged)
+	} else {
+		b.WriteString("display convergence: every activity's display equals the authority\n")
+	}
+	if len(r.Violations) > 0 {
+		fmt.Fprintf(&b, "API description violations: %d, first: %s\n", len(r.Violations), r.Violations[0])
+	}
+	verdict := "OK"
+	if !r.OK() {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(&b, "verdict: %s", verdict)
+	return b.String()
+}
+
+// Run starts a cluster of cfg.Nodes instances, runs the workload for
+// cfg.Duration while injecting faults, lets the cluster settle, and checks
+// the history.
+func Run(t testing.TB, cfg Config) Result {
+	t.Helper()
+	cfg = withDefaults(cfg)
+	ttl := cfg.SeatTTL
+	c := StartCluster(t, cfg.Nodes, Binary(t, cfg.Tags...),
+		"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "SEAT_CACHE_TTL="+ttl.String(),
+		"RECONCILE_INTERVAL=1s", "REQUEST_TIMEOUT=5s", "DB_MAX_CONNS=8", "MIGRATE_ON_START=false", "LOG_LEVEL=warn")
+	rec := history.New()
+	rec.Set("seat_cache_ttl", ttl.String())
+	rec.Set("duration", cfg.Duration.String())
+	rec.Set("nodes", fmt.Sprint(cfg.Nodes))
+	rec.Set("lost_answers", fmt.Sprint(cfg.LostAnswers))
+
+	var vmu sync.Mutex
+	var violations []string
+	checker, err := apicheck.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Timeout: clientTimeout, Transport: &apicheck.Transport{
+		Base:    &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+		Checker: checker,
+		Report: func(err error) {
+			vmu.Lock()
+			defer vmu.Unlock()
+			violations = append(violations, err.Error())
+		},
+	}}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	rec.Set("seed", fmt.Sprint(seed))
+	auth, err := httpapi.NewAuthenticator([]byte(apptest.Secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(sub string, admin bool) string {
+		tok, err := auth.Sign(sub, admin, cfg.Duration+time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	hard, cancel := context.WithTimeout(context.Background(), cfg.Duration+45*time.Second)
+	defer cancel()
+	w := &workload{rec: rec, nodes: c.Nodes, hc: hc, admin: sign("admin", true), run: fmt.Sprintf("%x", seed&0xffffff),
+		opsPer: int64(cfg.OpsPerObject), ctx: hard}
+	for u := range users {
+		w.tokens[u] = sign(fmt.Sprintf("user-%d", u), false)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for range max(2, cfg.Workers/2) {
+		a, ok := w.createActivity(rng, 0)
+		if !ok {
+			t.Fatalf("chaos: could not create an activity before any fault")
+		}
+		w.slots = append(w.slots, a)
+	}
+	for range 2 {
+		w.nextNote++
+		w.notes = append(w.notes, &note{id: fmt.Sprintf("chaos-%s-%d", w.run, w.nextNote)})
+	}
+
+	var wg sync.WaitGroup
+	for i := range cfg.Workers {
+		wg.Go(func() { w.worker(i, seed) })
+	}
+	frng := rand.New(rand.NewPCG(seed, 1))
+	in := &injector{t: t, c: c, rec: rec, rng: frng, counts: map[Class]int{}, lostAnswers: cfg.LostAnswers,
+		hold: func() time.Duration { return jitter(frng, cfg.Hold) }}
+	soft, stopFaults := context.WithTimeout(context.Background(), cfg.Duration)
+	defer stopFaults()
+	if len(cfg.Faults) > 0 {
+		in.run(soft, cfg.Faults, func() time.Duration { return jitter(frng, cfg.Gap) })
+	}
+	<-soft.Done()
+	w.stop.Store(true)
+	c.Heal()
+	wg.Wait()
+
+	res := Result{Faults: in.counts}
+	res.Converged = settle(t, w, ttl)
+	res.History = rec.History()
+	res.Report = histcheck.Check(res.History, histcheck.Options{
+		// A request may run for the flush timeout after its client gave
+		// up, then its hold lives at most a TTL.
+		OrphanWindow: clientTimeout + 10*time.Second + ttl,
+		FaultSlack:   3 * time.Second,
+		Timeout:      2 * time.Minute,
+	})
+	vmu.Lock()
+	res.Violations = violations
+	vmu.Unlock()
+	return res
+}
+
+// jitter returns a duration between d/2 and 3d/2.
+func jitter(r *rand.Rand, d time.Duration) time.Duration {
+	return d/2 + time.Duration(r.Int64N(int64(d)+1))
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 2
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 10
+	}
+	if cfg.Hold == 0 {
+		cfg.Hold = 2 * time.Second
+	}
+	if cfg.Gap == 0 {
+		cfg.Gap = 1500 * time.Millisecond
+	}
+	if cfg.SeatTTL == 0 {
+		cfg.SeatTTL = 5 * time.Second
+	}
+	if cfg.OpsPerObject == 0 {
+		cfg.OpsPerObject = 60
+	}
+	return cfg
+}
+
+// settle waits, with the faults healed and the workload stopped, until
+// every node is ready; then it reads every activity's authority and its
+// display on every node until they agree (within twice the TTL), and every
+// note's stats, all recorded in the history. It returns what did not
+// converge.
+func settle(t testing.TB, w *workload, ttl time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w.ctx = ctx
+	for _, n := range w.nodes {
+		for {
+			r, err := client.New(n.URL, "", w.hc).Ready(ctx)
+			if err == nil && r.Redis == "ok" {
+				break
+			}
+			if !sleep(ctx, 100*time.Millisecond) {
+				return fmt.Errorf("%s not ready with Redis within 60s: %v", n.Name, err)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	w.mu.Lock()
+	acts, notes := append([]*activity(nil), w.activities...), append([]*note(nil), w.notes...)
+	w.mu.Unlock()
+	deadline := time.Now().Add(2*ttl + 5*time.Second)
+	var stuck []string
+	for _, a := range acts {
+		auth, ok := w.readActivity(rng, 0, a.id)
+		for !ok && sleep(ctx, 100*time.Millisecond) {
+			auth, ok = w.readActivity(rng, 0, a.id)
+		}
+		converged := false
+		for !converged {
+			converged = true
+			for range w.nodes {
+				s, ok := w.readSeats(rng, 0, a.id)
+				converged = converged && ok && s.Taken == auth.Taken && s.Waiting == auth.Waiting && s.Capacity == auth.Capacity
+			}
+			if !converged && (time.Now().After(deadline) || !sleep(ctx, 250*time.Millisecond)) {
+				stuck = append(stuck, fmt.Sprintf("%s (authority taken %d waiting %d)", a.id, auth.Taken, auth.Waiting))
+				break
+			}
+		}
+	}
+	for _, n := range notes {
+		w.noteRead(rng, 0, history.NoteStats, n.id)
+	}
+	if len(stuck) > 0 {
+		return fmt.Errorf("%d activities' display did not equal the authority within %s: %s", len(stuck), 2*ttl+5*time.Second, strings.Join(stuck, ", "))
+	}
+	return nil
+}

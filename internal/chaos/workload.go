@@ -1,0 +1,364 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/internal/history"
+)
+
+// users is the number of users who sign up for each activity: few, so
+// that they compete for the seats and the checker's states stay small.
+const users = 5
+
+// maxAttempts bounds the attempts of a retried operation.
+const maxAttempts = 6
+
+// activity is an activity of the workload and what its clients know of it.
+type activity struct {
+	id       string
+	ops      atomic.Int64
+	retiring atomic.Bool
+
+	mu   sync.Mutex
+	regs [users]string // each user's registration as last answered; "" none known
+}
+
+func (a *activity) reg(u int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.regs[u]
+}
+
+// newcomer picks a user, mostly one without a known registration: the
+// others would mostly be refused as already registered.
+func (a *activity) newcomer(rng *rand.Rand) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	u := rng.IntN(users)
+	for range users {
+		if a.regs[u] == "" || rng.IntN(5) == 0 {
+			break
+		}
+		u = (u + 1) % users
+	}
+	return u
+}
+
+// learn records what an answer said of user u's registration: id, or
+// none ("").
+func (a *activity) learn(u int, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.regs[u] = id
+}
+
+// forget forgets user u's registration if it is still id.
+func (a *activity) forget(u int, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.regs[u] == id {
+		a.regs[u] = ""
+	}
+}
+
+type note struct {
+	id  string
+	ops atomic.Int64
+}
+
+// workload runs clients against the nodes and records what they observe.
+type workload struct {
+	rec    *history.Recorder
+	nodes  []*Node
+	hc     *http.Client
+	admin  string
+	tokens [users]string
+	run    string // names this run's notes
+	// opsPer is how many operations an activity or note serves before a
+	// fresh one takes its place, which keeps every checked partition small.
+	opsPer int64
+	// ctx ends the requests in flight (the run's hard deadline); stop
+	// ends the workers' loops.
+	ctx  context.Context
+	stop atomic.Bool
+
+	mu         sync.Mutex
+	slots      []*activity
+	activities []*activity
+	notes      []*note
+	nextNote   int
+}
+
+// do is one request of an attempt through a typed client of a node.
+type do func(ctx context.Context, base string) (history.Output, error)
+
+// attempt sends one attempt to a random node and records it.
+func (w *workload) attempt(rng *rand.Rand, worker, logical, n int, kind history.Kind, in history.Input, f do) (history.Output, history.Result) {
+	node := w.nodes[rng.IntN(len(w.nodes))]
+	p := w.rec.Invoke(history.Op{Logical: logical, Attempt: n, Client: worker, Instance: node.Instance(), Kind: kind, Input: in})
+	// Go's transport sends a request again on a new connection when the
+	// first broke, if it is replayable (as one with an Idempotency-Key is):
+	// a refused connection then does not mean that nothing was sent.
+	var wrote atomic.Bool
+	ctx := httptrace.WithClientTrace(w.ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }})
+	out, err := f(ctx, node.URL)
+	res := history.Answered
+	var ce *client.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &ce):
+		out = history.Output{Status: ce.Status, Code: ce.Code, Registration: ce.RegistrationID}
+	case errors.Is(err, syscall.ECONNREFUSED) && !wrote.Load():
+		res, out = history.Refused, history.Output{Error: err.Error()}
+	default:
+		res, out = history.Unknown, history.Output{Error: err.Error()}
+	}
+	p.End(res, out)
+	if kind == history.CreateActivity && res == history.Answered && out.Status == http.StatusCreated {
+		p.SetKey(out.ID)
+	}
+	return out, res
+}
+
+// once sends one attempt of an operation of its own.
+func (w *workload) once(rng *rand.Rand, worker int, kind history.Kind, in history.Input, f do) (history.Output, bool) {
+	out, res := w.attempt(rng, worker, 0, 1, kind, in, f)
+	return out, res == history.Answered && out.Status < 500
+}
+
+// retried sends attempts of one logical operation, each to a random node,
+// until one settles it (an answer other than 503) or maxAttempts.
+func (w *workload) retried(rng *rand.Rand, worker int, kind history.Kind, in history.Input, f do) (history.Output, bool) {
+	logical := w.rec.NewLogical()
+	var out history.Output
+	for n := 1; n <= maxAttempts; n++ {
+		var res history.Result
+		out, res = w.attempt(rng, worker, logical, n, kind, in, f)
+		if res == history.Answered && out.Status < 500 {
+			return out, true
+		}
+		if w.ctx.Err() != nil || !sleep(w.ctx, time.Duration(n)*200*time.Millisecond+time.Duration(rng.IntN(200))*time.Millisecond) {
+			break
+		}
+	}
+	return out, false
+}
+
+// createActivity creates an activity with a small capacity, with or
+// without a waiting list, retrying on another node until one is created.
+func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) {
+	in := history.Input{Capacity: 2 + rng.IntN(2), Waitlist: rng.IntN(2) == 0, Users: users}
+	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
+		// Each attempt is an operation of its own: one without an answer
+		// may have created an activity that no operation names.
+		out, ok := w.once(rng, worker, history.CreateActivity, in, func(ctx context.Context, base string) (history.Output, error) {
+			a, err := client.New(base, w.admin, w.hc).CreateActivity(ctx, client.NewActivity{
+				Title: "chaos", Capacity: in.Capacity, Waitlist: in.Waitlist, HoldSeconds: 86400})
+			return history.Output{Status: http.StatusCreated, ID: a.ID, Capacity: a.Capacity, Waitlist: a.Waitlist}, err
+		})
+		if ok && out.Status == http.StatusCreated {
+			a := &activity{id: out.ID}
+			w.mu.Lock()
+			w.activities = append(w.activities, a)
+			w.mu.Unlock()
+			return a, true
+		}
+		sleep(w.ctx, 300*time.Millisecond)
+	}
+	return nil, false
+}
+
+// pickActivity returns a live activity, replacing one that has served
+// its share of operations.
+func (w *workload) pickActivity(rng *rand.Rand, worker int) *activity {
+	w.mu.Lock()
+	i := rng.IntN(len(w.slots))
+	a := w.slots[i]
+	w.mu.Unlock()
+	if a.ops.Add(1) > w.opsPer && a.retiring.CompareAndSwap(false, true) {
+		if b, ok := w.createActivity(rng, worker); ok {
+			w.mu.Lock()
+			w.slots[i] = b
+			w.mu.Unlock()
+			return b
+		}
+		a.retiring.Store(false)
+	}
+	return a
+}
+
+// pickNote returns a live note, replacing one that has served its share.
+func (w *workload) pickNote(rng *rand.Rand) *note {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := rng.IntN(len(w.notes))
+	if w.notes[i].ops.Add(1) > w.opsPer {
+		w.nextNote++
+		w.notes[i] = &note{id: fmt.Sprintf("chaos-%s-%d", w.run, w.nextNote)}
+	}
+	return w.notes[i]
+}
+
+// worker runs operations until the workload stops.
+func (w *workload) worker(id int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, uint64(id)))
+	for !w.stop.Load() && w.ctx.Err() == nil {
+		if rng.IntN(100) < 15 {
+			w.noteOp(rng, id)
+			continue
+		}
+		a := w.pickActivity(rng, id)
+		switch p := rng.IntN(100); {
+		case p < 35:
+			w.signup(rng, id, a, a.newcomer(rng))
+		case p < 55:
+			w.cancel(rng, id, a)
+		case p < 65:
+			w.setStatus(rng, id, a)
+		case p < 80:
+			w.readActivity(rng, id, a.id)
+		case p < 97:
+			w.readSeats(rng, id, a.id)
+		default:
+			w.setCapacity(rng, id, a)
+		}
+	}
+}
+
+// signup signs user u up; three in four carry an Idempotency-Key and are
+// retried until answered.
+func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
+	in := history.Input{Key: a.id, User: u}
+	if rng.IntN(4) > 0 {
+		in.IdempotencyKey = fmt.Sprintf("%s-%d-%d", w.run, worker, rng.Uint64())
+	}
+	f := func(ctx context.Context, base string) (history.Output, error) {
+		r, err := client.New(base, w.tokens[u], w.hc).Signup(ctx, a.id, client.SignupOptions{IdempotencyKey: in.IdempotencyKey})
+		out := history.Output{Status: http.StatusCreated, Registration: r.Registration.ID, RegStatus: string(r.Registration.Status)}
+		if r.Waitlisted {
+			out.Status = http.StatusAccepted
+		}
+		if r.Registration.WaitlistPosition != nil {
+			out.Position = *r.Registration.WaitlistPosition
+		}
+		return out, err
+	}
+	var out history.Output
+	var ok bool
+	if in.IdempotencyKey != "" {
+		out, ok = w.retried(rng, worker, history.Signup, in, f)
+	} else {
+		out, ok = w.once(rng, worker, history.Signup, in, f)
+	}
+	if ok && out.Registration != "" {
+		a.learn(u, out.Registration)
+	}
+}
+
+// cancel cancels a user's registration, retried until answered (a cancel
+// is idempotent); without one known it signs the user up instead.
+func (w *workload) cancel(rng *rand.Rand, worker int, a *activity) {
+	u := rng.IntN(users)
+	id := a.reg(u)
+	if id == "" {
+		w.signup(rng, worker, a, u)
+		return
+	}
+	in := history.Input{Key: a.id, User: u, Registration: id}
+	out, ok := w.retried(rng, worker, history.Cancel, in, func(ctx context.Context, base string) (history.Output, error) {
+		r, err := client.New(base, w.tokens[u], w.hc).CancelRegistration(ctx, id)
+		return history.Output{Status: http.StatusOK, Registration: r.ID, RegStatus: string(r.Status)}, err
+	})
+	if ok && (out.Status == http.StatusOK || out.Status == http.StatusNotFound) {
+		a.forget(u, id)
+	}
+}
+
+// setStatus moves a user's registration on (admin), once.
+func (w *workload) setStatus(rng *rand.Rand, worker int, a *activity) {
+	u := rng.IntN(users)
+	id := a.reg(u)
+	if id == "" {
+		w.signup(rng, worker, a, u)
+		return
+	}
+	to := client.AwaitingPayment
+	if rng.IntN(2) == 0 {
+		to = client.Approved
+	}
+	in := history.Input{Key: a.id, User: u, Registration: id, To: string(to)}
+	w.once(rng, worker, history.SetStatus, in, func(ctx context.Context, base string) (history.Output, error) {
+		r, err := client.New(base, w.admin, w.hc).SetRegistrationStatus(ctx, id, to)
+		return history.Output{Status: http.StatusOK, Registration: r.ID, RegStatus: string(r.Status)}, err
+	})
+}
+
+// setCapacity changes the activity's capacity (admin), once: a raise
+// promotes the first in line.
+func (w *workload) setCapacity(rng *rand.Rand, worker int, a *activity) {
+	c := 1 + rng.IntN(4)
+	w.once(rng, worker, history.SetCapacity, history.Input{Key: a.id, Capacity: c}, func(ctx context.Context, base string) (history.Output, error) {
+		r, err := client.New(base, w.admin, w.hc).UpdateActivity(ctx, a.id, client.ActivityPatch{Capacity: &c})
+		return activityOutput(r), err
+	})
+}
+
+func activityOutput(a client.Activity) history.Output {
+	return history.Output{Status: http.StatusOK, Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist}
+}
+
+// readActivity reads the authority's counts.
+func (w *workload) readActivity(rng *rand.Rand, worker int, id string) (history.Output, bool) {
+	return w.once(rng, worker, history.ReadActivity, history.Input{Key: id}, func(ctx context.Context, base string) (history.Output, error) {
+		a, err := client.New(base, "", w.hc).GetActivity(ctx, id)
+		return activityOutput(a), err
+	})
+}
+
+// readSeats reads the display.
+func (w *workload) readSeats(rng *rand.Rand, worker int, id string) (history.Output, bool) {
+	return w.once(rng, worker, history.ReadSeats, history.Input{Key: id}, func(ctx context.Context, base string) (history.Output, error) {
+		s, err := client.New(base, "", w.hc).Seats(ctx, id)
+		return history.Output{Status: http.StatusOK, Capacity: s.Capacity, Taken: s.Taken, Waiting: s.Waiting, Source: s.Source}, err
+	})
+}
+
+// noteOp views or waters a note, or reads its stats.
+func (w *workload) noteOp(rng *rand.Rand, worker int) {
+	n := w.pickNote(rng)
+	kind := history.NoteView
+	switch p := rng.IntN(100); {
+	case p < 30:
+		kind = history.NoteWater
+	case p < 50:
+		kind = history.NoteStats
+	}
+	w.noteRead(rng, worker, kind, n.id)
+}
+
+func (w *workload) noteRead(rng *rand.Rand, worker int, kind history.Kind, id string) (history.Output, bool) {
+	return w.once(rng, worker, kind, history.Input{Key: id}, func(ctx context.Context, base string) (history.Output, error) {
+		c := client.New(base, "", w.hc)
+		var s client.NoteStats
+		var err error
+		switch kind {
+		case history.NoteView:
+			s, err = c.RecordView(ctx, id)
+		case history.NoteWater:
+			s, err = c.RecordWater(ctx, id)
+		default:
+			s, err = c.NoteStats(ctx, id)
+		}
+		return history.Output{Status: http.StatusOK, Views: s.Views, Waters: s.Waters}, err
+	})
+}

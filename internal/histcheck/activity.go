@@ -1,0 +1,392 @@
+package histcheck
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/physiciansnet/capacityd/internal/history"
+)
+
+// The activity model: the sequential specification of one activity's
+// seats. Its state is who holds a seat or waits, in which order, and
+// which registrations are closed; every client operation on the activity
+// is a step. Display reads are steps only in the display model, where a
+// cached seat count may exceed the authority's by the changes in flight.
+
+// Registration statuses the model tracks.
+const (
+	pending         = "pending"
+	awaitingPayment = "awaiting_payment"
+	approved        = "approved"
+	waitlisted      = "waitlisted"
+	cancelled       = "cancelled"
+)
+
+// unknownID stands for the id of a registration created by a signup whose
+// answer never came: learned later from an already_registered refusal.
+const unknownID = "?"
+
+func occupying(status string) bool {
+	return status == pending || status == awaitingPayment || status == approved
+}
+
+// holder is a user's active registration: none (status ""), occupying or
+// waitlisted.
+type holder struct {
+	reg, status string
+}
+
+// activityState is the model's state. It is never changed in place.
+type activityState struct {
+	created  bool
+	capacity int
+	waitlist bool
+	users    []holder
+	queue    []int    // waitlisted users, first in line first
+	closed   []string // cancelled registrations, sorted
+}
+
+func (s activityState) taken() int {
+	n := 0
+	for _, u := range s.users {
+		if occupying(u.status) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s activityState) clone() activityState {
+	c := s
+	c.users = slices.Clone(s.users)
+	c.queue = slices.Clone(s.queue)
+	return c
+}
+
+func (s activityState) isClosed(id string) bool {
+	_, ok := slices.BinarySearch(s.closed, id)
+	return ok
+}
+
+// close closes user u's registration (the caller cloned s).
+func (s *activityState) close(u int) {
+	id := s.users[u].reg
+	if s.users[u].status == waitlisted {
+		s.queue = slices.DeleteFunc(s.queue, func(q int) bool { return q == u })
+	}
+	s.users[u] = holder{}
+	if id != unknownID {
+		i, _ := slices.BinarySearch(s.closed, id)
+		s.closed = slices.Insert(slices.Clone(s.closed), i, id)
+	}
+	s.promote()
+}
+
+// promote gives every free seat to the first in line.
+func (s *activityState) promote() {
+	for s.capacity-s.taken() > 0 && len(s.queue) > 0 {
+		u := s.queue[0]
+		s.queue = s.queue[1:]
+		s.users[u].status = pending
+	}
+}
+
+// activityInput is a step's input.
+type activityInput struct {
+	op history.Op
+	// allowance is how far a display read may exceed the authority's
+	// taken: signups and cancellations in flight, and what faults may have
+	// left behind.
+	allowance int
+}
+
+// activityOutput is a step's output; unknown: no answer came.
+type activityOutput struct {
+	out     history.Output
+	unknown bool
+}
+
+// decision is what the activity decides for a signup of user u.
+type decision int
+
+const (
+	admit decision = iota
+	waitlist
+	full
+	already
+)
+
+func (s activityState) decide(u int) decision {
+	switch {
+	case s.users[u].status != "":
+		return already
+	case s.capacity-s.taken() > 0 && len(s.queue) == 0:
+		return admit
+	case s.waitlist:
+		return waitlist
+	}
+	return full
+}
+
+func ok(o history.Output, status int) bool { return o.Status == status }
+
+func refused(o history.Output, code string) bool {
+	return o.Status == http.StatusConflict && o.Code == code
+}
+
+// stepActivity is the model's step. display: seat reads are steps too.
+func stepActivity(display bool) func(st, in, out any) (bool, any) {
+	return func(st, in, out any) (bool, any) {
+		s := st.(activityState)
+		op := in.(activityInput).op
+		o := out.(activityOutput)
+		if op.Kind == history.CreateActivity {
+			if s.created {
+				return false, s
+			}
+			return true, activityState{created: true, capacity: op.Input.Capacity, waitlist: op.Input.Waitlist,
+				users: make([]holder, op.Input.Users)}
+		}
+		if !s.created || op.Input.User >= len(s.users) {
+			return false, s
+		}
+		u := op.Input.User
+		switch op.Kind {
+		case history.Signup:
+			return stepSignup(s, u, o)
+		case history.Cancel:
+			return stepCancel(s, u, op.Input.Registration, o)
+		case history.SetStatus:
+			return stepStatus(s, u, op.Input.Registration, op.Input.To, o)
+		case history.SetCapacity:
+			n := s.clone()
+			n.capacity = op.Input.Capacity
+			n.promote()
+			if o.unknown {
+				return true, n
+			}
+			return ok(o.out, http.StatusOK) && sameCounts(n, o.out), n
+		case history.ReadActivity:
+			return ok(o.out, http.StatusOK) && sameCounts(s, o.out) && o.out.Waitlist == s.waitlist, s
+		case history.ReadSeats:
+			if !display {
+				return true, s
+			}
+			return ok(o.out, http.StatusOK) && o.out.Taken <= s.taken()+in.(activityInput).allowance, s
+		}
+		return false, s
+	}
+}
+
+func sameCounts(s activityState, o history.Output) bool {
+	return o.Capacity == s.capacity && o.Taken == s.taken() && o.Waiting == len(s.queue)
+}
+
+func stepSignup(s activityState, u int, o activityOutput) (bool, any) {
+	d := s.decide(u)
+	n := s
+	switch d {
+	case admit:
+		n = s.clone()
+		n.users[u] = holder{reg: unknownID, status: pending}
+	case waitlist:
+		n = s.clone()
+		n.users[u] = holder{reg: unknownID, status: waitlisted}
+		n.queue = append(n.queue, u)
+	}
+	if o.unknown {
+		return true, n
+	}
+	r := o.out
+	switch {
+	case d == admit && ok(r, http.StatusCreated) && r.RegStatus == pending && r.Registration != "":
+		n.users[u].reg = r.Registration
+		return true, n
+	case d == waitlist && ok(r, http.StatusAccepted) && r.RegStatus == waitlisted && r.Position == len(s.queue)+1:
+		n.users[u].reg = r.Registration
+		return true, n
+	case d == full && refused(r, "activity_full"):
+		return true, s
+	case d == already && refused(r, "already_registered"):
+		switch s.users[u].reg {
+		case r.Registration:
+			return true, s
+		case unknownID:
+			if s.isClosed(r.Registration) {
+				return false, s
+			}
+			n = s.clone()
+			n.users[u].reg = r.Registration
+			return true, n
+		}
+	}
+	return false, s
+}
+
+func stepCancel(s activityState, u int, id string, o activityOutput) (bool, any) {
+	r := o.out
+	switch {
+	case s.users[u].reg == id:
+		n := s.clone()
+		n.close(u)
+		return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == cancelled), n
+	case s.isClosed(id):
+		return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == cancelled), s
+	}
+	return o.unknown || (r.Status == http.StatusNotFound && r.Code == "not_found"), s
+}
+
+func stepStatus(s activityState, u int, id, to string, o activityOutput) (bool, any) {
+	r := o.out
+	switch {
+	case s.users[u].reg == id:
+		from := s.users[u].status
+		if (to == awaitingPayment && from == pending) || (to == approved && (from == pending || from == awaitingPayment)) {
+			n := s.clone()
+			n.users[u].status = to
+			return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == to), n
+		}
+		return o.unknown || refused(r, "invalid_transition"), s
+	case s.isClosed(id):
+		return o.unknown || refused(r, "invalid_transition"), s
+	}
+	return o.unknown || (r.Status == http.StatusNotFound && r.Code == "not_found"), s
+}
+
+func equalActivity(a, b any) bool {
+	x, y := a.(activityState), b.(activityState)
+	return x.created == y.created && x.capacity == y.capacity && x.waitlist == y.waitlist &&
+		slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
+}
+
+func hashActivity(a any) uint64 {
+	s := a.(activityState)
+	h := fnv.New64a()
+	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.users, s.queue, len(s.closed))
+	return h.Sum64()
+}
+
+func describeActivity(a any) string {
+	s := a.(activityState)
+	if !s.created {
+		return "not created"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "capacity %d, taken %d, waitlist %v", s.capacity, s.taken(), s.waitlist)
+	for i, u := range s.users {
+		if u.status != "" {
+			fmt.Fprintf(&b, "; u%d %s %s", i, u.status, u.reg)
+		}
+	}
+	if len(s.queue) > 0 {
+		fmt.Fprintf(&b, "; line %v", s.queue)
+	}
+	fmt.Fprintf(&b, "; %d cancelled", len(s.closed))
+	return b.String()
+}
+
+func describeActivityOp(in, out any) string {
+	op := in.(activityInput).op
+	o := out.(activityOutput)
+	var call string
+	switch op.Kind {
+	case history.CreateActivity:
+		call = fmt.Sprintf("create(capacity %d, waitlist %v)", op.Input.Capacity, op.Input.Waitlist)
+	case history.Signup:
+		call = fmt.Sprintf("signup(u%d%s)", op.Input.User, keyNote(op.Input.IdempotencyKey))
+	case history.Cancel:
+		call = fmt.Sprintf("cancel(u%d %s)", op.Input.User, op.Input.Registration)
+	case history.SetStatus:
+		call = fmt.Sprintf("status(u%d %s → %s)", op.Input.User, op.Input.Registration, op.Input.To)
+	case history.SetCapacity:
+		call = fmt.Sprintf("capacity(%d)", op.Input.Capacity)
+	case history.ReadActivity:
+		call = "read"
+	case history.ReadSeats:
+		call = fmt.Sprintf("seats(allow +%d)", in.(activityInput).allowance)
+	}
+	return call + " → " + describeOutput(op.Kind, o.out, o.unknown)
+}
+
+func keyNote(k string) string {
+	if k == "" {
+		return ", no key"
+	}
+	return ""
+}
+
+func describeOutput(k history.Kind, o history.Output, unknown bool) string {
+	if unknown {
+		return "unknown"
+	}
+	if o.Code != "" {
+		if o.Registration != "" {
+			return fmt.Sprintf("%d %s %s", o.Status, o.Code, o.Registration)
+		}
+		return fmt.Sprintf("%d %s", o.Status, o.Code)
+	}
+	switch k {
+	case history.Signup, history.Cancel, history.SetStatus:
+		if o.Position > 0 {
+			return fmt.Sprintf("%d %s %s #%d", o.Status, o.Registration, o.RegStatus, o.Position)
+		}
+		return fmt.Sprintf("%d %s %s", o.Status, o.Registration, o.RegStatus)
+	case history.ReadSeats:
+		return fmt.Sprintf("taken %d waiting %d (%s)", o.Taken, o.Waiting, o.Source)
+	case history.NoteView, history.NoteWater, history.NoteStats:
+		return fmt.Sprintf("views %d waters %d", o.Views, o.Waters)
+	}
+	return fmt.Sprintf("capacity %d taken %d waiting %d", o.Capacity, o.Taken, o.Waiting)
+}
+
+// activityModel is the porcupine model of activities, partitioned by
+// activity. display adds the seat reads.
+func activityModel(display bool) porcupine.Model {
+	return porcupine.Model{
+		Partition:         partitionByKey,
+		Init:              func() any { return activityState{} },
+		Step:              stepActivity(display),
+		Equal:             equalActivity,
+		Hash:              hashActivity,
+		DescribeOperation: describeActivityOp,
+		DescribeState:     describeActivity,
+		DescribeOperationMetadata: func(m any) string {
+			if m == nil {
+				return ""
+			}
+			return fmt.Sprint(m)
+		},
+	}
+}
+
+// partitionByKey splits a history by the object its operations are about.
+func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
+	index := map[string]int{}
+	var out [][]porcupine.Operation
+	for _, op := range ops {
+		k := keyOf(op.Input)
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], op)
+	}
+	return out
+}
+
+func keyOf(in any) string {
+	switch in := in.(type) {
+	case activityInput:
+		return in.op.Input.Key
+	case noteInput:
+		return in.op.Input.Key
+	}
+	return ""
+}

@@ -1,0 +1,269 @@
+// Package history records what clients of capacityd observed: every
+// operation's invocation and response on a monotonic clock, the instance
+// it went to, its input and its result, or that no answer came. A
+// Recorder is safe for concurrent use by the clients of many instances;
+// its History is what a linearizability checker reads.
+package history
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+)
+
+// Kind is what an operation does.
+type Kind string
+
+// Operations the clients perform.
+const (
+	CreateActivity Kind = "create_activity"
+	Signup         Kind = "signup"
+	Cancel         Kind = "cancel"
+	SetStatus      Kind = "set_status"
+	SetCapacity    Kind = "set_capacity"
+	ReadActivity   Kind = "read_activity"
+	ReadSeats      Kind = "read_seats"
+	NoteView       Kind = "note_view"
+	NoteWater      Kind = "note_water"
+	NoteStats      Kind = "note_stats"
+)
+
+// Result says how an attempt ended.
+type Result string
+
+// Results of an attempt.
+const (
+	// Answered: the service sent a response; Status and Code say which.
+	Answered Result = "answered"
+	// Unknown: no answer (timeout, reset, killed instance); the request
+	// may or may not have taken effect.
+	Unknown Result = "unknown"
+	// Refused: the connection was refused, so the request never reached
+	// the service and had no effect.
+	Refused Result = "refused"
+)
+
+// Input is what an operation asks for. Which fields are set depends on
+// its Kind.
+type Input struct {
+	// Key is the object the operation is about: an activity id or a note
+	// id. Histories are checked per Key.
+	Key string `json:"key"`
+	// User is the index of the user (0, 1, …) among the activity's users.
+	User int `json:"user,omitempty"`
+	// Registration is the registration a cancel or status change names.
+	Registration string `json:"registration,omitempty"`
+	// IdempotencyKey of a signup; empty: none.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// To is the status a status change asks for.
+	To string `json:"to,omitempty"`
+	// Capacity of an activity being created or changed.
+	Capacity int `json:"capacity,omitempty"`
+	// Waitlist of an activity being created.
+	Waitlist bool `json:"waitlist,omitempty"`
+	// Users is the number of users an activity is created for.
+	Users int `json:"users,omitempty"`
+}
+
+// Output is what an answer said. Which fields are set depends on the
+// operation's Kind and on Status.
+type Output struct {
+	// Status is the HTTP status; Code the error code of a refusal.
+	Status int    `json:"status,omitempty"`
+	Code   string `json:"code,omitempty"`
+	// ID is the id of a created activity.
+	ID string `json:"id,omitempty"`
+	// Registration is the id in a signup's answer, a cancel's or status
+	// change's answer, or an already_registered refusal.
+	Registration string `json:"registration,omitempty"`
+	// RegStatus is the registration's status in the answer.
+	RegStatus string `json:"reg_status,omitempty"`
+	// Position is a waitlisted signup's place in line.
+	Position int `json:"position,omitempty"`
+	// Capacity, Taken and Waiting of an activity or seat read.
+	Capacity int `json:"capacity,omitempty"`
+	Taken    int `json:"taken,omitempty"`
+	Waiting  int `json:"waiting,omitempty"`
+	// Waitlist of an activity read.
+	Waitlist bool `json:"waitlist,omitempty"`
+	// Source of a seat read: "cache" or "database".
+	Source string `json:"source,omitempty"`
+	// Views and Waters of a note.
+	Views  int64 `json:"views,omitempty"`
+	Waters int64 `json:"waters,omitempty"`
+	// Error is the transport error of an attempt without an answer.
+	Error string `json:"error,omitempty"`
+}
+
+// Op is one attempt of an operation: one HTTP request. Retries of one
+// logical operation (same Idempotency-Key, or a cancel of the same
+// registration) share Logical.
+type Op struct {
+	ID      int `json:"id"`
+	Logical int `json:"logical"`
+	Attempt int `json:"attempt"`
+	// Client is the worker that sent it.
+	Client int `json:"client"`
+	// Instance is the service instance it went to.
+	Instance string `json:"instance"`
+	Kind     Kind   `json:"kind"`
+	Input    Input  `json:"input"`
+	// Call and Return are nanoseconds since the recorder started, on the
+	// monotonic clock; Return is 0 until the attempt ends.
+	Call   int64  `json:"call"`
+	Return int64  `json:"return"`
+	Result Result `json:"result"`
+	Output Output `json:"output"`
+}
+
+// Fault is a fault injected while the history ran, from Start to End (0:
+// still going).
+type Fault struct {
+	Class  string `json:"class"`
+	Target string `json:"target"`
+	Start  int64  `json:"start"`
+	End    int64  `json:"end"`
+}
+
+// History is everything recorded.
+type History struct {
+	Ops    []Op    `json:"ops"`
+	Faults []Fault `json:"faults"`
+	// Settings the checker needs, e.g. the display counters' TTL.
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// Recorder records a history. The zero value is not usable: use New.
+type Recorder struct {
+	start time.Time
+
+	mu       sync.Mutex
+	ops      []Op
+	faults   []Fault
+	logical  int
+	settings map[string]string
+}
+
+// New returns a Recorder whose clock starts now.
+func New() *Recorder {
+	return &Recorder{start: time.Now(), settings: map[string]string{}}
+}
+
+// Now returns the recorder's clock: nanoseconds since it started,
+// monotonic.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// Set records a setting of the run for the checker.
+func (r *Recorder) Set(name, value string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settings[name] = value
+}
+
+// NewLogical returns a fresh logical operation id for the attempts of one
+// operation.
+func (r *Recorder) NewLogical() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logical++
+	return r.logical
+}
+
+// Pending is an attempt in flight.
+type Pending struct {
+	r  *Recorder
+	id int
+}
+
+// Invoke records the invocation of an attempt now. op.Call, op.ID and the
+// result fields are set by the recorder; op.Logical 0 makes it a logical
+// operation of its own.
+func (r *Recorder) Invoke(op Op) *Pending {
+	if op.Logical == 0 {
+		op.Logical = r.NewLogical()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.ID = len(r.ops)
+	op.Call = r.Now()
+	op.Return, op.Result, op.Output = 0, "", Output{}
+	r.ops = append(r.ops, op)
+	return &Pending{r: r, id: op.ID}
+}
+
+// SetKey sets the attempt's Input.Key once it is known: an activity's id
+// comes with the answer that created it.
+func (p *Pending) SetKey(key string) {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	p.r.ops[p.id].Input.Key = key
+}
+
+// End records the attempt's end now, with its result and output.
+func (p *Pending) End(res Result, out Output) {
+	now := p.r.Now()
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	op := &p.r.ops[p.id]
+	op.Return, op.Result, op.Output = now, res, out
+}
+
+// FaultSpan is a fault being injected.
+type FaultSpan struct {
+	r  *Recorder
+	id int
+}
+
+// BeginFault records the start of a fault of class on target now.
+func (r *Recorder) BeginFault(class, target string) *FaultSpan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, Fault{Class: class, Target: target, Start: r.Now()})
+	return &FaultSpan{r: r, id: len(r.faults) - 1}
+}
+
+// End records the end of the fault now.
+func (f *FaultSpan) End() {
+	now := f.r.Now()
+	f.r.mu.Lock()
+	defer f.r.mu.Unlock()
+	f.r.faults[f.id].End = now
+}
+
+// History returns a copy of what was recorded so far. Attempts still in
+// flight have Return 0 and no Result: they count as Unknown.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := History{Ops: append([]Op(nil), r.ops...), Faults: append([]Fault(nil), r.faults...), Settings: map[string]string{}}
+	for k, v := range r.settings {
+		h.Settings[k] = v
+	}
+	for i := range h.Ops {
+		if h.Ops[i].Result == "" {
+			h.Ops[i].Result = Unknown
+			h.Ops[i].Output.Error = "still in flight when the history was taken"
+		}
+	}
+	return h
+}
+
+// WriteFile writes h as indented JSON to path.
+func (h History) WriteFile(path string) error {
+	b, err := json.MarshalIndent(h, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// ReadFile reads a history written by WriteFile.
+func ReadFile(path string) (History, error) {
+	var h History
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return h, err
+	}
+	return h, json.Unmarshal(b, &h)
+}
