@@ -69,8 +69,8 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 	}
 	slices.SortFunc(work, func(a, b *activityWork) int { return int(a.aid - b.aid) })
 
-	err := s.pipelined(ctx, func(conn *pgx.Conn) error {
-		hooks, err := s.readStates(ctx, conn, work)
+	err := s.pipelined(ctx, func(t *txn) error {
+		hooks, err := s.readStates(ctx, t, work)
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 			}
 			w.plan = p
 		}
-		return s.writePlans(ctx, conn, work, hooks)
+		return s.writePlans(ctx, t, work, hooks)
 	})
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
@@ -100,24 +100,61 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 	return out, nil
 }
 
-// pipelined runs f on a connection of the pool for a transaction that f's
-// first batch begins (BEGIN) and its last batch commits (COMMIT), so that
-// neither costs a round trip of its own. If f fails with the transaction
-// still open, it is rolled back; a connection left in an unknown state is
-// closed rather than returned to the pool.
-func (s *Store) pipelined(ctx context.Context, f func(conn *pgx.Conn) error) error {
+// txn is a transaction sent in pipelined batches: its first batch begins
+// it (and learns its id), its last commits it, so that neither BEGIN nor
+// COMMIT costs a round trip of its own.
+type txn struct {
+	conn       *pgx.Conn
+	xid        int64
+	committing bool
+}
+
+// begin queues BEGIN, the transaction's own timeouts (behind a pooler the
+// session's may be missing) and the query of its id, first in b.
+func (t *txn) begin(b *pgx.Batch, timeouts []string) {
+	b.Queue("BEGIN")
+	for _, q := range timeouts {
+		b.Queue(q)
+	}
+	b.Queue(currentXactSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid) })
+}
+
+// commit queues COMMIT last in b and sends b.
+func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
+	b.Queue("COMMIT")
+	t.committing = true
+	return t.conn.SendBatch(ctx, b).Close()
+}
+
+// pipelined runs f on a connection of the pool for one txn. If f fails
+// with the transaction still open, it is rolled back; a connection left in
+// an unknown state is closed rather than returned to the pool. If the
+// connection failed while the COMMIT was on its way, the transaction's
+// outcome is asked for on another connection (commitOutcome): a commit
+// that happened is a success, so that an error always means that nothing
+// was written (unless PostgreSQL cannot even be asked).
+func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return interpret(err)
 	}
 	defer pc.Release()
-	conn := pc.Conn()
-	err = f(conn)
-	if err != nil && conn.PgConn().TxStatus() != 'I' {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
-			_ = conn.Close(rctx)
+	t := &txn{conn: pc.Conn()}
+	pid := t.conn.PgConn().PID()
+	err = f(t)
+	if err == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if t.conn.PgConn().TxStatus() != 'I' {
+		if _, rerr := t.conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			_ = t.conn.Close(rctx)
+		}
+	}
+	if t.committing && t.xid != 0 && inDoubt(err) {
+		if committed, known := s.commitOutcome(ctx, t.xid, pid); known && committed {
+			return nil
 		}
 	}
 	return interpret(err)
@@ -135,7 +172,7 @@ func (s *Store) cached(aid, seq int64) (seatCache, bool) {
 // whether any webhook is enabled (then the transaction writes the webhook
 // outbox of its events; a webhook enabled while it runs gets the events of
 // the transactions that begin after).
-func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activityWork) (hooks bool, err error) {
+func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (hooks bool, err error) {
 	byAID := make(map[int64]*activityWork, len(work))
 	aids := make([]int64, len(work))
 	var pairAIDs []int64
@@ -173,10 +210,7 @@ func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activity
 	// Transaction-level locks, waited for at most admissionLockTimeout:
 	// safe with pools and with PgBouncer in transaction mode.
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	for _, q := range s.timeouts { // the session's may be missing behind a pooler
-		b.Queue(q)
-	}
+	t.begin(b, s.timeouts)
 	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
 	locks := make([]int32, len(aids))
 	for i, aid := range aids {
@@ -238,10 +272,10 @@ func (s *Store) readStates(ctx context.Context, conn *pgx.Conn, work []*activity
 		queueCounts(b, uncounted, byAID)
 	}
 	b.Queue(anyWebhookSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&hooks) })
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
 		return false, err
 	}
-	return hooks, readRest(ctx, conn, work, byAID)
+	return hooks, readRest(ctx, t.conn, work, byAID)
 }
 
 // queueHolders adds to b the read of the active registrations of the
@@ -335,7 +369,7 @@ const countActiveSQL = `SELECT k.id,
 // any webhook is enabled (hooks), and commits, in one round trip. Rows
 // that change come before new rows, so that a user's cancelled
 // registration no longer counts as active when their new one is inserted.
-func (s *Store) writePlans(ctx context.Context, conn *pgx.Conn, work []*activityWork, hooks bool) error {
+func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, hooks bool) error {
 	b := &pgx.Batch{}
 	var rows rowsOf
 	var evs eventsOf
@@ -373,8 +407,7 @@ func (s *Store) writePlans(ctx context.Context, conn *pgx.Conn, work []*activity
 			return err
 		}
 	}
-	b.Queue("COMMIT")
-	return conn.SendBatch(ctx, b).Close()
+	return t.commit(ctx, b)
 }
 
 // rowsOf collects the registration rows of a transaction as columns.

@@ -27,7 +27,10 @@ const addNoteStatsSQL = `
 const noteUpsertBackstop = time.Minute
 
 // AddNoteStats adds views and waters to a note in one statement and returns
-// its counters right after.
+// its counters right after: the statement (with BEGIN) in one round trip,
+// COMMIT in a second, so that the transaction's id is known before the
+// commit is sent and a commit whose reply was lost is not taken for a
+// failure (see pipelined).
 //
 // ctx bounds the wait for a connection, when nothing has been sent yet.
 // The statement itself is ended by PostgreSQL's statement_timeout, never by
@@ -35,39 +38,24 @@ const noteUpsertBackstop = time.Minute
 // the client gave up on it, and an increment reported as failed must have
 // counted nothing.
 func (s *Store) AddNoteStats(ctx context.Context, noteID string, views, waters int64) (note.Stats, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return note.Stats{}, interpret(err)
-	}
-	defer conn.Release()
-	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteUpsertBackstop)
-	defer cancel()
 	st := note.Stats{NoteID: noteID}
-	if hasSessionTimeouts(conn.Conn()) {
-		err = conn.QueryRow(qctx, addNoteStatsSQL, noteID, views, waters).Scan(&st.Views, &st.Waters)
-	} else {
-		err = s.addNoteStatsInTx(qctx, conn.Conn(), noteID, views, waters, &st)
-	}
+	err := s.pipelined(ctx, func(t *txn) error {
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteUpsertBackstop)
+		defer cancel()
+		b := &pgx.Batch{}
+		t.begin(b, s.timeouts)
+		b.Queue(addNoteStatsSQL, noteID, views, waters).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&st.Views, &st.Waters)
+		})
+		if err := t.conn.SendBatch(qctx, b).Close(); err != nil {
+			return err
+		}
+		return t.commit(qctx, &pgx.Batch{})
+	})
 	if err != nil {
-		return note.Stats{}, interpret(err)
+		return note.Stats{}, err
 	}
 	return st, nil
-}
-
-// addNoteStatsInTx runs the upsert in a transaction that sets its own
-// statement_timeout, in one round trip, for connections without the
-// session timeouts (through a transaction pooler).
-func (s *Store) addNoteStatsInTx(ctx context.Context, conn *pgx.Conn, noteID string, views, waters int64, st *note.Stats) error {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	for _, set := range s.timeouts {
-		b.Queue(set)
-	}
-	b.Queue(addNoteStatsSQL, noteID, views, waters).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&st.Views, &st.Waters)
-	})
-	b.Queue("COMMIT")
-	return conn.SendBatch(ctx, b).Close()
 }
 
 // NoteStats returns a note's counters, zero for a note never seen.

@@ -160,10 +160,3 @@ func localTimeouts(params map[string]string) []string {
 	}
 	return out
 }
-
-// hasSessionTimeouts reports whether a connection was opened with the
-// session timeouts.
-func hasSessionTimeouts(conn *pgx.Conn) bool {
-	_, ok := conn.Config().RuntimeParams["statement_timeout"]
-	return ok
-}

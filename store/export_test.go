@@ -1,0 +1,27 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// InsertNoteThenCommit runs one pipelined transaction that inserts a
+// note_stats row for id, calls between once the insert was answered, then
+// sends COMMIT, waiting for its answer at most commitWithin: what
+// pipelined answers, for tests that break the link around the COMMIT.
+func (s *Store) InsertNoteThenCommit(ctx context.Context, id string, between func(), commitWithin time.Duration) error {
+	return s.pipelined(ctx, func(tx *txn) error {
+		b := &pgx.Batch{}
+		tx.begin(b, s.timeouts)
+		b.Queue(`INSERT INTO note_stats (note_id, views) VALUES ($1, 1) ON CONFLICT (note_id) DO UPDATE SET views = note_stats.views + 1`, id)
+		if err := tx.conn.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		between()
+		cctx, cancel := context.WithTimeout(ctx, commitWithin)
+		defer cancel()
+		return tx.commit(cctx, &pgx.Batch{})
+	})
+}
