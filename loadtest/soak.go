@@ -13,23 +13,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
 // SoakConfig configures the soak scenario.
@@ -155,27 +151,19 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(cfg.Log, "soak %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
-	dir, err := os.MkdirTemp("", "capacityd-soak-")
-	if err != nil {
-		return nil, err
+	// The private servers are testenv's, in a session of this program.
+	env := testenv.NewSession(slog.New(slog.NewTextHandler(cfg.Log, nil)))
+	defer env.Close()
+	var pg *testenv.PostgresServer
+	var rd *testenv.RedisServer
+	if err := env.Do(func() { pg, rd = testenv.PrivatePostgres(env), testenv.PrivateRedis(env) }); err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
 	}
-	defer os.RemoveAll(dir)
-	pg, err := startSoakPostgres(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer pg.stop(syscall.SIGKILL)
-	rd, err := startSoakRedis()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.stop(syscall.SIGKILL)
-	logf("private PostgreSQL %s, Redis %s", pg.addr, rd.addr)
+	logf("private PostgreSQL %s, Redis %s", pg.URL, rd.URL())
 
 	const secret = "soak-secret-soak-secret-soak-secret-soak"
 	srv, err := StartServer(ctx, ServerConfig{
-		Binary: cfg.Binary, DatabaseURL: "postgres://postgres@" + pg.addr + "/postgres?sslmode=disable",
-		RedisURL: "redis://" + rd.addr + "/0", Secret: secret,
+		Binary: cfg.Binary, DatabaseURL: pg.URL, RedisURL: rd.URL(), Secret: secret,
 		Env: []string{"SEAT_CACHE_TTL=" + cfg.SeatCacheTTL.String(), "EXPIRY_INTERVAL=1s", "RECONCILE_INTERVAL=5s"},
 	})
 	if err != nil {
@@ -243,9 +231,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		w := soakWindow{What: "redis", Start: time.Now()}
 		st.setOutage(w)
 		logf("killing Redis")
-		rd.stop(syscall.SIGKILL)
+		rd.Kill()
 		sleepCtx(loadCtx, 5*time.Second)
-		if err := rd.start(); err != nil {
+		if err := env.Do(func() { rd.Start(env) }); err != nil {
 			logf("restart Redis: %v", err)
 		}
 		logf("Redis back")
@@ -259,9 +247,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		w = soakWindow{What: "postgres", Start: time.Now()}
 		st.setOutage(w)
 		logf("stopping PostgreSQL")
-		pg.stop(syscall.SIGINT)
+		pg.Stop()
 		sleepCtx(loadCtx, 5*time.Second)
-		if err := pg.start(); err != nil {
+		if err := env.Do(func() { pg.Start(env) }); err != nil {
 			logf("restart PostgreSQL: %v", err)
 		}
 		waitReady(loadCtx, c, 60*time.Second)
@@ -545,106 +533,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
-}
-
-// soakProc is a private server process the soak stops and starts.
-type soakProc struct {
-	argv []string
-	cred *syscall.Credential
-	addr string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func (p *soakProc) start() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	p.cmd, p.done = cmd, done
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", p.addr, 200*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not start listening on %s", p.argv[0], p.addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (p *soakProc) stop(sig syscall.Signal) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-	p.cmd = nil
-}
-
-func startSoakRedis() (*soakProc, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, errors.New("soak: redis-server not found")
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	p := &soakProc{addr: "127.0.0.1:" + strconv.Itoa(port), argv: []string{bin, "--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"}}
-	return p, p.start()
-}
-
-func startSoakPostgres(dir string) (*soakProc, error) {
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(bins) == 0 {
-		return nil, errors.New("soak: PostgreSQL server binaries not found under /usr/lib/postgresql")
-	}
-	sort.Strings(bins)
-	bin := filepath.Dir(bins[len(bins)-1])
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, errors.New("soak: running as root needs a postgres user")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, err
-		}
-	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("soak: initdb: %v\n%s", err, out)
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	p := &soakProc{addr: "127.0.0.1:" + strconv.Itoa(port), cred: cred, argv: []string{
-		filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "max_connections=100",
-	}}
-	return p, p.start()
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -29,31 +28,9 @@ func versions(t *testing.T) []int64 {
 	return out
 }
 
-// emptyDatabase creates an empty (unmigrated) database on the test server.
-func emptyDatabase(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testenv.DatabaseURL())
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	name := "capacityd_empty_" + strings.ToLower(t.Name()[len(t.Name())-8:])
-	_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
-	_, err = conn.Exec(ctx, `CREATE DATABASE `+name)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), testenv.DatabaseURL())
-		if err == nil {
-			_, _ = c.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
-			c.Close(context.Background())
-		}
-	})
-	u := testenv.DatabaseURL()
-	return replaceDB(u, name)
-}
-
 func TestMigrateFromEmptyTwice(t *testing.T) {
 	t.Parallel()
-	pool := testenv.Pool(t, emptyDatabase(t), 4)
+	pool := testenv.Pool(t, testenv.EmptyDatabase(t), 4)
 	applied, err := store.Migrate(context.Background(), pool)
 	require.NoError(t, err)
 	require.Equal(t, versions(t), applied)
@@ -66,7 +43,7 @@ func TestMigrateFromEmptyTwice(t *testing.T) {
 
 func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 	t.Parallel()
-	url := emptyDatabase(t)
+	url := testenv.EmptyDatabase(t)
 	var wg sync.WaitGroup
 	results := make([][]int64, 4)
 	errs := make([]error, 4)

@@ -97,34 +97,12 @@ func TestServeWithAReadWriteOnlyRoleWhenMigrationsRunApart(t *testing.T) {
 	require.NotContains(t, p.Output(), "migrations applied")
 }
 
-// emptyDatabase creates a database without any migration on the shared
-// test server, dropped when t ends, and returns its URL.
-func emptyDatabase(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	base := testenv.DatabaseURL()
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err)
-	name := "capacityd_empty_" + randomSuffix()
-	_, err = conn.Exec(ctx, `CREATE DATABASE `+name)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
-		conn.Close(context.Background())
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	u.Path = "/" + name
-	return u.String()
-}
-
 func TestServeWithoutMigrationsRefusesAnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, apptest.Binary(t), "serve", "--listen-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+emptyDatabase(t), "REDIS_URL=", "CAPACITY_JWT_SECRET="+apptest.Secret, "MIGRATE_ON_START=false")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+testenv.EmptyDatabase(t), "REDIS_URL=", "CAPACITY_JWT_SECRET="+apptest.Secret, "MIGRATE_ON_START=false")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", out)

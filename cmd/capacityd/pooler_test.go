@@ -21,7 +21,7 @@ import (
 // migrating and serve.
 func TestMigrateDirectlyThenServeThroughPgBouncer(t *testing.T) {
 	t.Parallel()
-	direct := emptyDatabase(t)
+	direct := testenv.EmptyDatabase(t)
 	bouncer := testenv.PrivatePgBouncer(t, testenv.DatabaseURL(), 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

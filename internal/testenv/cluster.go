@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +32,7 @@ const clusterNodeTimeout = 1000 * time.Millisecond
 // cluster of three masters with a replica each (redis-cli --cluster
 // create) and waits until every node reports cluster_state:ok. The nodes
 // are killed when t ends.
-func PrivateRedisCluster(t testing.TB) *RedisCluster {
+func PrivateRedisCluster(t T) *RedisCluster {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	Require(t, err == nil, "redis-server")
@@ -69,7 +68,7 @@ func PrivateRedisCluster(t testing.TB) *RedisCluster {
 // Client returns a cluster client with the service's settings (short
 // timeouts, one retry, the topology reloaded every second), closed when t
 // ends.
-func (c *RedisCluster) Client(t testing.TB) *redis.ClusterClient {
+func (c *RedisCluster) Client(t T) *redis.ClusterClient {
 	t.Helper()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: c.Addrs, DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond,
@@ -81,7 +80,7 @@ func (c *RedisCluster) Client(t testing.TB) *redis.ClusterClient {
 }
 
 // node returns a plain client of one node, closed when t ends.
-func node(t testing.TB, addr string) *redis.Client {
+func node(t T, addr string) *redis.Client {
 	t.Helper()
 	n := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second})
 	t.Cleanup(func() { _ = n.Close() })
@@ -91,7 +90,7 @@ func node(t testing.TB, addr string) *redis.Client {
 // WaitHealthy waits until every running node reports cluster_state:ok,
 // every slot is served by a running master as every node sees it, and
 // every replica is in sync with its master (so that it can take over).
-func (c *RedisCluster) WaitHealthy(t testing.TB) {
+func (c *RedisCluster) WaitHealthy(t T) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -191,7 +190,7 @@ func (c *RedisCluster) byAddr(addr string) *RedisServer {
 
 // MasterOf returns the node that serves key's slot as its master, as a
 // running node sees it.
-func (c *RedisCluster) MasterOf(t testing.TB, key string) *RedisServer {
+func (c *RedisCluster) MasterOf(t T, key string) *RedisServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -220,7 +219,7 @@ func (c *RedisCluster) MasterOf(t testing.TB, key string) *RedisServer {
 
 // Node returns a plain client of one node (for commands about that node
 // only, such as PUBSUB SHARDCHANNELS), closed when t ends.
-func (c *RedisCluster) Node(t testing.TB, n *RedisServer) *redis.Client {
+func (c *RedisCluster) Node(t T, n *RedisServer) *redis.Client {
 	t.Helper()
 	return node(t, n.Addr)
 }

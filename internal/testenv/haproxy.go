@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -27,7 +26,7 @@ type HAProxy struct {
 // StartHAProxy starts haproxy (Debian's package) on a free loopback port
 // in front of the instances at backends (host:port each), and waits until
 // it accepts connections. It is killed when t ends.
-func StartHAProxy(t testing.TB, backends ...string) *HAProxy {
+func StartHAProxy(t T, backends ...string) *HAProxy {
 	t.Helper()
 	bin := systemTool("haproxy")
 	Require(t, bin != "", "haproxy (Debian package haproxy)")
@@ -92,7 +91,7 @@ backend capacityd
 // stats returns the proxy's statistics of the instances' backend, one
 // row of CSV fields (pxname, svname, ..., wretr, wredis, status, ...) per
 // server and one for the backend as a whole.
-func (h *HAProxy) stats(t testing.TB) [][]string {
+func (h *HAProxy) stats(t T) [][]string {
 	t.Helper()
 	conn, err := net.DialTimeout("unix", h.sock, time.Second)
 	if err != nil {
@@ -114,7 +113,7 @@ func (h *HAProxy) stats(t testing.TB) [][]string {
 }
 
 // ServersUp returns the number of instances the proxy holds healthy.
-func (h *HAProxy) ServersUp(t testing.TB) int {
+func (h *HAProxy) ServersUp(t T) int {
 	t.Helper()
 	up := 0
 	for _, f := range h.stats(t) {
@@ -127,7 +126,7 @@ func (h *HAProxy) ServersUp(t testing.TB) int {
 
 // Retries returns how many times the proxy sent a request again
 // (retries) and to another instance (redispatches).
-func (h *HAProxy) Retries(t testing.TB) (retries, redispatches int) {
+func (h *HAProxy) Retries(t T) (retries, redispatches int) {
 	t.Helper()
 	for _, f := range h.stats(t) {
 		if f[1] == "BACKEND" {
@@ -139,7 +138,7 @@ func (h *HAProxy) Retries(t testing.TB) (retries, redispatches int) {
 }
 
 // WaitServersUp waits until the proxy holds n instances healthy.
-func (h *HAProxy) WaitServersUp(t testing.TB, n int) {
+func (h *HAProxy) WaitServersUp(t T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for h.ServersUp(t) != n {

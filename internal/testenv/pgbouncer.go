@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 )
 
 // PgBouncer is a PgBouncer of the test's own in transaction pooling mode,
@@ -62,7 +61,7 @@ func isExecutable(path string) bool {
 // the server of directURL: every database of that server is reachable
 // through it under its own name. settings are more lines of its
 // [pgbouncer] section ("name = value"). It is killed when t ends.
-func PrivatePgBouncer(t testing.TB, directURL string, poolSize int, settings ...string) *PgBouncer {
+func PrivatePgBouncer(t T, directURL string, poolSize int, settings ...string) *PgBouncer {
 	t.Helper()
 	bin := systemTool("pgbouncer")
 	Require(t, bin != "", "pgbouncer (Debian package pgbouncer)")
@@ -72,7 +71,7 @@ func PrivatePgBouncer(t testing.TB, directURL string, poolSize int, settings ...
 	}
 	dir, err := os.MkdirTemp("", "capacityd-pgbouncer-")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	port := FreePort(t)
@@ -121,7 +120,7 @@ admin_users = %s
 
 // postgresCredential returns the credential of the postgres system user
 // when run as root (and gives it dir), nil otherwise.
-func postgresCredential(t testing.TB, dir string) *syscall.Credential {
+func postgresCredential(t T, dir string) *syscall.Credential {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return nil
@@ -136,15 +135,15 @@ func postgresCredential(t testing.TB, dir string) *syscall.Credential {
 		}
 		return os.Chown(p, uid, gid)
 	}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("testenv: %v", err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 }
 
-func write(t testing.TB, path, content string) {
+func write(t T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
+		t.Fatalf("testenv: %v", err)
 	}
 }
 

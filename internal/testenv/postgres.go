@@ -19,7 +19,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -114,7 +113,7 @@ func ensureTemplate(ctx context.Context, base string) (string, error) {
 
 // NewDatabase creates a fresh migrated database for t, dropped when t ends,
 // and returns its URL.
-func NewDatabase(t testing.TB) string {
+func NewDatabase(t T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -140,34 +139,58 @@ func NewDatabase(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("testenv: create database: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
-	})
+	t.Cleanup(func() { dropDatabase(base, name) })
 	return withDatabase(base, name)
 }
 
+// EmptyDatabase creates an empty (unmigrated) database on the shared
+// server for t, dropped when t ends, and returns its URL.
+func EmptyDatabase(t T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := DatabaseURL()
+	name := "capacityd_empty_" + randomHex(6)
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("testenv: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+name); err != nil {
+		t.Fatalf("testenv: create database: %v", err)
+	}
+	t.Cleanup(func() { dropDatabase(base, name) })
+	return withDatabase(base, name)
+}
+
+// dropDatabase drops database name of the server at base, cutting its
+// connections; an error is left to the next run.
+func dropDatabase(base, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+}
+
 // DB returns a pool on a fresh migrated database for t, closed when t ends.
-func DB(t testing.TB) *pgxpool.Pool {
+func DB(t T) *pgxpool.Pool {
 	t.Helper()
 	return Pool(t, NewDatabase(t), 16)
 }
 
 // Pool opens a pool on url with the service's session settings, closed
 // when t ends.
-func Pool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
+func Pool(t T, url string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
 	return PoolWith(t, url, store.PoolConfig{MaxConns: maxConns})
 }
 
 // PoolWith opens a pool on url with pc, closed when t ends.
-func PoolWith(t testing.TB, url string, pc store.PoolConfig) *pgxpool.Pool {
+func PoolWith(t T, url string, pc store.PoolConfig) *pgxpool.Pool {
 	t.Helper()
 	pool, err := store.OpenPool(context.Background(), url, pc)
 	if err != nil {

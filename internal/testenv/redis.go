@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"os"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +18,7 @@ func RedisURL() string {
 
 // RedisClient returns a client of url with the service's short timeouts,
 // closed when t ends.
-func RedisClient(t testing.TB, url string) *redis.Client {
+func RedisClient(t T, url string) *redis.Client {
 	t.Helper()
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -35,7 +34,7 @@ func RedisClient(t testing.TB, url string) *redis.Client {
 // Redis returns a client of the shared test Redis. Tests share it: keys are
 // per activity and activity ids are unique, so tests never collide; a test
 // that flushes or kills Redis must use PrivateRedis.
-func Redis(t testing.TB) *redis.Client {
+func Redis(t T) *redis.Client {
 	t.Helper()
 	c := RedisClient(t, RedisURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"testing"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
@@ -31,7 +30,7 @@ type Proxy struct {
 
 // StartProxy starts a proxy on a free loopback port to upstream
 // (host:port), stopped when t ends.
-func StartProxy(t testing.TB, name, upstream string) *Proxy {
+func StartProxy(t T, name, upstream string) *Proxy {
 	t.Helper()
 	quietToxiproxy.Do(func() { zerolog.SetGlobalLevel(zerolog.ErrorLevel) })
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
