@@ -16,7 +16,7 @@ import (
 // lostCommit runs a transaction that inserts note id through a proxy,
 // breaks the link in direction right after the insert was answered, sends
 // COMMIT, and heals the link a moment later: what the store answers.
-func lostCommit(t *testing.T, direction, id string) (answer error, direct string) {
+func lostCommit(t *testing.T, direction, id string) (direct string, answer error) {
 	t.Helper()
 	direct = testenv.NewDatabase(t)
 	u, err := url.Parse(direct)
@@ -34,7 +34,7 @@ func lostCommit(t *testing.T, direction, id string) (answer error, direct string
 		require.NoError(t, proxy.HalfOpen(direction))
 		time.AfterFunc(time.Second, proxy.Heal)
 	}, 300*time.Millisecond)
-	return answer, direct
+	return direct, answer
 }
 
 func noteRows(t *testing.T, url, id string) int {
@@ -50,7 +50,7 @@ func noteRows(t *testing.T, url, id string) int {
 // connection, says it committed, so it is no error.
 func TestACommitWhoseAnswerIsLostIsASuccess(t *testing.T) {
 	t.Parallel()
-	err, direct := lostCommit(t, testenv.Downstream, "answer-lost")
+	direct, err := lostCommit(t, testenv.Downstream, "answer-lost")
 	require.Equal(t, 1, noteRows(t, direct, "answer-lost"), "the commit happened")
 	require.NoError(t, err, "the commit happened")
 }
@@ -60,7 +60,7 @@ func TestACommitWhoseAnswerIsLostIsASuccess(t *testing.T) {
 // nothing was written.
 func TestACommitThatNeverArrivedIsAnError(t *testing.T) {
 	t.Parallel()
-	err, direct := lostCommit(t, testenv.Upstream, "commit-lost")
+	direct, err := lostCommit(t, testenv.Upstream, "commit-lost")
 	require.True(t, capacityd.IsCode(err, capacityd.EUnavailable), "%v", err)
 	require.Equal(t, 0, noteRows(t, direct, "commit-lost"))
 }
