@@ -7,12 +7,15 @@
 // only after the transaction that freed it committed; so it errs towards
 // showing fewer seats. After each commit it takes the authority's counts
 // as of the commit's event seq. It carries a TTL set when it is built from
-// the authority and is rebuilt on a miss. Redis errors are reported to the
+// the authority; a missing counter is rebuilt by the next commit (from the
+// counts it carries) or seat read. Redis errors are reported to the
 // caller, which falls back to the authority.
 package capacity
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +67,10 @@ type Authority interface {
 type Announcer interface {
 	Announce(ctx context.Context, activityID string)
 }
+
+// ErrNoCounter means the activity has no display counter yet (or it
+// expired): the signup goes to the authority without a hold.
+var ErrNoCounter = errors.New("capacity: no display counter for the activity")
 
 // ErrNoCache means there is no display tier configured.
 var ErrNoCache = errors.New("capacity: no display tier")
@@ -149,61 +156,54 @@ func New(cfg Config) *Counter {
 // Cluster slot.
 func Key(activityID string) string { return "seats:{" + activityID + "}" }
 
-// Reserve holds one seat of the activity for a signup in flight, building
-// the counter from the authority first if it is missing. It implements
-// registration.Gate: registration.ErrGateFull when every seat is taken or
-// held, registration.ErrGateWaitlist when the signup joins the waiting
-// list, a *capacityd.Error when the authority refuses the rebuild
-// (not_found, unavailable), and a wrapped Redis error when the display
-// tier cannot answer.
+// Reserve holds one seat of the activity for a signup in flight. It
+// implements registration.Gate: registration.ErrGateFull when every seat
+// is taken or held, registration.ErrGateWaitlist when the signup joins the
+// waiting list, ErrNoCounter when the activity has no counter (the
+// authority decides, and its commit builds the counter: see Committed),
+// and a wrapped Redis error when the display tier cannot answer.
 func (c *Counter) Reserve(ctx context.Context, activityID string) (registration.Hold, error) {
 	if err := c.usable(); err != nil {
 		return registration.Hold{}, err
 	}
 	c.touch(activityID)
-	key := Key(activityID)
-	for range 3 {
-		v, err := reserveScript.Run(ctx, c.rdb, []string{key}).Slice()
-		if err != nil {
-			return registration.Hold{}, c.redisError("reserve", err)
-		}
-		switch n, _ := v[0].(int64); n {
-		case -1:
-			if _, err := c.rebuild(ctx, activityID); err != nil {
-				return registration.Hold{}, err
-			}
-			continue
-		case -2:
-			return registration.Hold{}, registration.ErrGateFull
-		case -3:
-			return registration.Hold{}, registration.ErrGateWaitlist
-		}
-		gen, _ := v[1].(string)
-		c.recovered(ctx)
-		return registration.Hold{Gen: gen}, nil
+	v, err := reserveScript.Run(ctx, c.rdb, []string{Key(activityID)}).Slice()
+	if err != nil {
+		return registration.Hold{}, c.redisError("reserve", err)
 	}
-	return registration.Hold{}, errors.New("capacity: counter vanished three times in a row")
+	switch n, _ := v[0].(int64); n {
+	case -1:
+		return registration.Hold{}, ErrNoCounter
+	case -2:
+		return registration.Hold{}, registration.ErrGateFull
+	case -3:
+		return registration.Hold{}, registration.ErrGateWaitlist
+	}
+	gen, _ := v[1].(string)
+	c.recovered(ctx)
+	return registration.Hold{Gen: gen}, nil
 }
 
 // Committed applies the commits of a change transaction to the display
 // counters, in one pipeline: the authority's taken and waiting as of the
 // commit's seq, a changed capacity or waiting-list setting, and the holds
-// of the batch's signups given back. It implements registration.Observer.
+// of the batch's signups given back; a missing counter is built from the
+// commit (the authority's state as of its seq). It implements
+// registration.Observer.
 func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) {
 	if c.usable() != nil {
 		return
 	}
 	var keys [][]string
 	var args [][]any
+	gen := c.newGen()
 	for _, cm := range commits {
 		c.touch(cm.ActivityID)
-		a := []any{-1, 0, 0, "", ""}
+		a := []any{-1, 0, 0, 0, 0, 0, c.ttl.Milliseconds(), gen}
 		if !cm.Failed {
 			st := cm.State
-			a[0], a[1], a[2] = st.LastSeq, st.Taken, st.Waiting
-			if cm.ActivityChanged {
-				a[3], a[4] = st.Capacity, boolFlag(st.Waitlist)
-			}
+			a[0], a[1], a[2], a[3], a[4] = st.LastSeq, st.Taken, st.Waiting, st.Capacity, boolFlag(st.Waitlist)
+			a[5] = boolFlag(cm.ActivityChanged)
 		} else if len(cm.Holds) == 0 {
 			continue
 		}
@@ -232,6 +232,13 @@ func holdArgs(hs []registration.Hold) []any {
 		out[i+1] = count[out[i].(string)]
 	}
 	return out
+}
+
+// newGen returns a fresh counter generation, unique across instances.
+func (c *Counter) newGen() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b)
 }
 
 func boolFlag(b bool) int {
@@ -293,9 +300,8 @@ func (c *Counter) rebuild(ctx context.Context, activityID string) (Seats, error)
 			return nil, err
 		}
 		c.metrics.rebuilds.Inc()
-		gen := strconv.FormatInt(c.now().UnixNano(), 36)
 		err = buildScript.Run(ctx, c.rdb, []string{Key(activityID)}, st.Taken, st.Capacity, st.Waiting,
-			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), gen).Err()
+			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen()).Err()
 		if err != nil {
 			_ = c.redisError("rebuild", err)
 		}
@@ -328,8 +334,8 @@ func (c *Counter) usable() error {
 }
 
 // recovered runs after a successful Redis call. After an outage it deletes
-// the counters of the activities changed recently, so that the next read or
-// reservation rebuilds them from the authority: while Redis could not be
+// the counters of the activities changed recently, so that the next commit
+// or read rebuilds them from the authority: while Redis could not be
 // reached, signups and cancellations went to the authority alone.
 func (c *Counter) recovered(ctx context.Context) {
 	if !c.stale.CompareAndSwap(true, false) {

@@ -73,18 +73,20 @@ func (b bundle) seats(t *testing.T, id string) capacity.Seats {
 	return s
 }
 
-func TestReserveBuildsFromTheAuthorityAndHoldsUntilFull(t *testing.T) {
+func TestACommitBuildsTheCounterThatHoldsUntilFull(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
 	id := b.activity(t, 3, false)
-	b.admit(t, id, "u1")
+	_, err := b.counter.Reserve(ctx, id)
+	require.ErrorIs(t, err, capacity.ErrNoCounter, "no counter: the authority decides, no query here")
+	b.counter.Committed(ctx, []registration.Commit{commitOf(id, b.admit(t, id, "u1"))})
 
 	h1, err := b.counter.Reserve(ctx, id)
 	require.NoError(t, err)
 	require.True(t, h1.Held())
 	f := b.fields(t, id)
-	require.Equal(t, "1", f["taken"], "built from the authority")
+	require.Equal(t, "1", f["taken"], "built from the commit: the authority as of its seq")
 	require.Equal(t, "1", f["held"])
 	require.Equal(t, "1", f["seq"])
 	ttl, err := b.rdb.PTTL(ctx, capacity.Key(id)).Result()
@@ -105,6 +107,7 @@ func TestCommittedSetsTheAuthoritysCountsAndGivesHoldsBack(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.activity(t, 10, false)
+	b.seats(t, id) // a reader builds the counter
 	h1, err := b.counter.Reserve(ctx, id)
 	require.NoError(t, err)
 	h2, err := b.counter.Reserve(ctx, id)
@@ -129,7 +132,8 @@ func TestCommittedSetsTheAuthoritysCountsAndGivesHoldsBack(t *testing.T) {
 	h3, err := b.counter.Reserve(ctx, id)
 	require.NoError(t, err)
 	require.NoError(t, b.rdb.Del(ctx, capacity.Key(id)).Err())
-	_, err = b.counter.Reserve(ctx, id) // rebuilds, then holds one
+	b.seats(t, id) // rebuilds
+	_, err = b.counter.Reserve(ctx, id)
 	require.NoError(t, err)
 	b.counter.Committed(ctx, []registration.Commit{{ActivityID: id, Failed: true, Holds: []registration.Hold{h3}}})
 	require.Equal(t, "1", b.fields(t, id)["held"], "the new counter's hold stays")
@@ -140,6 +144,7 @@ func TestCommittedAppliesCapacityAndWaitingList(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.activity(t, 1, true)
+	b.seats(t, id)
 	_, err := b.counter.Reserve(ctx, id)
 	require.NoError(t, err)
 	_, err = b.counter.Reserve(ctx, id)

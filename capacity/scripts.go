@@ -42,23 +42,34 @@ return {1, v[6]}
 // settleScript applies one commit of the activity's change transaction.
 //
 // KEYS[1] the counter. ARGV[1] the commit's last seq (-1 for a failed
-// transaction: nothing to apply but the holds), ARGV[2] taken and ARGV[3]
-// waiting after the commit, ARGV[4] and ARGV[5] the new capacity and
-// waitlist (0/1) when the commit changed them, else "", then pairs of
-// (generation, seats) of holds to give back. taken and waiting are set
-// only when the seq is newer than the counter's, so commits applied out of
-// order (several instances) never step back; holds are given back only to
-// the generation they were taken in. Returns 0 when the counter is
-// missing, else 1.
+// transaction: nothing to apply but the holds), ARGV[2] taken, ARGV[3]
+// waiting, ARGV[4] capacity and ARGV[5] waitlist (0/1) after the commit,
+// ARGV[6] 1 when the commit changed the capacity or the waiting-list
+// setting, ARGV[7] a TTL in milliseconds and ARGV[8] a fresh generation
+// for a counter built here, then pairs of (generation, seats) of holds to
+// give back. A missing counter is built from the commit, which is the
+// authority's state as of its seq (so signups need no rebuild query).
+// taken and waiting are set only when the seq is newer than the counter's,
+// so commits applied out of order (several instances) never step back;
+// capacity and waitlist only when the commit changed them; holds are given
+// back only to the generation they were taken in. Returns 0 when nothing
+// was done (a failed commit and no counter), 2 when the counter was built,
+// else 1.
 var settleScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local seq = tonumber(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if seq < 0 then return 0 end
+  redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[4], 'waiting', ARGV[3],
+    'waitlist', ARGV[5], 'seq', ARGV[1], 'gen', ARGV[8])
+  redis.call('PEXPIRE', KEYS[1], ARGV[7])
+  return 2
+end
 if seq >= 0 and seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
   redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[1])
 end
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'capacity', ARGV[4], 'waitlist', ARGV[5]) end
+if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'capacity', ARGV[4], 'waitlist', ARGV[5]) end
 local gen = redis.call('HGET', KEYS[1], 'gen')
-for i = 6, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   if ARGV[i] == gen then
     local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
     if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end

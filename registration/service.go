@@ -209,12 +209,9 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 				}
 			}
 		case errors.Is(err, ErrGateWaitlist):
-		case capacityd.ErrorCode(err) != capacityd.EInternal:
-			// The authority answered the display's rebuild: not_found or
-			// unavailable.
-			return Registration{}, false, err
 		default:
-			// The display tier cannot answer: the authority decides alone.
+			// No counter yet, or the display tier cannot answer: the
+			// authority decides alone.
 		}
 	}
 	out, err := s.submit(ctx, in.ActivityID, cmd)

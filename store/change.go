@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -52,15 +51,20 @@ type activityWork struct {
 // and bumps last_seq, so an unchanged seq means unchanged counts).
 func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, now time.Time) ([]registration.Applied, error) {
 	out := make([]registration.Applied, len(batches))
+	public := make([]string, len(batches))
+	for i, b := range batches {
+		public[i] = b.ActivityID
+	}
+	ids, err := s.activityIDs(ctx, public)
+	if err != nil {
+		return nil, err
+	}
 	var work []*activityWork
 	for i, b := range batches {
-		aid, err := s.activityID(ctx, b.ActivityID)
-		if capacityd.IsCode(err, capacityd.ENotFound) {
-			out[i].Err = err
+		aid, ok := ids[b.ActivityID]
+		if !ok {
+			out[i].Err = registration.ActivityNotFound(b.ActivityID)
 			continue
-		}
-		if err != nil {
-			return nil, err
 		}
 		work = append(work, &activityWork{index: i, aid: aid, batch: b})
 	}
@@ -69,7 +73,7 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 	}
 	slices.SortFunc(work, func(a, b *activityWork) int { return int(a.aid - b.aid) })
 
-	err := s.pipelined(ctx, func(t *txn) error {
+	err = s.pipelined(ctx, func(t *txn) error {
 		hooks, err := s.readStates(ctx, t, work)
 		if err != nil {
 			return err
@@ -497,10 +501,18 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	index := make(map[int64][]int, len(checks))
 	var aids, pairAIDs []int64
 	var pairUsers []string
+	public := make([]string, len(checks))
 	for i, c := range checks {
-		aid, err := s.activityID(ctx, c.ActivityID)
-		if err != nil {
-			return nil, err
+		public[i] = c.ActivityID
+	}
+	ids, err := s.activityIDs(ctx, public)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range checks {
+		aid, ok := ids[c.ActivityID]
+		if !ok {
+			return nil, registration.ActivityNotFound(c.ActivityID)
 		}
 		if _, ok := index[aid]; !ok {
 			aids = append(aids, aid)
@@ -528,12 +540,12 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	var aid, taken int64
 	var capacity int
 	var waitlist bool
-	var users, ids []string
-	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &taken, &users, &ids}, func() error {
+	var users, regs []string
+	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &taken, &users, &regs}, func() error {
 		for _, i := range index[aid] {
 			out[i].Full, out[i].Waitlist = int(taken) >= capacity, waitlist
 			for k, u := range users {
-				out[i].Holders[u] = ids[k]
+				out[i].Holders[u] = regs[k]
 			}
 		}
 		return nil

@@ -115,21 +115,54 @@ func interpret(err error) error {
 // activityID returns the internal id of an activity, from memory after the
 // first lookup: ids never change and activities are never deleted.
 func (s *Store) activityID(ctx context.Context, publicID string) (int64, error) {
-	s.idMu.RLock()
-	id, ok := s.ids[publicID]
-	s.idMu.RUnlock()
-	if ok {
-		return id, nil
+	ids, err := s.activityIDs(ctx, []string{publicID})
+	if err != nil {
+		return 0, err
 	}
-	err := s.db.QueryRow(ctx, `SELECT id FROM activity WHERE public_id = $1`, publicID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	id, ok := ids[publicID]
+	if !ok {
 		return 0, registration.ActivityNotFound(publicID)
 	}
+	return id, nil
+}
+
+// activityIDs returns the internal ids of the activities that exist among
+// publicIDs, from memory after the first lookup (ids never change and
+// activities are never deleted), looking up the others in one query.
+func (s *Store) activityIDs(ctx context.Context, publicIDs []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(publicIDs))
+	var missing []string
+	s.idMu.RLock()
+	for _, p := range publicIDs {
+		if id, ok := s.ids[p]; ok {
+			out[p] = id
+		} else {
+			missing = append(missing, p)
+		}
+	}
+	s.idMu.RUnlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.Query(ctx, `SELECT public_id, id FROM activity WHERE public_id = ANY($1)`, missing)
 	if err != nil {
-		return 0, interpret(err)
+		return nil, interpret(err)
+	}
+	var p string
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&p, &id}, func() error {
+		out[p] = id
+		return nil
+	})
+	if err != nil {
+		return nil, interpret(err)
 	}
 	s.idMu.Lock()
-	s.ids[publicID] = id
+	for _, p := range missing {
+		if id, ok := out[p]; ok {
+			s.ids[p] = id
+		}
+	}
 	s.idMu.Unlock()
-	return id, nil
+	return out, nil
 }
