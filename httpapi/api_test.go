@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/registration"
 )
 
 func TestBadRequestsGetTheErrorShape(t *testing.T) {
@@ -69,11 +69,14 @@ func TestBadRequestsGetTheErrorShape(t *testing.T) {
 
 func TestActivitiesCreateGetPatch(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
-	admin := inst.Token(t, "admin", true)
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities", admin, map[string]any{"title": "Cardiology grand rounds", "capacity": 120})
+	admin := inst.API(t, "admin", true)
+	// The creation is sent as it is, to read its Location and its body's
+	// timestamps.
+	r := inst.MustDo(t, http.MethodPost, "/v1/activities", inst.Token(t, "admin", true), map[string]any{"title": "Cardiology grand rounds", "capacity": 120})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	var a registration.Activity
+	var a client.Activity
 	r.JSON(t, &a)
 	require.Regexp(t, `^a_[0-9A-Z]{26}$`, a.ID)
 	require.Equal(t, "/v1/activities/"+a.ID, r.Header.Get("Location"))
@@ -84,25 +87,28 @@ func TestActivitiesCreateGetPatch(t *testing.T) {
 	require.Contains(t, string(r.Body), `"created_at":"`)
 	require.Regexp(t, `"created_at":"[^"]+Z"`, string(r.Body), "RFC 3339 in UTC")
 
-	var got registration.Activity
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+a.ID, "", nil).JSON(t, &got)
+	got, err := inst.Public().GetActivity(ctx, a.ID)
+	require.NoError(t, err)
 	require.Equal(t, a, got)
 
-	r = inst.MustDo(t, http.MethodPatch, "/v1/activities/"+a.ID, admin, map[string]any{"title": "Renamed", "hold_seconds": 60})
-	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	r.JSON(t, &got)
+	got, err = admin.UpdateActivity(ctx, a.ID, client.ActivityPatch{Title: new("Renamed"), HoldSeconds: new(60)})
+	require.NoError(t, err)
 	require.Equal(t, "Renamed", got.Title)
 	require.Equal(t, 60, got.HoldSeconds)
 	require.Equal(t, 120, got.Capacity)
 	require.False(t, got.UpdatedAt.Before(a.UpdatedAt))
 
-	require.Equal(t, http.StatusUnauthorized, inst.MustDo(t, http.MethodPatch, "/v1/activities/"+a.ID, "", map[string]any{"title": "x"}).Status)
-	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodPatch, "/v1/activities/"+a.ID, inst.Token(t, "u", false), map[string]any{"title": "x"}).Status)
+	_, err = inst.Public().UpdateActivity(ctx, a.ID, client.ActivityPatch{Title: new("x")})
+	require.Equal(t, http.StatusUnauthorized, apptest.Refusal(t, err).Status)
+	_, err = inst.API(t, "u", false).UpdateActivity(ctx, a.ID, client.ActivityPatch{Title: new("x")})
+	require.Equal(t, http.StatusForbidden, apptest.Refusal(t, err).Status)
 
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		require.Equal(t, http.StatusOK, inst.MustDo(t, http.MethodGet, path, "", nil).Status, path)
-	}
-	metrics := string(inst.MustDo(t, http.MethodGet, "/metrics", "", nil).Body)
+	require.NoError(t, inst.Public().Health(ctx))
+	_, err = inst.Public().Ready(ctx)
+	require.NoError(t, err)
+	m := inst.MustDo(t, http.MethodGet, "/metrics", "", nil)
+	require.Equal(t, http.StatusOK, m.Status)
+	metrics := string(m.Body)
 	require.Contains(t, metrics, `capacityd_http_requests_total{method="POST",route="/v1/activities",status="201"} 1`)
 	require.Contains(t, metrics, "go_goroutines")
 }

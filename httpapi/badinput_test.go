@@ -75,11 +75,7 @@ func newSweepFixture(t *testing.T) sweepFixture {
 		missingA: "a_00000000000000000000000000",
 		missingR: "r_00000000000000000000000000",
 	}
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+f.activity+"/registrations", f.user, "{}")
-	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
-	var reg struct{ ID string }
-	r.JSON(t, &reg)
-	f.reg = reg.ID
+	f.reg = inst.MustSignup(t, f.activity, "sweep-user").ID
 	return f
 }
 

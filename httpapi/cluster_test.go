@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
-	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/stream"
 )
 
@@ -37,7 +37,7 @@ func TestSeatStreamOnARedisClusterCrossesInstancesWithinASecond(t *testing.T) {
 
 	for i := 1; i <= 3; i++ {
 		start := time.Now()
-		signup(t, a, id, fmt.Sprintf("u%d", i))
+		a.MustSignup(t, id, fmt.Sprintf("u%d", i))
 		ev := c.NextTaken(t, i, time.Second)
 		t.Logf("signup %d through instance A reached B's stream in %s", i, ev.At.Sub(start))
 		time.Sleep(150 * time.Millisecond)
@@ -93,8 +93,8 @@ func TestRedisClusterFailoverMidBurst(t *testing.T) {
 	require.Eventually(t, b.App.Changes.Healthy, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
 		for _, inst := range []*apptest.Instance{a, b} {
-			var s capacity.Seats
-			inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &s)
+			s, err := inst.Public().Seats(t.Context(), id)
+			require.NoError(t, err)
 			if s.Source != capacity.SourceCache || s.Taken != 150 {
 				return false
 			}
@@ -108,12 +108,12 @@ func TestRedisClusterFailoverMidBurst(t *testing.T) {
 // cancelOne cancels one registration of the activity as an admin.
 func cancelOne(t *testing.T, inst *apptest.Instance, activityID string) {
 	t.Helper()
-	admin := inst.Token(t, "admin", true)
-	var page registration.Page
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+activityID+"/registrations", admin, nil).JSON(t, &page)
+	admin := inst.API(t, "admin", true)
+	page, err := admin.ListRegistrations(t.Context(), activityID, client.RegistrationListOptions{})
+	require.NoError(t, err)
 	require.NotEmpty(t, page.Items)
-	r := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+page.Items[0].ID+"/cancel", admin, nil)
-	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	_, err = admin.CancelRegistration(t.Context(), page.Items[0].ID)
+	require.NoError(t, err)
 }
 
 // authorityTaken counts the activity's occupying registrations in the

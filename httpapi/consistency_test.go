@@ -49,10 +49,7 @@ func TestAlreadyRegisteredCarriesTheIDOnceInsideTheError(t *testing.T) {
 	id := inst.CreateActivity(t, "twice", 3)
 	tok := inst.Token(t, "alice", false)
 	path := "/v1/activities/" + id + "/registrations"
-	first := inst.MustDo(t, http.MethodPost, path, tok, "{}")
-	require.Equal(t, http.StatusCreated, first.Status, string(first.Body))
-	var reg struct{ ID string }
-	first.JSON(t, &reg)
+	reg := inst.MustSignup(t, id, "alice")
 
 	for _, key := range []string{"", "again-1"} {
 		var headers []string
@@ -93,10 +90,7 @@ func TestUnknownQueryParametersAre400(t *testing.T) {
 	admin := inst.Token(t, "admin", true)
 	user := inst.Token(t, "quentin", false)
 	id := inst.CreateActivity(t, "queries", 3)
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", user, "{}")
-	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	var reg struct{ ID string }
-	r.JSON(t, &reg)
+	reg := inst.MustSignup(t, id, "quentin")
 	a, rg := "/v1/activities/"+id, "/v1/registrations/"+reg.ID
 
 	refused := []struct{ method, path, token, body string }{
@@ -126,7 +120,7 @@ func TestUnknownQueryParametersAre400(t *testing.T) {
 		require.Contains(t, string(r.Body), "query", "%s %s", tc.method, tc.path)
 	}
 	// The message names the parameter and what the route takes.
-	r = inst.MustDo(t, http.MethodGet, a+"/registrations?page=2", admin, nil)
+	r := inst.MustDo(t, http.MethodGet, a+"/registrations?page=2", admin, nil)
 	require.Contains(t, string(r.Body), "page")
 	require.Contains(t, string(r.Body), "status, limit, cursor")
 

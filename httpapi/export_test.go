@@ -15,9 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
-	"github.com/physiciansnet/capacityd/registration"
 )
 
 func TestActivitiesListNewestFirst(t *testing.T) {
@@ -27,47 +27,46 @@ func TestActivitiesListNewestFirst(t *testing.T) {
 	for i := range 5 {
 		want = append([]string{inst.CreateActivity(t, fmt.Sprint("listed ", i), i)}, want...)
 	}
-	admin := inst.Token(t, "admin", true)
+	admin := inst.API(t, "admin", true)
 	var got []string
-	path := "/v1/activities?limit=2"
+	cursor := ""
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 5)
-		r := inst.MustDo(t, http.MethodGet, path, admin, nil)
-		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		var page registration.ActivityPage
-		r.JSON(t, &page)
+		page, err := admin.ListActivities(t.Context(), client.ListOptions{Limit: 2, Cursor: cursor})
+		require.NoError(t, err)
 		for _, a := range page.Items {
 			got = append(got, a.ID)
 		}
 		if page.NextCursor == nil {
 			break
 		}
-		path = "/v1/activities?limit=2&cursor=" + *page.NextCursor
+		cursor = *page.NextCursor
 	}
 	require.Equal(t, want, got)
-	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/activities", inst.Token(t, "u", false), nil).Status)
-	require.Equal(t, http.StatusBadRequest, inst.MustDo(t, http.MethodGet, "/v1/activities?limit=501", admin, nil).Status)
+	_, err := inst.API(t, "u", false).ListActivities(t.Context(), client.ListOptions{})
+	require.Equal(t, http.StatusForbidden, apptest.Refusal(t, err).Status)
+	_, err = admin.ListActivities(t.Context(), client.ListOptions{Limit: 501})
+	require.Equal(t, http.StatusBadRequest, apptest.Refusal(t, err).Status)
 }
 
+// TestExportWritesEveryRegistrationAsCSV reads the CSV as it is sent.
 func TestExportWritesEveryRegistrationAsCSV(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "export", 5)
-	admin := inst.Token(t, "admin", true)
-	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", admin, nil)
+	adminToken := inst.Token(t, "admin", true)
+	admin := inst.API(t, "admin", true)
+	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", adminToken, nil)
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Equal(t, "id,user_id,status,created_at,updated_at,expires_at,metadata\n", string(r.Body), "no registration: the header alone")
 
-	a := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "alice", false), `{"metadata":{"seat":"front, \"left\""}}`)
-	b := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "bob", false), `{}`)
-	var ra, rb registration.Registration
-	a.JSON(t, &ra)
-	b.JSON(t, &rb)
-	held := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+rb.ID+"/status", admin, map[string]string{"status": "awaiting_payment"})
-	require.Equal(t, http.StatusOK, held.Status)
-	held.JSON(t, &rb)
+	ra := inst.MustSignup(t, id, "alice", client.SignupOptions{Metadata: map[string]string{"seat": `front, "left"`}})
+	rb := inst.MustSignup(t, id, "bob")
+	rb, err := admin.SetRegistrationStatus(ctx, rb.ID, client.AwaitingPayment)
+	require.NoError(t, err)
 
-	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", admin, nil)
+	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", adminToken, nil)
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Equal(t, "text/csv; charset=utf-8", r.Header.Get("Content-Type"))
 	recs, err := csv.NewReader(strings.NewReader(string(r.Body))).ReadAll()
@@ -79,11 +78,14 @@ func TestExportWritesEveryRegistrationAsCSV(t *testing.T) {
 		{rb.ID, "bob", "awaiting_payment", stamp(rb.CreatedAt), stamp(rb.UpdatedAt), stamp(*rb.ExpiresAt), "{}"},
 	}, recs)
 
-	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv?status=pending", admin, nil)
+	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv?status=pending", adminToken, nil)
 	require.Equal(t, 2, strings.Count(string(r.Body), "\n"), "the header and alice")
-	require.Equal(t, "invalid_request", inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv?status=gone", admin, nil).ErrorCode())
-	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", inst.Token(t, "alice", false), nil).Status)
-	require.Equal(t, http.StatusNotFound, inst.MustDo(t, http.MethodGet, "/v1/activities/a_01AAAAAAAAAAAAAAAAAAAAAAAA/registrations.csv", admin, nil).Status)
+	_, err = admin.ExportRegistrations(ctx, id, "gone")
+	require.Equal(t, client.CodeInvalidRequest, apptest.Refusal(t, err).Code)
+	_, err = inst.API(t, "alice", false).ExportRegistrations(ctx, id, "")
+	require.Equal(t, http.StatusForbidden, apptest.Refusal(t, err).Status)
+	_, err = admin.ExportRegistrations(ctx, "a_01AAAAAAAAAAAAAAAAAAAAAAAA", "")
+	require.Equal(t, http.StatusNotFound, apptest.Refusal(t, err).Status)
 }
 
 // TestExportOfManyRowsRunsInConstantMemory streams a 100,000-row export

@@ -46,13 +46,7 @@ func newFuzzTarget(f *testing.F) *fuzzTarget {
 		user:     inst.Token(f, "fuzz-user", false),
 		activity: inst.CreateActivity(f, "fuzz", registration.MaxCapacity),
 	}
-	r := inst.MustDo(f, http.MethodPost, "/v1/activities/"+ft.activity+"/registrations", inst.Token(f, "fuzz-owner", false), "{}")
-	if r.Status != http.StatusCreated {
-		f.Fatalf("signup: %d %s", r.Status, r.Body)
-	}
-	var reg struct{ ID string }
-	r.JSON(f, &reg)
-	ft.reg = reg.ID
+	ft.reg = inst.MustSignup(f, ft.activity, "fuzz-owner").ID
 	return ft
 }
 

@@ -93,7 +93,7 @@ func TestSeatStreamThroughHAProxy(t *testing.T) {
 	require.Equal(t, "text/event-stream; charset=utf-8", c.Resp.Header.Get("Content-Type"))
 	require.Equal(t, 0, c.Next(t, time.Second).seats(t).Taken)
 	for i := 1; i <= 3; i++ {
-		signup(t, []*apptest.Instance{a, b}[i%2], id, "u"+string(rune('0'+i)))
+		[]*apptest.Instance{a, b}[i%2].MustSignup(t, id, "u"+string(rune('0'+i)))
 		c.NextTaken(t, i, time.Second)
 	}
 }

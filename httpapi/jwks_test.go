@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -336,15 +337,16 @@ func TestIdentityProviderTokensThroughTheAPI(t *testing.T) {
 	e1 := ecKey(t, "e1")
 	p.publish(e1)
 	inst := apptest.Start(t, apptest.Options{App: app.Options{Auth: idpAuthenticator(t, p, nil)}})
-	admin := e1.sign(t, claims("idp-admin", "roles", []string{"admin"}), true)
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities", admin, `{"title":"from the IdP","capacity":1}`)
-	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
-	var act struct{ ID string }
-	r.JSON(t, &act)
-	r = inst.MustDo(t, http.MethodPost, "/v1/activities/"+act.ID+"/registrations", e1.sign(t, claims("idp-user"), true), `{}`)
-	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
-	require.Contains(t, string(r.Body), `"user_id":"idp-user"`)
+	admin := client.New(inst.URL, e1.sign(t, claims("idp-admin", "roles", []string{"admin"}), true), apptest.Client)
+	act, err := admin.CreateActivity(t.Context(), client.NewActivity{Title: "from the IdP", Capacity: 1})
+	require.NoError(t, err)
+	user := admin.WithToken(e1.sign(t, claims("idp-user"), true))
+	res, err := user.Signup(t.Context(), act.ID, client.SignupOptions{})
+	require.NoError(t, err)
+	require.False(t, res.Waitlisted)
+	require.Equal(t, "idp-user", res.Registration.UserID)
+	// The refusal is read as it is sent, for its shape.
 	stranger := ecKey(t, "e1")
-	r = inst.MustDo(t, http.MethodPost, "/v1/activities/"+act.ID+"/registrations", stranger.sign(t, claims("mallory"), true), `{}`)
+	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+act.ID+"/registrations", stranger.sign(t, claims("mallory"), true), `{}`)
 	requireErrorShape(t, r, http.StatusUnauthorized, "unauthenticated")
 }

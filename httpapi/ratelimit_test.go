@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -22,24 +23,25 @@ func TestSignupsAreRateLimitedPerUser(t *testing.T) {
 	for i := range 5 {
 		ids = append(ids, inst.CreateActivity(t, fmt.Sprint("limited ", i), 10))
 	}
-	alice := inst.Token(t, "alice", false)
 	for _, id := range ids[:3] {
-		r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", alice, `{}`)
-		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+		inst.MustSignup(t, id, "alice")
 	}
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+ids[3]+"/registrations", alice, `{}`)
+	// The refusal is read as it is sent, for its shape and Retry-After.
+	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+ids[3]+"/registrations", inst.Token(t, "alice", false), `{}`)
 	requireErrorShape(t, r, http.StatusTooManyRequests, "rate_limited")
 	secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, secs, 1)
 	// Another user is not affected, and the refused signup wrote nothing.
-	r = inst.MustDo(t, http.MethodPost, "/v1/activities/"+ids[3]+"/registrations", inst.Token(t, "bob", false), `{}`)
-	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
-	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+ids[3], "", nil)
-	require.Contains(t, string(r.Body), `"taken":1,`)
+	inst.MustSignup(t, ids[3], "bob")
+	public := inst.Public()
+	act, err := public.GetActivity(t.Context(), ids[3])
+	require.NoError(t, err)
+	require.Equal(t, 1, act.Taken)
 	// Reads are never limited.
 	for range 10 {
-		require.Equal(t, http.StatusOK, inst.MustDo(t, http.MethodGet, "/v1/activities/"+ids[0]+"/seats", "", nil).Status)
+		_, err := public.Seats(t.Context(), ids[0])
+		require.NoError(t, err)
 	}
 }
 
@@ -62,9 +64,9 @@ func TestNoteWritesAreRateLimitedPerIP(t *testing.T) {
 	}
 	require.Equal(t, map[int]int{200: 4, 429: 2}, statuses)
 	// Refused increments were not counted; stats reads are not limited.
-	r := inst.MustDo(t, http.MethodGet, "/v1/notes/limited/stats", "", nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	require.JSONEq(t, `{"note_id":"limited","views":2,"waters":2}`, string(r.Body))
+	stats, err := inst.Public().NoteStats(t.Context(), "limited")
+	require.NoError(t, err)
+	require.Equal(t, client.NoteStats{NoteID: "limited", Views: 2, Waters: 2}, stats)
 	m := inst.MustDo(t, http.MethodGet, "/metrics", "", nil)
 	require.Contains(t, string(m.Body), `capacityd_rate_limited_total{limit="public_writes"} 2`)
 }
@@ -72,7 +74,9 @@ func TestNoteWritesAreRateLimitedPerIP(t *testing.T) {
 func TestRateLimitsOffByDefault(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
+	public := inst.Public()
 	for range 50 {
-		require.Equal(t, http.StatusOK, inst.MustDo(t, http.MethodPost, "/v1/notes/unlimited/views", "", nil).Status)
+		_, err := public.RecordView(t.Context(), "unlimited")
+		require.NoError(t, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -144,17 +145,11 @@ func (c *sseClient) NextTaken(t *testing.T, taken int, within time.Duration) sse
 	}
 }
 
-func signup(t *testing.T, inst *apptest.Instance, activityID, user string) {
-	t.Helper()
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+activityID+"/registrations", inst.Token(t, user, false), "{}")
-	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-}
-
 func TestSeatStreamSendsCurrentStateAtOnce(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "stream", 10)
-	signup(t, inst, id, "u1")
+	inst.MustSignup(t, id, "u1")
 
 	c := openStream(t, inst.URL, id)
 	require.Equal(t, "text/event-stream; charset=utf-8", c.Resp.Header.Get("Content-Type"))
@@ -165,7 +160,7 @@ func TestSeatStreamSendsCurrentStateAtOnce(t *testing.T) {
 	require.Equal(t, capacity.Seats{ActivityID: id, Capacity: 10, Taken: 1, Remaining: 9, Source: s.Source, AsOf: s.AsOf}, s)
 
 	// A client resuming with Last-Event-ID gets the current state at once.
-	signup(t, inst, id, "u2")
+	inst.MustSignup(t, id, "u2")
 	r := openStream(t, inst.URL, id, "Last-Event-ID", ev.ID)
 	require.Equal(t, 2, r.Next(t, time.Second).seats(t).Taken)
 
@@ -195,7 +190,7 @@ func TestSeatStreamSignupOnAnotherInstanceArrivesWithinASecond(t *testing.T) {
 
 	for i := 1; i <= 3; i++ {
 		start := time.Now()
-		signup(t, b, id, fmt.Sprintf("u%d", i))
+		b.MustSignup(t, id, fmt.Sprintf("u%d", i))
 		ev := c.NextTaken(t, i, time.Second)
 		t.Logf("signup %d through the other instance reached the stream in %s", i, ev.At.Sub(start))
 		time.Sleep(150 * time.Millisecond)
@@ -209,17 +204,17 @@ func TestSeatStreamCoalescesABurst(t *testing.T) {
 	c := openStream(t, inst.URL, id)
 	require.Equal(t, 0, c.Next(t, time.Second).seats(t).Taken)
 
-	tokens := make([]string, 200)
-	for i := range tokens {
-		tokens[i] = inst.Token(t, fmt.Sprintf("u%d", i), false)
+	users := make([]*client.Client, 200)
+	for i := range users {
+		users[i] = inst.API(t, fmt.Sprintf("u%d", i), false)
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Go(func() {
-			r, err := apptest.Do(http.MethodPost, inst.URL+"/v1/activities/"+id+"/registrations", tokens[i], "{}")
-			if err == nil && r.Status != http.StatusCreated {
-				err = fmt.Errorf("status %d: %s", r.Status, r.Body)
+			res, err := users[i].Signup(t.Context(), id, client.SignupOptions{})
+			if err == nil && res.Waitlisted {
+				err = fmt.Errorf("waitlisted: %+v", res.Registration)
 			}
 			require.NoError(t, err)
 		})
@@ -270,7 +265,7 @@ func TestSeatStreamSlowClientDoesNotDelayOthers(t *testing.T) {
 	}
 	for i := 1; i <= 10; i++ {
 		start := time.Now()
-		signup(t, inst, id, fmt.Sprintf("u%d", i))
+		inst.MustSignup(t, id, fmt.Sprintf("u%d", i))
 		for _, c := range clients {
 			ev := c.NextTaken(t, i, time.Second)
 			require.Less(t, ev.At.Sub(start), time.Second)
@@ -326,7 +321,7 @@ func TestSeatStreamOutlivesServerTimeoutsAndEndsOnShutdown(t *testing.T) {
 	c := openStream(t, "http://"+ln.Addr().String(), id)
 	c.Next(t, time.Second)
 	time.Sleep(time.Second) // past both timeouts
-	signup(t, inst, id, "u1")
+	inst.MustSignup(t, id, "u1")
 	c.NextTaken(t, 1, time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -361,7 +356,7 @@ func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
 		WebhookPollInterval: time.Hour}})
 	id := inst.CreateActivity(t, "quiet", 100)
-	signup(t, inst, id, "u0") // builds the display counter
+	inst.MustSignup(t, id, "u0") // builds the display counter
 	// Statistics reach pg_stat_database within a second of a transaction.
 	time.Sleep(1500 * time.Millisecond)
 	before := xactCommits(t, inst.DatabaseURL)
@@ -392,7 +387,7 @@ func TestSeatStreamWithoutRedisStillServesAndRefreshes(t *testing.T) {
 	c := openStream(t, inst.URL, id)
 	ev := c.Next(t, time.Second)
 	require.Equal(t, capacity.SourceDatabase, ev.seats(t).Source)
-	signup(t, inst, id, "u1")
+	inst.MustSignup(t, id, "u1")
 	c.NextTaken(t, 1, 2*time.Second)
 }
 
@@ -405,7 +400,7 @@ func TestSeatStreamFollowsRedisOutages(t *testing.T) {
 	require.Equal(t, 0, c.Next(t, time.Second).seats(t).Taken)
 
 	rs.Kill()
-	signup(t, inst, id, "u1")
+	inst.MustSignup(t, id, "u1")
 	ev := c.NextTaken(t, 1, 3*time.Second)
 	require.Equal(t, capacity.SourceDatabase, ev.seats(t).Source)
 
@@ -414,10 +409,10 @@ func TestSeatStreamFollowsRedisOutages(t *testing.T) {
 	// Wait for the display tier to be back too: while it still counts
 	// Redis as failed, signups neither reserve in it nor announce changes.
 	require.Eventually(t, func() bool {
-		var s capacity.Seats
-		inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &s)
+		s, err := inst.Public().Seats(t.Context(), id)
+		require.NoError(t, err)
 		return s.Source == capacity.SourceCache
 	}, 10*time.Second, 50*time.Millisecond)
-	signup(t, inst, id, "u2")
+	inst.MustSignup(t, id, "u2")
 	c.NextTaken(t, 2, 2*time.Second)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
@@ -108,8 +109,9 @@ func TestBadTokensAre401(t *testing.T) {
 		t.Run(name, func(t *testing.T) { requireErrorShape(t, r, 401, "unauthenticated") })
 	}
 	// The sweep must not have admitted anyone.
-	r := f.inst.MustDo(t, http.MethodGet, "/v1/activities/"+f.activity, "", nil)
-	require.Contains(t, string(r.Body), `"taken":1,`)
+	act, err := f.inst.Public().GetActivity(t.Context(), f.activity)
+	require.NoError(t, err)
+	require.Equal(t, 1, act.Taken)
 }
 
 func TestExpLeewayIsAtMost30Seconds(t *testing.T) {
@@ -118,7 +120,8 @@ func TestExpLeewayIsAtMost30Seconds(t *testing.T) {
 	secret := []byte(apptest.Secret)
 	at := func(d time.Duration) int {
 		tok := signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "leeway", "exp": time.Now().Add(d).Unix()})
-		return f.inst.MustDo(t, http.MethodGet, "/v1/registrations/"+f.reg, tok, nil).Status
+		_, err := client.New(f.inst.URL, tok, apptest.Client).GetRegistration(t.Context(), f.reg)
+		return apptest.Refusal(t, err).Status
 	}
 	// Another user's registration: 404 means the token was accepted.
 	require.Equal(t, http.StatusNotFound, at(time.Minute))
@@ -137,11 +140,11 @@ func TestOwnerChecksAnswer404ForOthers(t *testing.T) {
 	// The same answer as for a registration that does not exist.
 	requireErrorShape(t, f.inst.MustDo(t, http.MethodGet, "/v1/registrations/"+f.missingR, other, nil), 404, "not_found")
 	// Nothing changed; the owner and an admin still see it occupying.
-	r := f.inst.MustDo(t, http.MethodGet, path, f.user, nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	require.Contains(t, string(r.Body), `"status":"pending"`)
-	r = f.inst.MustDo(t, http.MethodGet, path, f.admin, nil)
-	require.Equal(t, http.StatusOK, r.Status)
+	reg, err := client.New(f.inst.URL, f.user, apptest.Client).GetRegistration(t.Context(), f.reg)
+	require.NoError(t, err)
+	require.Equal(t, client.Pending, reg.Status)
+	_, err = client.New(f.inst.URL, f.admin, apptest.Client).GetRegistration(t.Context(), f.reg)
+	require.NoError(t, err)
 	// A user token claiming a role other than admin is still a user.
 	tok := signJWT(t, jwt.SigningMethodHS256, []byte(apptest.Secret), jwt.MapClaims{
 		"sub": "x", "exp": time.Now().Add(time.Hour).Unix(), "roles": []string{"Admin", "admin "},

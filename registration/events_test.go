@@ -8,47 +8,54 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-func eventsOf(t *testing.T, r apptest.Response) []registration.Event {
+// feed reads an activity's events as an admin.
+func feed(t *testing.T, inst *apptest.Instance, activityID string, o client.EventFeedOptions) client.EventFeed {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-	var body struct{ Items []registration.Event }
-	r.JSON(t, &body)
-	return body.Items
+	f, err := inst.API(t, "root", true).ActivityEvents(t.Context(), activityID, o)
+	require.NoError(t, err)
+	return f
 }
 
-func feed(t *testing.T, inst *apptest.Instance, activityID, query string) registration.EventPage {
-	t.Helper()
-	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+activityID+"/events?"+query, inst.Token(t, "root", true), nil)
-	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-	var p registration.EventPage
-	r.JSON(t, &p)
-	return p
+// requestID is an event's request id, "" when it has none.
+func requestID(e client.Event) string {
+	if e.RequestID == nil {
+		return ""
+	}
+	return *e.RequestID
 }
 
 func TestARegistrationsEventsAreItsHistory(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "history", 5)
-	alice := inst.Token(t, "alice", false)
-	admin := inst.Token(t, "root", true)
+	aliceToken := inst.Token(t, "alice", false)
+	adminToken := inst.Token(t, "admin", true)
+	alice := inst.API(t, "alice", false)
 
-	r := signup(t, inst, id, "alice")
-	reg := regOf(t, r)
+	// The changes are sent as they are, to read each answer's X-Request-Id.
+	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", aliceToken, "{}")
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+	var reg client.Registration
+	r.JSON(t, &reg)
 	requests := []string{r.Header.Get("X-Request-Id")}
 	for _, to := range []string{"awaiting_payment", "approved"} {
-		r = setStatus(t, inst, reg.ID, to)
+		r = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+reg.ID+"/status", adminToken, map[string]string{"status": to})
 		require.Equal(t, http.StatusOK, r.Status)
 		requests = append(requests, r.Header.Get("X-Request-Id"))
 	}
-	r = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+reg.ID+"/cancel", alice, nil)
+	r = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+reg.ID+"/cancel", aliceToken, nil)
 	requests = append(requests, r.Header.Get("X-Request-Id"))
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+reg.ID+"/cancel", alice, nil) // changes nothing
+	_, err := alice.CancelRegistration(ctx, reg.ID) // changes nothing
+	require.NoError(t, err)
 
-	evs := eventsOf(t, inst.MustDo(t, http.MethodGet, "/v1/registrations/"+reg.ID+"/events", alice, nil))
+	evs, err := alice.RegistrationEvents(ctx, reg.ID)
+	require.NoError(t, err)
 	require.Len(t, evs, 4, "a second cancel records nothing")
 	type row struct {
 		Type     registration.EventType
@@ -61,14 +68,14 @@ func TestARegistrationsEventsAreItsHistory(t *testing.T) {
 		if e.From != nil {
 			from = string(*e.From)
 		}
-		got = append(got, row{e.Type, from, string(e.To), e.Actor})
+		got = append(got, row{registration.EventType(e.Type), from, string(e.To), e.Actor})
 		require.Equal(t, int64(i+1), e.Seq)
 		require.Equal(t, registration.EventID(id, e.Seq), e.ID)
 		require.Equal(t, id, e.ActivityID)
 		require.Equal(t, reg.ID, e.RegistrationID)
 		require.Equal(t, "alice", e.UserID)
 		require.NotEmpty(t, requests[i])
-		require.Equal(t, requests[i], e.RequestID, "the request that made the change")
+		require.Equal(t, requests[i], requestID(e), "the request that made the change")
 		require.WithinDuration(t, time.Now(), e.At, time.Minute)
 	}
 	require.Equal(t, []row{
@@ -78,46 +85,50 @@ func TestARegistrationsEventsAreItsHistory(t *testing.T) {
 		{registration.EventCancelled, "approved", "cancelled", "user:alice"},
 	}, got)
 
-	require.Len(t, eventsOf(t, inst.MustDo(t, http.MethodGet, "/v1/registrations/"+reg.ID+"/events", admin, nil)), 4)
-	r = inst.MustDo(t, http.MethodGet, "/v1/registrations/"+reg.ID+"/events", inst.Token(t, "bob", false), nil)
-	require.Equal(t, http.StatusNotFound, r.Status, "another user's registration reads as not found")
-	require.Equal(t, "not_found", r.ErrorCode())
+	evs, err = inst.API(t, "root", true).RegistrationEvents(ctx, reg.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 4)
+	_, err = inst.API(t, "bob", false).RegistrationEvents(ctx, reg.ID)
+	refusal := apptest.Refusal(t, err)
+	require.Equal(t, http.StatusNotFound, refusal.Status, "another user's registration reads as not found")
+	require.Equal(t, client.CodeNotFound, refusal.Code)
 }
 
 func TestActivityFeedPagesAndLongPollsAcrossInstances(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	a := apptest.Start(t, apptest.Options{})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
 	id := a.CreateActivity(t, "feed", 10)
 	for i := range 5 {
-		require.Equal(t, http.StatusCreated, signup(t, a, id, fmt.Sprint("u", i)).Status)
+		a.MustSignup(t, id, fmt.Sprint("u", i))
 	}
 
-	p := feed(t, a, id, "limit=2")
+	p := feed(t, a, id, client.EventFeedOptions{Limit: 2})
 	require.Equal(t, []int64{1, 2}, seqs(p.Items))
 	require.Equal(t, int64(2), p.NextAfter)
-	p = feed(t, a, id, fmt.Sprintf("after=%d&limit=2", p.NextAfter))
+	p = feed(t, a, id, client.EventFeedOptions{After: p.NextAfter, Limit: 2})
 	require.Equal(t, []int64{3, 4}, seqs(p.Items))
-	p = feed(t, a, id, fmt.Sprintf("after=%d", p.NextAfter))
+	p = feed(t, a, id, client.EventFeedOptions{After: p.NextAfter})
 	require.Equal(t, []int64{5}, seqs(p.Items))
-	p = feed(t, a, id, "after=5")
+	p = feed(t, a, id, client.EventFeedOptions{After: 5})
 	require.Empty(t, p.Items)
 	require.Equal(t, int64(5), p.NextAfter, "an empty page keeps the position")
 
 	// A long poll on a returns within a second of a change made on b.
 	type polled struct {
-		page registration.EventPage
+		page client.EventFeed
 		at   time.Time
 	}
 	done := make(chan polled)
-	go func() { done <- polled{feed(t, a, id, "after=5&wait=20"), time.Now()} }()
+	go func() { done <- polled{feed(t, a, id, client.EventFeedOptions{After: 5, WaitSeconds: 20}), time.Now()} }()
 	time.Sleep(300 * time.Millisecond) // the poll is waiting
 	select {
 	case <-done:
 		t.Fatal("the long poll returned before any change")
 	default:
 	}
-	require.Equal(t, http.StatusCreated, signup(t, b, id, "late").Status)
+	b.MustSignup(t, id, "late")
 	changed := time.Now()
 	select {
 	case got := <-done:
@@ -129,22 +140,23 @@ func TestActivityFeedPagesAndLongPollsAcrossInstances(t *testing.T) {
 	}
 
 	start := time.Now()
-	p = feed(t, a, id, "after=6&wait=1")
+	p = feed(t, a, id, client.EventFeedOptions{After: 6, WaitSeconds: 1})
 	require.Empty(t, p.Items)
 	require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond, "an empty long poll waits")
 
-	r := a.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/events", a.Token(t, "u1", false), nil)
-	require.Equal(t, http.StatusForbidden, r.Status)
+	_, err := a.API(t, "u1", false).ActivityEvents(ctx, id, client.EventFeedOptions{})
+	require.Equal(t, http.StatusForbidden, apptest.Refusal(t, err).Status)
+	// Bad queries, sent as they are: the client sends none of them.
 	for _, q := range []string{"after=-1", "after=x", "limit=0", "limit=501", "wait=31", "wait=-1"} {
 		r := a.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/events?"+q, a.Token(t, "root", true), nil)
 		require.Equal(t, http.StatusBadRequest, r.Status, q)
 		require.Equal(t, "invalid_request", r.ErrorCode(), q)
 	}
-	r = a.MustDo(t, http.MethodGet, "/v1/activities/a_01AAAAAAAAAAAAAAAAAAAAAAAA/events", a.Token(t, "root", true), nil)
-	require.Equal(t, http.StatusNotFound, r.Status)
+	_, err = a.API(t, "root", true).ActivityEvents(ctx, "a_01AAAAAAAAAAAAAAAAAAAAAAAA", client.EventFeedOptions{})
+	require.Equal(t, http.StatusNotFound, apptest.Refusal(t, err).Status)
 }
 
-func seqs(evs []registration.Event) []int64 {
+func seqs(evs []client.Event) []int64 {
 	out := []int64{}
 	for _, e := range evs {
 		out = append(out, e.Seq)
@@ -154,22 +166,21 @@ func seqs(evs []registration.Event) []int64 {
 
 func TestMyRegistrationsPageNewestFirst(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	var want []string
 	for i := range 5 {
 		id := inst.CreateActivity(t, fmt.Sprint("mine ", i), 3)
-		want = append([]string{regOf(t, signup(t, inst, id, "me")).ID}, want...)
-		signup(t, inst, id, "someone else")
+		want = append([]string{inst.MustSignup(t, id, "me").ID}, want...)
+		inst.MustSignup(t, id, "someone else")
 	}
-	tok := inst.Token(t, "me", false)
+	me := inst.API(t, "me", false)
 	var got []string
-	path := "/v1/me/registrations?limit=2"
+	cursor := ""
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 5)
-		r := inst.MustDo(t, http.MethodGet, path, tok, nil)
-		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		var page registration.Page
-		r.JSON(t, &page)
+		page, err := me.MyRegistrations(ctx, client.ListOptions{Limit: 2, Cursor: cursor})
+		require.NoError(t, err)
 		for _, it := range page.Items {
 			require.Equal(t, "me", it.UserID)
 			got = append(got, it.ID)
@@ -177,9 +188,11 @@ func TestMyRegistrationsPageNewestFirst(t *testing.T) {
 		if page.NextCursor == nil {
 			break
 		}
-		path = "/v1/me/registrations?limit=2&cursor=" + *page.NextCursor
+		cursor = *page.NextCursor
 	}
 	require.Equal(t, want, got)
-	require.Equal(t, http.StatusUnauthorized, inst.MustDo(t, http.MethodGet, "/v1/me/registrations", "", nil).Status)
-	require.Equal(t, http.StatusBadRequest, inst.MustDo(t, http.MethodGet, "/v1/me/registrations?limit=0", tok, nil).Status)
+	_, err := inst.Public().MyRegistrations(ctx, client.ListOptions{})
+	require.Equal(t, http.StatusUnauthorized, apptest.Refusal(t, err).Status)
+	// limit=0 sent as it is: the client sends no limit for 0.
+	require.Equal(t, http.StatusBadRequest, inst.MustDo(t, http.MethodGet, "/v1/me/registrations?limit=0", inst.Token(t, "me", false), nil).Status)
 }

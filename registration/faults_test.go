@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
@@ -109,9 +110,9 @@ func TestRedisKilledAndRestartedMidBurstStaysExact(t *testing.T) {
 	require.Equal(t, 120, authorityTaken(t, inst, id))
 	require.Equal(t, 120, counts[http.StatusCreated]+counts2[http.StatusCreated])
 	require.Equal(t, 120, displayTaken(t, inst, id))
-	var ready map[string]string
-	inst.MustDo(t, http.MethodGet, "/readyz", "", nil).JSON(t, &ready)
-	require.Equal(t, "ok", ready["redis"])
+	ready, err := inst.Public().Ready(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, "ok", ready.Redis)
 }
 
 func TestReadyzSaysDegradedWhileRedisIsDown(t *testing.T) {
@@ -121,17 +122,13 @@ func TestReadyzSaysDegradedWhileRedisIsDown(t *testing.T) {
 	id := inst.CreateActivity(t, "degraded", 10)
 	redis.Kill()
 
-	r := inst.MustDo(t, http.MethodGet, "/readyz", "", nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	require.JSONEq(t, `{"postgres":"ok","redis":"degraded"}`, string(r.Body))
+	ready, err := inst.Public().Ready(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, client.Readiness{Postgres: "ok", Redis: "degraded"}, ready)
 
-	r = inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "bob", false), "{}")
-	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	var seats struct {
-		Taken  int
-		Source string
-	}
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &seats)
+	inst.MustSignup(t, id, "bob")
+	seats, err := inst.Public().Seats(t.Context(), id)
+	require.NoError(t, err)
 	require.Equal(t, 1, seats.Taken)
 	require.Equal(t, "database", seats.Source)
 }
@@ -140,8 +137,7 @@ func TestCrashBetweenReserveAndInsertConvergesWithinTTL(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: appWithTTL(time.Second)})
 	id := inst.CreateActivity(t, "crash", 10)
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "ann", false), "{}")
-	require.Equal(t, http.StatusCreated, r.Status)
+	inst.MustSignup(t, id, "ann")
 
 	// The process "dies" after reserving a seat and before inserting.
 	_, err := inst.App.Seats.Reserve(context.Background(), id)
@@ -150,11 +146,8 @@ func TestCrashBetweenReserveAndInsertConvergesWithinTTL(t *testing.T) {
 	require.Equal(t, 1, authorityTaken(t, inst, id))
 
 	require.Eventually(t, func() bool {
-		var s struct {
-			Taken  int
-			Source string
-		}
-		inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &s)
+		s, err := inst.Public().Seats(t.Context(), id)
+		require.NoError(t, err)
 		return s.Taken == 1
 	}, 5*time.Second, 50*time.Millisecond, "the display converges to the authority after the TTL")
 }

@@ -2,9 +2,9 @@ package registration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -69,16 +70,13 @@ func TestRandomizedChangesKeepAnExactHistory(t *testing.T) {
 	a := apptest.Start(t, apptest.Options{RedisURL: rds.URL(), App: opts})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, RedisURL: rds.URL(), App: opts})
 	insts := []*apptest.Instance{a, b}
-	admin := a.Token(t, "root", true)
+	ctx := t.Context()
 
 	acts := make([]*mixActivity, 4)
 	for i := range acts {
 		waitlist := i%2 == 0
-		r := a.MustDo(t, http.MethodPost, "/v1/activities", admin,
-			map[string]any{"title": fmt.Sprint("mix ", i), "capacity": 3 + i, "hold_seconds": 60, "waitlist": waitlist})
-		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-		var act registration.Activity
-		r.JSON(t, &act)
+		act, err := a.API(t, "root", true).CreateActivity(ctx, client.NewActivity{Title: fmt.Sprint("mix ", i), Capacity: 3 + i, HoldSeconds: 60, Waitlist: waitlist})
+		require.NoError(t, err)
 		acts[i] = &mixActivity{id: act.ID, regs: map[string][]string{}, maxCapacity: act.Capacity}
 	}
 
@@ -120,45 +118,50 @@ func TestRandomizedChangesKeepAnExactHistory(t *testing.T) {
 			for range 60 {
 				inst := insts[rng.IntN(2)]
 				act := acts[rng.IntN(len(acts))]
-				var r apptest.Response
+				var err error
 				switch k := rng.IntN(20); {
 				case k < 9: // signup, often a user who already has one
 					user := fmt.Sprint("u", rng.IntN(14))
-					r = signup(t, inst, act.id, user)
-					if r.Status == http.StatusCreated || r.Status == http.StatusAccepted {
-						act.remember(user, regOf(t, r).ID)
+					var res client.SignupResult
+					res, err = inst.Signup(t, act.id, user)
+					if err == nil {
+						act.remember(user, res.Registration.ID)
 					}
 				case k < 13: // cancel, by the owner or an admin
 					user, id, ok := act.any(rng)
 					if !ok {
 						continue
 					}
-					tok := inst.Token(t, user, false)
+					api := inst.API(t, user, false)
 					if rng.IntN(3) == 0 {
-						tok = admin
+						api = inst.API(t, "root", true)
 					}
-					r = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+id+"/cancel", tok, nil)
+					_, err = api.CancelRegistration(ctx, id)
 				case k < 18: // status change
 					_, id, ok := act.any(rng)
 					if !ok {
 						continue
 					}
-					to := []string{"awaiting_payment", "approved"}[rng.IntN(2)]
-					r = setStatus(t, inst, id, to)
+					to := []client.Status{client.AwaitingPayment, client.Approved}[rng.IntN(2)]
+					_, err = inst.API(t, "admin", true).SetRegistrationStatus(ctx, id, to)
 				default: // capacity change, sometimes the list toggled
-					body := map[string]any{"capacity": 1 + rng.IntN(7)}
+					patch := client.ActivityPatch{Capacity: new(1 + rng.IntN(7))}
 					if rng.IntN(4) == 0 {
-						body["waitlist"] = rng.IntN(2) == 0
+						patch.Waitlist = new(rng.IntN(2) == 0)
 					}
-					r = inst.MustDo(t, http.MethodPatch, "/v1/activities/"+act.id, admin, body)
+					_, err = inst.API(t, "root", true).UpdateActivity(ctx, act.id, patch)
 					act.mu.Lock()
-					act.maxCapacity = max(act.maxCapacity, body["capacity"].(int))
+					act.maxCapacity = max(act.maxCapacity, *patch.Capacity)
 					act.mu.Unlock()
 				}
 				ops.Add(1)
-				if r.Status >= 500 {
+				var e *client.Error
+				switch {
+				case errors.As(err, &e) && e.Status >= 500:
 					fivexx.Add(1)
-					t.Errorf("%d %s", r.Status, r.Body)
+					t.Errorf("%v", e)
+				case err != nil && e == nil:
+					t.Errorf("no answer: %v", err)
 				}
 			}
 		})
@@ -173,15 +176,15 @@ func TestRandomizedChangesKeepAnExactHistory(t *testing.T) {
 	pool := testenv.Pool(t, a.DatabaseURL, 2)
 	for _, act := range acts {
 		checkHistory(t, pool, act.id)
-		var got registration.Activity
-		a.MustDo(t, http.MethodGet, "/v1/activities/"+act.id, "", nil).JSON(t, &got)
+		got, err := a.Public().GetActivity(ctx, act.id)
+		require.NoError(t, err)
 		require.LessOrEqual(t, got.Taken, act.maxCapacity, "%s: never above the highest capacity", act.id)
 		if got.Waiting > 0 {
 			require.GreaterOrEqual(t, got.Taken, got.Capacity, "%s: someone waits while a seat is free: %+v", act.id, got)
 		}
 		require.Eventually(t, func() bool {
-			var s struct{ Taken, Waiting, Capacity int }
-			a.MustDo(t, http.MethodGet, "/v1/activities/"+act.id+"/seats", "", nil).JSON(t, &s)
+			s, err := a.Public().Seats(ctx, act.id)
+			require.NoError(t, err)
 			return s.Taken == got.Taken && s.Waiting == got.Waiting && s.Capacity == got.Capacity
 		}, 5*time.Second, 50*time.Millisecond, "%s: the display converges to the authority %+v", act.id, got)
 	}

@@ -1,6 +1,7 @@
 package registration_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
@@ -15,36 +17,36 @@ func TestOneUserManyConcurrentSignupsGetsOneRow(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "dupes", 10)
-	tok := inst.Token(t, "eager", false)
+	eager := inst.API(t, "eager", false)
 
+	type answer struct {
+		res client.SignupResult
+		err error
+	}
 	var wg sync.WaitGroup
-	responses := make([]apptest.Response, 30)
-	for i := range responses {
+	answers := make([]answer, 30)
+	for i := range answers {
 		wg.Go(func() {
-			responses[i] = inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", tok, "{}")
+			res, err := eager.Signup(t.Context(), id, client.SignupOptions{})
+			answers[i] = answer{res, err}
 		})
 	}
 	wg.Wait()
 	created, ids := 0, map[string]bool{}
-	for _, r := range responses {
-		switch r.Status {
-		case http.StatusCreated:
+	for _, a := range answers {
+		var e *client.Error
+		switch {
+		case a.err == nil && !a.res.Waitlisted:
 			created++
-			ids[regOf(t, r).ID] = true
-		case http.StatusConflict:
+			ids[a.res.Registration.ID] = true
+		case errors.As(a.err, &e) && e.Status == http.StatusConflict:
 			// The user's own requests in flight hold display seats, so the
 			// gate may call the activity full; the authority, asked before
 			// any refusal, says already_registered.
-			require.Equal(t, "already_registered", r.ErrorCode(), "never activity_full while 9 seats are free")
-			var body struct {
-				Error struct {
-					RegistrationID string `json:"registration_id"`
-				} `json:"error"`
-			}
-			r.JSON(t, &body)
-			ids[body.Error.RegistrationID] = true
+			require.Equal(t, client.CodeAlreadyRegistered, e.Code, "never activity_full while 9 seats are free")
+			ids[e.RegistrationID] = true
 		default:
-			t.Fatalf("unexpected %d %s", r.Status, r.Body)
+			t.Fatalf("unexpected %+v %v", a.res, a.err)
 		}
 	}
 	require.Equal(t, 1, created)
@@ -53,6 +55,9 @@ func TestOneUserManyConcurrentSignupsGetsOneRow(t *testing.T) {
 	require.Equal(t, 1, displayTaken(t, inst, id))
 }
 
+// TestIdempotencyKeyReplaysTheFirstOutcome sends its signups as they are:
+// it compares replayed answers byte for byte and reads
+// Idempotent-Replayed.
 func TestIdempotencyKeyReplaysTheFirstOutcome(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
@@ -66,7 +71,9 @@ func TestIdempotencyKeyReplaysTheFirstOutcome(t *testing.T) {
 	first := post("k-1", body)
 	require.Equal(t, http.StatusCreated, first.Status)
 	require.Empty(t, first.Header.Get("Idempotent-Replayed"))
-	require.JSONEq(t, `{"diet":"vegan","seat":"aisle"}`, string(regOf(t, first).Metadata))
+	var reg client.Registration
+	first.JSON(t, &reg)
+	require.JSONEq(t, `{"diet":"vegan","seat":"aisle"}`, string(reg.Metadata))
 
 	again := post("k-1", body)
 	require.Equal(t, http.StatusCreated, again.Status)
@@ -81,7 +88,8 @@ func TestIdempotencyKeyReplaysTheFirstOutcome(t *testing.T) {
 	bob := inst.Token(t, "bob", false)
 	full := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", bob, "{}", "Idempotency-Key", "b-1")
 	require.Equal(t, "activity_full", full.ErrorCode())
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+regOf(t, first).ID+"/cancel", tok, nil)
+	_, err := inst.API(t, "ann", false).CancelRegistration(t.Context(), reg.ID)
+	require.NoError(t, err)
 	fullAgain := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", bob, "{}", "Idempotency-Key", "b-1")
 	require.Equal(t, http.StatusConflict, fullAgain.Status)
 	require.Equal(t, "true", fullAgain.Header.Get("Idempotent-Replayed"))
@@ -98,6 +106,8 @@ func TestIdempotencyKeyReplaysTheFirstOutcome(t *testing.T) {
 	}
 }
 
+// TestConcurrentFirstUsesOfOneKeyMakeOneRow compares the answers byte for
+// byte: its signups are sent as they are.
 func TestConcurrentFirstUsesOfOneKeyMakeOneRow(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})

@@ -1,7 +1,6 @@
 package registration_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/registration"
 )
 
 func appWithTTL(ttl time.Duration) app.Options { return app.Options{SeatCacheTTL: ttl} }
@@ -30,201 +29,199 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func signup(t *testing.T, inst *apptest.Instance, activityID, user string, headers ...string) apptest.Response {
-	t.Helper()
-	return inst.MustDo(t, http.MethodPost, "/v1/activities/"+activityID+"/registrations", inst.Token(t, user, false), "{}", headers...)
-}
-
-func regOf(t *testing.T, r apptest.Response) registration.Registration {
-	t.Helper()
-	var reg registration.Registration
-	r.JSON(t, &reg)
-	return reg
-}
-
-func setStatus(t *testing.T, inst *apptest.Instance, regID, status string) apptest.Response {
-	t.Helper()
-	return inst.MustDo(t, http.MethodPost, "/v1/registrations/"+regID+"/status", inst.Token(t, "admin", true),
-		map[string]string{"status": status})
-}
-
 func TestCancelTwiceFreesOneSeat(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "cancel", 2)
-	a := regOf(t, signup(t, inst, id, "a"))
-	signup(t, inst, id, "b")
-	require.Equal(t, http.StatusConflict, signup(t, inst, id, "c").Status)
+	a := inst.MustSignup(t, id, "a")
+	inst.MustSignup(t, id, "b")
+	require.Equal(t, http.StatusConflict, apptest.SignupStatus(inst.Signup(t, id, "c")))
 
-	tok := inst.Token(t, "a", false)
+	alice := inst.API(t, "a", false)
 	var wg sync.WaitGroup
-	statuses := make([]int, 10)
-	for i := range statuses {
+	errs := make([]error, 10)
+	for i := range errs {
 		wg.Go(func() {
-			statuses[i] = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+a.ID+"/cancel", tok, nil).Status
+			_, errs[i] = alice.CancelRegistration(ctx, a.ID)
 		})
 	}
 	wg.Wait()
-	for _, s := range statuses {
-		require.Equal(t, http.StatusOK, s)
+	for _, err := range errs {
+		require.NoError(t, err)
 	}
-	r := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+a.ID+"/cancel", tok, nil)
-	require.Equal(t, registration.Cancelled, regOf(t, r).Status)
+	cancelled, err := alice.CancelRegistration(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, client.Cancelled, cancelled.Status)
 	require.Equal(t, 1, authorityTaken(t, inst, id))
 	require.Equal(t, 1, displayTaken(t, inst, id), "one seat freed, not ten")
 
-	c := regOf(t, signup(t, inst, id, "c"))
-	require.Equal(t, http.StatusConflict, signup(t, inst, id, "d").Status)
+	c := inst.MustSignup(t, id, "c")
+	require.Equal(t, http.StatusConflict, apptest.SignupStatus(inst.Signup(t, id, "d")))
 
 	// A user whose registration was cancelled may sign up again.
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+c.ID+"/cancel", inst.Token(t, "c", false), nil)
-	again := signup(t, inst, id, "a")
-	require.Equal(t, http.StatusCreated, again.Status, string(again.Body))
-	require.NotEqual(t, a.ID, regOf(t, again).ID)
+	_, err = inst.API(t, "c", false).CancelRegistration(ctx, c.ID)
+	require.NoError(t, err)
+	again := inst.MustSignup(t, id, "a")
+	require.NotEqual(t, a.ID, again.ID)
 	require.Equal(t, 2, authorityTaken(t, inst, id))
 }
 
 func TestOthersRegistrationsReadAsNotFound(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "owners", 5)
-	a := regOf(t, signup(t, inst, id, "alice"))
+	a := inst.MustSignup(t, id, "alice")
 
-	bob := inst.Token(t, "bob", false)
-	r := inst.MustDo(t, http.MethodGet, "/v1/registrations/"+a.ID, bob, nil)
-	require.Equal(t, http.StatusNotFound, r.Status)
-	require.Equal(t, "not_found", r.ErrorCode())
-	r = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+a.ID+"/cancel", bob, nil)
-	require.Equal(t, http.StatusNotFound, r.Status)
+	bob := inst.API(t, "bob", false)
+	_, err := bob.GetRegistration(ctx, a.ID)
+	refusal := apptest.Refusal(t, err)
+	require.Equal(t, http.StatusNotFound, refusal.Status)
+	require.Equal(t, client.CodeNotFound, refusal.Code)
+	_, err = bob.CancelRegistration(ctx, a.ID)
+	require.Equal(t, http.StatusNotFound, apptest.Refusal(t, err).Status)
 	require.Equal(t, 1, authorityTaken(t, inst, id))
 
-	r = inst.MustDo(t, http.MethodGet, "/v1/registrations/"+a.ID, inst.Token(t, "alice", false), nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	r = inst.MustDo(t, http.MethodGet, "/v1/registrations/"+a.ID, inst.Token(t, "root", true), nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	r = setStatus(t, inst, a.ID, "approved")
-	require.Equal(t, http.StatusOK, r.Status)
-	r = inst.MustDo(t, http.MethodPost, "/v1/registrations/"+a.ID+"/status", bob, map[string]string{"status": "approved"})
-	require.Equal(t, http.StatusForbidden, r.Status)
+	_, err = inst.API(t, "alice", false).GetRegistration(ctx, a.ID)
+	require.NoError(t, err)
+	_, err = inst.API(t, "root", true).GetRegistration(ctx, a.ID)
+	require.NoError(t, err)
+	_, err = inst.API(t, "admin", true).SetRegistrationStatus(ctx, a.ID, client.Approved)
+	require.NoError(t, err)
+	_, err = bob.SetRegistrationStatus(ctx, a.ID, client.Approved)
+	require.Equal(t, http.StatusForbidden, apptest.Refusal(t, err).Status)
 }
 
 func TestLoweringCapacityBelowTakenEvictsNobody(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "shrink", 5)
-	var regs []registration.Registration
+	var regs []client.Registration
 	for i := range 4 {
-		regs = append(regs, regOf(t, signup(t, inst, id, fmt.Sprint("u", i))))
+		regs = append(regs, inst.MustSignup(t, id, fmt.Sprint("u", i)))
 	}
-	admin := inst.Token(t, "admin", true)
-	r := inst.MustDo(t, http.MethodPatch, "/v1/activities/"+id, admin, map[string]int{"capacity": 2})
-	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	var a registration.Activity
-	r.JSON(t, &a)
-	require.Equal(t, registration.Activity{ID: id, Title: "shrink", Capacity: 2, HoldSeconds: 900, Taken: 4, Remaining: 0,
+	admin := inst.API(t, "admin", true)
+	a, err := admin.UpdateActivity(ctx, id, client.ActivityPatch{Capacity: new(2)})
+	require.NoError(t, err)
+	require.Equal(t, client.Activity{ID: id, Title: "shrink", Capacity: 2, HoldSeconds: 900, Taken: 4, Remaining: 0,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}, a)
 
-	require.Equal(t, "activity_full", signup(t, inst, id, "late").ErrorCode())
+	_, err = inst.Signup(t, id, "late")
+	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code)
 	for _, reg := range regs[:2] {
-		inst.MustDo(t, http.MethodPost, "/v1/registrations/"+reg.ID+"/cancel", admin, nil)
+		_, err := admin.CancelRegistration(ctx, reg.ID)
+		require.NoError(t, err)
 	}
-	require.Equal(t, "activity_full", signup(t, inst, id, "late").ErrorCode(), "taken 2 of 2")
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+regs[2].ID+"/cancel", admin, nil)
-	require.Equal(t, http.StatusCreated, signup(t, inst, id, "late").Status)
+	_, err = inst.Signup(t, id, "late")
+	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code, "taken 2 of 2")
+	_, err = admin.CancelRegistration(ctx, regs[2].ID)
+	require.NoError(t, err)
+	inst.MustSignup(t, id, "late")
 	require.Equal(t, 2, authorityTaken(t, inst, id))
 
-	var seats struct{ Capacity, Taken, Remaining int }
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &seats)
-	require.Equal(t, struct{ Capacity, Taken, Remaining int }{2, 2, 0}, seats)
+	seats, err := inst.Public().Seats(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{2, 2, 0}, [3]int{seats.Capacity, seats.Taken, seats.Remaining})
 }
 
 func TestTransitionsAndExpiry(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	inst := apptest.Start(t, apptest.Options{App: app.Options{Now: clock.Now, ExpiryInterval: time.Hour}})
-	admin := inst.Token(t, "admin", true)
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities", admin, map[string]any{"title": "paid", "capacity": 1, "hold_seconds": 60})
-	require.Equal(t, http.StatusCreated, r.Status)
-	var act registration.Activity
-	r.JSON(t, &act)
+	admin := inst.API(t, "admin", true)
+	act, err := admin.CreateActivity(ctx, client.NewActivity{Title: "paid", Capacity: 1, HoldSeconds: 60})
+	require.NoError(t, err)
 	id := act.ID
+	// refused is the code of a status change the service refuses.
+	refused := func(regID string, to client.Status) string {
+		t.Helper()
+		_, err := admin.SetRegistrationStatus(ctx, regID, to)
+		return apptest.Refusal(t, err).Code
+	}
+	status := func(regID string) client.Status {
+		t.Helper()
+		reg, err := admin.GetRegistration(ctx, regID)
+		require.NoError(t, err)
+		return reg.Status
+	}
 
-	a := regOf(t, signup(t, inst, id, "a"))
-	r = setStatus(t, inst, a.ID, "awaiting_payment")
-	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	held := regOf(t, r)
-	require.Equal(t, registration.AwaitingPayment, held.Status)
+	a := inst.MustSignup(t, id, "a")
+	held, err := admin.SetRegistrationStatus(ctx, a.ID, client.AwaitingPayment)
+	require.NoError(t, err)
+	require.Equal(t, client.AwaitingPayment, held.Status)
 	require.NotNil(t, held.ExpiresAt)
 	require.Equal(t, clock.Now().Add(60*time.Second), *held.ExpiresAt)
 
 	// Not allowed: back to awaiting_payment, to pending, to cancelled, garbage.
-	require.Equal(t, "invalid_transition", setStatus(t, inst, a.ID, "awaiting_payment").ErrorCode())
-	require.Equal(t, "invalid_transition", setStatus(t, inst, a.ID, "pending").ErrorCode())
-	require.Equal(t, "invalid_transition", setStatus(t, inst, a.ID, "expired").ErrorCode())
-	require.Equal(t, "invalid_request", setStatus(t, inst, a.ID, "paid").ErrorCode())
+	require.Equal(t, client.CodeInvalidTransition, refused(a.ID, client.AwaitingPayment))
+	require.Equal(t, client.CodeInvalidTransition, refused(a.ID, client.Pending))
+	require.Equal(t, client.CodeInvalidTransition, refused(a.ID, client.Expired))
+	require.Equal(t, client.CodeInvalidRequest, refused(a.ID, "paid"))
 
 	// Not yet due.
-	n, err := inst.App.Registrations.ExpireDue(context.Background())
+	n, err := inst.App.Registrations.ExpireDue(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	require.Equal(t, "activity_full", signup(t, inst, id, "b").ErrorCode())
+	_, err = inst.Signup(t, id, "b")
+	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code)
 
 	clock.Advance(61 * time.Second)
-	n, err = inst.App.Registrations.ExpireDue(context.Background())
+	n, err = inst.App.Registrations.ExpireDue(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	r = inst.MustDo(t, http.MethodGet, "/v1/registrations/"+a.ID, admin, nil)
-	require.Equal(t, registration.Expired, regOf(t, r).Status)
+	require.Equal(t, client.Expired, status(a.ID))
 	require.Equal(t, 0, authorityTaken(t, inst, id))
 	require.Equal(t, 0, displayTaken(t, inst, id), "expiry frees the seat in the display after the commit")
 
 	// The freed seat is taken by b; a's late payment finds it full.
-	b := regOf(t, signup(t, inst, id, "b"))
-	require.Equal(t, "activity_full", setStatus(t, inst, a.ID, "approved").ErrorCode())
-	require.Equal(t, registration.Expired, regOf(t, inst.MustDo(t, http.MethodGet, "/v1/registrations/"+a.ID, admin, nil)).Status)
+	b := inst.MustSignup(t, id, "b")
+	require.Equal(t, client.CodeActivityFull, refused(a.ID, client.Approved))
+	require.Equal(t, client.Expired, status(a.ID))
 	require.Equal(t, 1, displayTaken(t, inst, id), "a refused re-admission gives its display hold back")
 
 	// Once b cancels, a's late payment is admitted again.
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+b.ID+"/cancel", admin, nil)
-	r = setStatus(t, inst, a.ID, "approved")
-	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	approved := regOf(t, r)
-	require.Equal(t, registration.Approved, approved.Status)
+	_, err = admin.CancelRegistration(ctx, b.ID)
+	require.NoError(t, err)
+	approved, err := admin.SetRegistrationStatus(ctx, a.ID, client.Approved)
+	require.NoError(t, err)
+	require.Equal(t, client.Approved, approved.Status)
 	require.Nil(t, approved.ExpiresAt)
 	require.Equal(t, 1, authorityTaken(t, inst, id))
 	require.Equal(t, 1, displayTaken(t, inst, id))
-	require.Equal(t, "invalid_transition", setStatus(t, inst, a.ID, "awaiting_payment").ErrorCode())
+	require.Equal(t, client.CodeInvalidTransition, refused(a.ID, client.AwaitingPayment))
 
 	// pending → approved directly; cancelled → approved is refused.
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+a.ID+"/cancel", admin, nil)
-	c := regOf(t, signup(t, inst, id, "c"))
-	require.Equal(t, registration.Approved, regOf(t, setStatus(t, inst, c.ID, "approved")).Status)
-	require.Equal(t, "invalid_transition", setStatus(t, inst, a.ID, "approved").ErrorCode())
+	_, err = admin.CancelRegistration(ctx, a.ID)
+	require.NoError(t, err)
+	c := inst.MustSignup(t, id, "c")
+	approved, err = admin.SetRegistrationStatus(ctx, c.ID, client.Approved)
+	require.NoError(t, err)
+	require.Equal(t, client.Approved, approved.Status)
+	require.Equal(t, client.CodeInvalidTransition, refused(a.ID, client.Approved))
 }
 
 func TestListRegistrationsPagesInCreationOrder(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "list", 100)
 	var want []string
 	for i := range 7 {
-		want = append(want, regOf(t, signup(t, inst, id, fmt.Sprint("u", i))).ID)
+		want = append(want, inst.MustSignup(t, id, fmt.Sprint("u", i)).ID)
 	}
-	admin := inst.Token(t, "admin", true)
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+want[3]+"/cancel", admin, nil)
+	admin := inst.API(t, "admin", true)
+	_, err := admin.CancelRegistration(ctx, want[3])
+	require.NoError(t, err)
 
 	var got []string
 	cursor := ""
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 10)
-		path := "/v1/activities/" + id + "/registrations?limit=3"
-		if cursor != "" {
-			path += "&cursor=" + cursor
-		}
-		r := inst.MustDo(t, http.MethodGet, path, admin, nil)
-		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-		var page registration.Page
-		r.JSON(t, &page)
+		page, err := admin.ListRegistrations(ctx, id, client.RegistrationListOptions{Limit: 3, Cursor: cursor})
+		require.NoError(t, err)
 		for _, it := range page.Items {
 			got = append(got, it.ID)
 		}
@@ -235,18 +232,21 @@ func TestListRegistrationsPagesInCreationOrder(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 
-	var page registration.Page
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations?status=cancelled", admin, nil).JSON(t, &page)
+	page, err := admin.ListRegistrations(ctx, id, client.RegistrationListOptions{Status: client.Cancelled})
+	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
 	require.Equal(t, want[3], page.Items[0].ID)
 	require.Nil(t, page.NextCursor)
 
+	// Bad queries, sent as they are: the client sends none of them.
+	adminToken := inst.Token(t, "admin", true)
 	for _, q := range []string{"limit=0", "limit=501", "limit=x", "cursor=%%%", "cursor=abc", "status=gone"} {
-		r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations?"+q, admin, nil)
+		r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations?"+q, adminToken, nil)
 		require.Equal(t, http.StatusBadRequest, r.Status, q)
 		require.Equal(t, "invalid_request", r.ErrorCode(), q)
 	}
-	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations", inst.Token(t, "u1", false), nil).Status)
+	_, err = inst.API(t, "u1", false).ListRegistrations(ctx, id, client.RegistrationListOptions{})
+	require.Equal(t, http.StatusForbidden, apptest.Refusal(t, err).Status)
 }
 
 // TestReadmissionOnAnotherInstanceIsSeenByAdmission checks that a seat taken
@@ -255,26 +255,30 @@ func TestListRegistrationsPagesInCreationOrder(t *testing.T) {
 // occupying registrations from before.
 func TestReadmissionOnAnotherInstanceIsSeenByAdmission(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	opts := app.Options{Now: clock.Now, ExpiryInterval: time.Hour}
 	// No display tier: its gate would hide an admission mistake.
 	a := apptest.Start(t, apptest.Options{App: opts, NoRedis: true})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: opts, NoRedis: true})
 	id := a.CreateActivity(t, "readmit", 3)
+	adminB := b.API(t, "admin", true)
 
-	late := regOf(t, signup(t, b, id, "late"))
-	require.Equal(t, http.StatusOK, setStatus(t, b, late.ID, "awaiting_payment").Status)
+	late := b.MustSignup(t, id, "late")
+	_, err := adminB.SetRegistrationStatus(ctx, late.ID, client.AwaitingPayment)
+	require.NoError(t, err)
 	clock.Advance(time.Hour)
-	_, err := b.App.Registrations.ExpireDue(context.Background())
+	_, err = b.App.Registrations.ExpireDue(ctx)
 	require.NoError(t, err)
 
-	require.Equal(t, http.StatusCreated, signup(t, a, id, "u1").Status) // a now knows 1 taken
-	require.Equal(t, http.StatusOK, setStatus(t, b, late.ID, "approved").Status)
+	a.MustSignup(t, id, "u1") // a now knows 1 taken
+	_, err = adminB.SetRegistrationStatus(ctx, late.ID, client.Approved)
+	require.NoError(t, err)
 	require.Equal(t, 2, authorityTaken(t, a, id))
 
 	created := 0
 	for _, u := range []string{"u2", "u3", "u4"} {
-		if signup(t, a, id, u).Status == http.StatusCreated {
+		if apptest.SignupStatus(a.Signup(t, id, u)) == http.StatusCreated {
 			created++
 		}
 	}
@@ -284,19 +288,22 @@ func TestReadmissionOnAnotherInstanceIsSeenByAdmission(t *testing.T) {
 
 func TestExpiringManyHoldsFreesEachSeatOnce(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	inst := apptest.Start(t, apptest.Options{App: app.Options{Now: clock.Now, ExpiryInterval: time.Hour}})
 	id := inst.CreateActivity(t, "many holds", 6)
+	admin := inst.API(t, "admin", true)
 	for i := range 5 {
-		reg := regOf(t, signup(t, inst, id, fmt.Sprint("h", i)))
+		reg := inst.MustSignup(t, id, fmt.Sprint("h", i))
 		if i < 4 {
-			require.Equal(t, http.StatusOK, setStatus(t, inst, reg.ID, "awaiting_payment").Status)
+			_, err := admin.SetRegistrationStatus(ctx, reg.ID, client.AwaitingPayment)
+			require.NoError(t, err)
 		}
 	}
 	require.Equal(t, 5, displayTaken(t, inst, id))
 
 	clock.Advance(time.Hour)
-	n, err := inst.App.Registrations.ExpireDue(context.Background())
+	n, err := inst.App.Registrations.ExpireDue(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	require.Equal(t, 1, authorityTaken(t, inst, id))

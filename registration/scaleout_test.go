@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
@@ -89,11 +90,11 @@ func duplicatesGetOneSeat(t *testing.T, env scaleEnv) {
 	for u := range 40 {
 		user := fmt.Sprint("dup", u)
 		for k := range 4 {
-			inst := env.insts[k%len(env.insts)]
+			api := env.insts[k%len(env.insts)].API(t, user, false)
 			wg.Go(func() {
-				r := signup(t, inst, id, user)
+				status := apptest.SignupStatus(api.Signup(t.Context(), id, client.SignupOptions{}))
 				mu.Lock()
-				statuses[user] = append(statuses[user], r.Status)
+				statuses[user] = append(statuses[user], status)
 				mu.Unlock()
 			})
 		}
@@ -111,15 +112,15 @@ func cancelsFreeSeatsOnce(t *testing.T, env scaleEnv) {
 	id := a.CreateActivity(t, "cancels", 20)
 	var regs []string
 	for i := range 20 {
-		regs = append(regs, regOf(t, signup(t, env.insts[i%2], id, fmt.Sprint("c", i))).ID)
+		regs = append(regs, env.insts[i%2].MustSignup(t, id, fmt.Sprint("c", i)).ID)
 	}
 	var wg sync.WaitGroup
 	for i, reg := range regs[:10] {
-		tok := a.Token(t, fmt.Sprint("c", i), false)
 		for _, inst := range env.insts { // each cancel twice, on both instances
+			owner := inst.API(t, fmt.Sprint("c", i), false)
 			wg.Go(func() {
-				r := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+reg+"/cancel", tok, nil)
-				require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+				_, err := owner.CancelRegistration(t.Context(), reg)
+				require.NoError(t, err)
 			})
 		}
 	}

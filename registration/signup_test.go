@@ -2,6 +2,7 @@ package registration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -72,8 +74,8 @@ func TestSignupsWithoutRedisAreExact(t *testing.T) {
 
 	require.Equal(t, map[int]int{201: 50, 409: 450}, counts)
 	require.Equal(t, 50, authorityTaken(t, inst, id))
-	var seats capacity.Seats
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &seats)
+	seats, err := inst.Public().Seats(t.Context(), id)
+	require.NoError(t, err)
 	require.Equal(t, capacity.SourceDatabase, seats.Source)
 	require.Equal(t, 0, seats.Remaining)
 }
@@ -87,14 +89,15 @@ func TestWarmSeatReadsRunNoDatabaseQuery(t *testing.T) {
 	id := inst.CreateActivity(t, "reads", 30)
 	signupBurst(t, []*apptest.Instance{inst}, id, "u", 10)
 
-	var first capacity.Seats
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &first)
+	public := inst.Public()
+	_, err := public.Seats(t.Context(), id)
+	require.NoError(t, err)
 	before := inst.Queries.Count()
 	var wg sync.WaitGroup
 	for range 200 {
 		wg.Go(func() {
-			var s capacity.Seats
-			inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &s)
+			s, err := public.Seats(t.Context(), id)
+			require.NoError(t, err)
 			require.Equal(t, capacity.SourceCache, s.Source)
 			require.Equal(t, 10, s.Taken)
 			require.Equal(t, 20, s.Remaining)
@@ -116,15 +119,19 @@ func TestDuplicateSignupsAreAlreadyRegisteredNeverFull(t *testing.T) {
 
 	type answer struct {
 		user string
-		r    apptest.Response
+		res  client.SignupResult
+		err  error
 	}
 	answers := make(chan answer, 200)
 	var wg sync.WaitGroup
 	for u := range 50 {
 		user := fmt.Sprint("dup", u)
 		for k := range 4 {
-			inst := []*apptest.Instance{a, b}[k%2]
-			wg.Go(func() { answers <- answer{user, signup(t, inst, id, user)} })
+			api := []*apptest.Instance{a, b}[k%2].API(t, user, false)
+			wg.Go(func() {
+				res, err := api.Signup(t.Context(), id, client.SignupOptions{})
+				answers <- answer{user, res, err}
+			})
 		}
 	}
 	wg.Wait()
@@ -132,21 +139,16 @@ func TestDuplicateSignupsAreAlreadyRegisteredNeverFull(t *testing.T) {
 	created := map[string]string{}
 	conflicts := map[string][]string{}
 	for ans := range answers {
-		switch ans.r.Status {
-		case http.StatusCreated:
+		var e *client.Error
+		switch {
+		case ans.err == nil && !ans.res.Waitlisted:
 			require.Empty(t, created[ans.user], "%s admitted twice", ans.user)
-			created[ans.user] = regOf(t, ans.r).ID
-		case http.StatusConflict:
-			require.Equal(t, "already_registered", ans.r.ErrorCode(), "%s", ans.r.Body)
-			var body struct {
-				Error struct {
-					RegistrationID string `json:"registration_id"`
-				} `json:"error"`
-			}
-			ans.r.JSON(t, &body)
-			conflicts[ans.user] = append(conflicts[ans.user], body.Error.RegistrationID)
+			created[ans.user] = ans.res.Registration.ID
+		case errors.As(ans.err, &e) && e.Status == http.StatusConflict:
+			require.Equal(t, client.CodeAlreadyRegistered, e.Code, "%v", e)
+			conflicts[ans.user] = append(conflicts[ans.user], e.RegistrationID)
 		default:
-			t.Fatalf("unexpected %d %s", ans.r.Status, ans.r.Body)
+			t.Fatalf("unexpected %+v %v", ans.res, ans.err)
 		}
 	}
 	require.Len(t, created, 50)
@@ -166,20 +168,16 @@ func TestHolderOfAFullActivityIsAlreadyRegistered(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
 	id := inst.CreateActivity(t, "full", 2)
-	first := regOf(t, signup(t, inst, id, "holder"))
-	require.Equal(t, http.StatusCreated, signup(t, inst, id, "other").Status)
-	require.Equal(t, "activity_full", signup(t, inst, id, "late").ErrorCode())
+	first := inst.MustSignup(t, id, "holder")
+	inst.MustSignup(t, id, "other")
+	_, err := inst.Signup(t, id, "late")
+	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code)
 
-	r := signup(t, inst, id, "holder")
-	require.Equal(t, http.StatusConflict, r.Status)
-	require.Equal(t, "already_registered", r.ErrorCode(), "%s", r.Body)
-	var body struct {
-		Error struct {
-			RegistrationID string `json:"registration_id"`
-		} `json:"error"`
-	}
-	r.JSON(t, &body)
-	require.Equal(t, first.ID, body.Error.RegistrationID)
+	_, err = inst.Signup(t, id, "holder")
+	refusal := apptest.Refusal(t, err)
+	require.Equal(t, http.StatusConflict, refusal.Status)
+	require.Equal(t, client.CodeAlreadyRegistered, refusal.Code, "%v", refusal)
+	require.Equal(t, first.ID, refusal.RegistrationID)
 }
 
 // TestLeakedHoldsNeverRefuseAFreeSeat: seats held in the display by an
@@ -189,12 +187,13 @@ func TestLeakedHoldsNeverRefuseAFreeSeat(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{ReconcileInterval: time.Hour}})
 	id := inst.CreateActivity(t, "leaked", 3)
-	require.Equal(t, http.StatusCreated, signup(t, inst, id, "u1").Status)
+	inst.MustSignup(t, id, "u1")
 	require.NoError(t, inst.App.Redis.HSet(context.Background(), capacity.Key(id), "held", 2).Err())
 	require.Equal(t, 3, displayTaken(t, inst, id), "the display shows the activity full")
 
-	require.Equal(t, http.StatusCreated, signup(t, inst, id, "u2").Status, "a free seat is never refused")
-	require.Equal(t, http.StatusCreated, signup(t, inst, id, "u3").Status)
-	require.Equal(t, "activity_full", signup(t, inst, id, "u4").ErrorCode())
+	require.Equal(t, http.StatusCreated, apptest.SignupStatus(inst.Signup(t, id, "u2")), "a free seat is never refused")
+	inst.MustSignup(t, id, "u3")
+	_, err := inst.Signup(t, id, "u4")
+	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code)
 	require.Equal(t, 3, authorityTaken(t, inst, id))
 }

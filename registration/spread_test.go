@@ -2,6 +2,7 @@ package registration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
@@ -66,20 +68,19 @@ func TestSignupsSpreadOverManyActivitiesAreExact(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 128)
 	for k, j := range jobs {
-		inst := []*apptest.Instance{a, b}[k%2]
-		tok := inst.Token(t, j.user, false)
+		api := []*apptest.Instance{a, b}[k%2].API(t, j.user, false)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r, err := apptest.Do(http.MethodPost, inst.URL+"/v1/activities/"+ids[j.activity]+"/registrations", tok, "{}")
-			require.NoError(t, err)
+			res, err := api.Signup(t.Context(), ids[j.activity], client.SignupOptions{})
+			var e *client.Error
 			switch {
-			case r.Status == http.StatusCreated:
+			case err == nil && !res.Waitlisted:
 				created[j.activity].Add(1)
-			case r.Status == http.StatusConflict && r.ErrorCode() == "activity_full":
+			case errors.As(err, &e) && e.Status == http.StatusConflict && e.Code == client.CodeActivityFull:
 				refused[j.activity].Add(1)
 			default:
-				t.Errorf("unexpected %d %s", r.Status, r.Body)
+				t.Errorf("unexpected %+v %v", res, err)
 			}
 		})
 	}

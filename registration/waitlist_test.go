@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/registration"
 )
@@ -16,23 +17,21 @@ import (
 // createWaitlisted creates an activity with a waiting list.
 func createWaitlisted(t *testing.T, inst *apptest.Instance, title string, capacity int) string {
 	t.Helper()
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities", inst.Token(t, "admin", true),
-		map[string]any{"title": title, "capacity": capacity, "waitlist": true})
-	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
-	var a registration.Activity
-	r.JSON(t, &a)
+	a, err := inst.API(t, "admin", true).CreateActivity(t.Context(), client.NewActivity{Title: title, Capacity: capacity, Waitlist: true})
+	require.NoError(t, err)
 	require.True(t, a.Waitlist)
 	return a.ID
 }
 
-func getReg(t *testing.T, inst *apptest.Instance, id string) registration.Registration {
+// getReg reads a registration as an admin.
+func getReg(t *testing.T, inst *apptest.Instance, id string) client.Registration {
 	t.Helper()
-	r := inst.MustDo(t, http.MethodGet, "/v1/registrations/"+id, inst.Token(t, "admin", true), nil)
-	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-	return regOf(t, r)
+	r, err := inst.API(t, "admin", true).GetRegistration(t.Context(), id)
+	require.NoError(t, err)
+	return r
 }
 
-func position(r registration.Registration) int {
+func position(r client.Registration) int {
 	if r.WaitlistPosition == nil {
 		return 0
 	}
@@ -41,80 +40,92 @@ func position(r registration.Registration) int {
 
 func TestWaitingListPromotesTheFirstInLineAtOnce(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
 	id := createWaitlisted(t, inst, "waiting", 3)
-	var seated, waiting []registration.Registration
+	admin := inst.API(t, "admin", true)
+	var seated, waiting []client.Registration
 	for i := range 3 {
-		r := signup(t, inst, id, fmt.Sprint("s", i))
-		require.Equal(t, http.StatusCreated, r.Status)
-		seated = append(seated, regOf(t, r))
+		seated = append(seated, inst.MustSignup(t, id, fmt.Sprint("s", i)))
 		require.Nil(t, seated[i].WaitlistPosition)
 	}
 	for i := range 5 {
-		r := signup(t, inst, id, fmt.Sprint("w", i))
-		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Body)
-		w := regOf(t, r)
-		require.Equal(t, registration.Waitlisted, w.Status)
+		res, err := inst.Signup(t, id, fmt.Sprint("w", i))
+		require.NoError(t, err)
+		require.True(t, res.Waitlisted, "%+v", res.Registration)
+		w := res.Registration
+		require.Equal(t, client.Waitlisted, w.Status)
 		require.Equal(t, i+1, position(w))
 		waiting = append(waiting, w)
 	}
-	var act registration.Activity
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id, "", nil).JSON(t, &act)
+	act, err := inst.Public().GetActivity(ctx, id)
+	require.NoError(t, err)
 	require.Equal(t, [3]int{3, 0, 5}, [3]int{act.Taken, act.Remaining, act.Waiting})
-	var seats struct{ Taken, Remaining, Waiting int }
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil).JSON(t, &seats)
-	require.Equal(t, struct{ Taken, Remaining, Waiting int }{3, 0, 5}, seats)
+	seats, err := inst.Public().Seats(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{3, 0, 5}, [3]int{seats.Taken, seats.Remaining, seats.Waiting})
 
 	// One seat freed: the first in line has it when the cancel is answered.
+	// Sent as it is, to read its X-Request-Id.
 	r := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+seated[1].ID+"/cancel", inst.Token(t, "s1", false), nil)
 	require.Equal(t, http.StatusOK, r.Status)
 	first := getReg(t, inst, waiting[0].ID)
-	require.Equal(t, registration.Pending, first.Status)
+	require.Equal(t, client.Pending, first.Status)
 	require.Nil(t, first.WaitlistPosition)
 	for i, w := range waiting[1:] {
 		require.Equal(t, i+1, position(getReg(t, inst, w.ID)), "the others moved up one")
 	}
-	evs := eventsOf(t, inst.MustDo(t, http.MethodGet, "/v1/registrations/"+waiting[0].ID+"/events", inst.Token(t, "w0", false), nil))
-	require.Equal(t, []registration.EventType{registration.EventWaitlisted, registration.EventPromoted}, []registration.EventType{evs[0].Type, evs[1].Type})
+	evs, err := inst.API(t, "w0", false).RegistrationEvents(ctx, waiting[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, []registration.EventType{registration.EventWaitlisted, registration.EventPromoted},
+		[]registration.EventType{registration.EventType(evs[0].Type), registration.EventType(evs[1].Type)})
 	require.Equal(t, registration.ActorSystem, evs[1].Actor)
-	require.Equal(t, r.Header.Get("X-Request-Id"), evs[1].RequestID, "promoted by the cancel's request")
+	require.Equal(t, r.Header.Get("X-Request-Id"), requestID(evs[1]), "promoted by the cancel's request")
 
 	// Cancelling a place in line leaves the line; an admin cannot skip it.
-	require.Equal(t, http.StatusOK, inst.MustDo(t, http.MethodPost, "/v1/registrations/"+waiting[2].ID+"/cancel", inst.Token(t, "w2", false), nil).Status)
+	_, err = inst.API(t, "w2", false).CancelRegistration(ctx, waiting[2].ID)
+	require.NoError(t, err)
 	require.Equal(t, 2, position(getReg(t, inst, waiting[3].ID)))
-	for _, to := range []string{"approved", "awaiting_payment"} {
-		require.Equal(t, "invalid_transition", setStatus(t, inst, waiting[1].ID, to).ErrorCode())
+	for _, to := range []client.Status{client.Approved, client.AwaitingPayment} {
+		_, err := admin.SetRegistrationStatus(ctx, waiting[1].ID, to)
+		require.Equal(t, client.CodeInvalidTransition, apptest.Refusal(t, err).Code)
 	}
-	require.Equal(t, "already_registered", signup(t, inst, id, "w1").ErrorCode(), "a user waits once")
+	_, err = inst.Signup(t, id, "w1")
+	require.Equal(t, client.CodeAlreadyRegistered, apptest.Refusal(t, err).Code, "a user waits once")
 
 	// Turned off, the list takes nobody new but still promotes its own.
-	off := inst.MustDo(t, http.MethodPatch, "/v1/activities/"+id, inst.Token(t, "admin", true), map[string]any{"waitlist": false})
-	require.Equal(t, http.StatusOK, off.Status)
-	require.Equal(t, "activity_full", signup(t, inst, id, "newcomer").ErrorCode())
-	inst.MustDo(t, http.MethodPost, "/v1/registrations/"+seated[0].ID+"/cancel", inst.Token(t, "s0", false), nil)
-	require.Equal(t, registration.Pending, getReg(t, inst, waiting[1].ID).Status)
+	_, err = admin.UpdateActivity(ctx, id, client.ActivityPatch{Waitlist: new(false)})
+	require.NoError(t, err)
+	_, err = inst.Signup(t, id, "newcomer")
+	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code)
+	_, err = inst.API(t, "s0", false).CancelRegistration(ctx, seated[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, client.Pending, getReg(t, inst, waiting[1].ID).Status)
 
 	// A capacity raise admits the rest at once.
-	raised := inst.MustDo(t, http.MethodPatch, "/v1/activities/"+id, inst.Token(t, "admin", true), map[string]any{"capacity": 10})
-	require.Equal(t, http.StatusOK, raised.Status)
-	raised.JSON(t, &act)
+	act, err = admin.UpdateActivity(ctx, id, client.ActivityPatch{Capacity: new(10)})
+	require.NoError(t, err)
 	require.Equal(t, [2]int{5, 0}, [2]int{act.Taken, act.Waiting})
-	require.Equal(t, registration.Pending, getReg(t, inst, waiting[4].ID).Status)
+	require.Equal(t, client.Pending, getReg(t, inst, waiting[4].ID).Status)
 }
 
+// TestReplayedWaitlistingReturnsTheFirst202 sends the replayed signups as
+// they are: it compares the answers and reads Idempotent-Replayed.
 func TestReplayedWaitlistingReturnsTheFirst202(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
 	id := createWaitlisted(t, inst, "replay", 1)
-	require.Equal(t, http.StatusCreated, signup(t, inst, id, "seated").Status)
-	first := signup(t, inst, id, "waiter", "Idempotency-Key", "k1")
+	inst.MustSignup(t, id, "seated")
+	waiter := inst.Token(t, "waiter", false)
+	path := "/v1/activities/" + id + "/registrations"
+	first := inst.MustDo(t, http.MethodPost, path, waiter, "{}", "Idempotency-Key", "k1")
 	require.Equal(t, http.StatusAccepted, first.Status)
-	again := signup(t, inst, id, "waiter", "Idempotency-Key", "k1")
+	again := inst.MustDo(t, http.MethodPost, path, waiter, "{}", "Idempotency-Key", "k1")
 	require.Equal(t, http.StatusAccepted, again.Status)
 	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
 	require.JSONEq(t, string(first.Body), string(again.Body))
-	var page registration.Page
-	inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations?status=waitlisted", inst.Token(t, "admin", true), nil).JSON(t, &page)
+	page, err := inst.API(t, "admin", true).ListRegistrations(t.Context(), id, client.RegistrationListOptions{Status: client.Waitlisted})
+	require.NoError(t, err)
 	require.Len(t, page.Items, 1, "one row")
 }
 
@@ -127,39 +138,41 @@ func TestFreedSeatsGoToTheLineNotToNewcomers(t *testing.T) {
 	a := apptest.Start(t, apptest.Options{})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
 	id := createWaitlisted(t, a, "no queue jumping", 10)
-	var holders, line []registration.Registration
+	var holders, line []client.Registration
 	for i := range 10 {
-		holders = append(holders, regOf(t, signup(t, a, id, fmt.Sprint("h", i))))
+		holders = append(holders, a.MustSignup(t, id, fmt.Sprint("h", i)))
 	}
 	for i := range 20 {
-		r := signup(t, b, id, fmt.Sprint("l", i))
-		require.Equal(t, http.StatusAccepted, r.Status)
-		line = append(line, regOf(t, r))
+		res, err := b.Signup(t, id, fmt.Sprint("l", i))
+		require.NoError(t, err)
+		require.True(t, res.Waitlisted, "%+v", res.Registration)
+		line = append(line, res.Registration)
 	}
 
 	var wg sync.WaitGroup
 	var newcomers sync.Map
 	for i, h := range holders {
-		inst := []*apptest.Instance{a, b}[i%2]
+		owner := []*apptest.Instance{a, b}[i%2].API(t, h.UserID, false)
 		wg.Go(func() {
-			r := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+h.ID+"/cancel", inst.Token(t, h.UserID, false), nil)
-			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			_, err := owner.CancelRegistration(t.Context(), h.ID)
+			require.NoError(t, err)
 		})
 	}
 	for i := range 50 {
-		inst := []*apptest.Instance{a, b}[i%2]
+		newcomer := []*apptest.Instance{a, b}[i%2].API(t, fmt.Sprint("n", i), false)
 		wg.Go(func() {
-			r := signup(t, inst, id, fmt.Sprint("n", i))
-			require.Equal(t, http.StatusAccepted, r.Status, "newcomer %d: %s", i, r.Body)
-			newcomers.Store(regOf(t, r).ID, true)
+			res, err := newcomer.Signup(t.Context(), id, client.SignupOptions{})
+			require.NoError(t, err, "newcomer %d", i)
+			require.True(t, res.Waitlisted, "newcomer %d: %+v", i, res.Registration)
+			newcomers.Store(res.Registration.ID, true)
 		})
 	}
 	wg.Wait()
 
 	for i, l := range line {
-		want := registration.Pending
+		want := client.Pending
 		if i >= 10 {
-			want = registration.Waitlisted
+			want = client.Waitlisted
 		}
 		got := getReg(t, a, l.ID)
 		require.Equal(t, want, got.Status, "line %d", i)
@@ -169,12 +182,12 @@ func TestFreedSeatsGoToTheLineNotToNewcomers(t *testing.T) {
 	}
 	newcomers.Range(func(k, _ any) bool {
 		got := getReg(t, a, k.(string))
-		require.Equal(t, registration.Waitlisted, got.Status)
+		require.Equal(t, client.Waitlisted, got.Status)
 		require.Greater(t, position(got), 10, "behind the ten still in line")
 		return true
 	})
-	var act registration.Activity
-	a.MustDo(t, http.MethodGet, "/v1/activities/"+id, "", nil).JSON(t, &act)
+	act, err := a.Public().GetActivity(t.Context(), id)
+	require.NoError(t, err)
 	require.Equal(t, 10, act.Taken)
 	require.Equal(t, 60, act.Waiting)
 }
@@ -194,23 +207,21 @@ func TestWaitlistFlashCrowd(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 128)
 	for i := range users {
-		inst := []*apptest.Instance{a, b}[i%2]
-		tok := inst.Token(t, fmt.Sprint("f", i), false)
+		api := []*apptest.Instance{a, b}[i%2].API(t, fmt.Sprint("f", i), false)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r, err := apptest.Do(http.MethodPost, inst.URL+"/v1/activities/"+id+"/registrations", tok, "{}")
-			require.NoError(t, err)
-			switch r.Status {
-			case http.StatusCreated:
+			res, err := api.Signup(t.Context(), id, client.SignupOptions{})
+			switch {
+			case err == nil && !res.Waitlisted:
 				seated.Add(1)
-			case http.StatusAccepted:
-				p := position(regOf(t, r))
+			case err == nil:
+				p := position(res.Registration)
 				mu.Lock()
 				positions = append(positions, p)
 				mu.Unlock()
 			default:
-				t.Errorf("unexpected %d %s", r.Status, r.Body)
+				t.Errorf("unexpected %v", err)
 			}
 		})
 	}
@@ -223,7 +234,7 @@ func TestWaitlistFlashCrowd(t *testing.T) {
 		require.True(t, p >= 1 && p <= users-500, "position %d out of range", p)
 		seen[p] = true
 	}
-	var act registration.Activity
-	a.MustDo(t, http.MethodGet, "/v1/activities/"+id, "", nil).JSON(t, &act)
+	act, err := a.Public().GetActivity(t.Context(), id)
+	require.NoError(t, err)
 	require.Equal(t, [2]int{500, users - 500}, [2]int{act.Taken, act.Waiting})
 }

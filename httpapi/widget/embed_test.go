@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi/widget"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -75,7 +76,7 @@ func TestWidgetsOnAnotherOriginWithDefaultSettings(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
 	a := inst.CreateActivity(t, "Cardiology grand rounds", 3)
-	signup(t, inst, a, "u1")
+	inst.MustSignup(t, a, "u1")
 	site := newPages(t)
 	en := site.add("/en", embedPage("en", "zh", inst.URL, a, "refused-note"))
 	zh := site.add("/zh", embedPage("zh-CN", "en", inst.URL, a, "refused-note"))
@@ -104,12 +105,13 @@ func TestWidgetsOnAnotherOriginWithDefaultSettings(t *testing.T) {
 		waitText("#note .note-status", "此网站（"+site.srv.URL+"）未获准记录浏览和浇水", time.Second),
 	)
 	require.Equal(t, "浇水", text(t, ctx, "#note .note-water"))
-	signup(t, inst, a, "u2")
-	signup(t, inst, a, "u3")
+	inst.MustSignup(t, a, "u2")
+	inst.MustSignup(t, a, "u3")
 	do(t, ctx, 10*time.Second, waitText("#seats", "已满", 5*time.Second), waitText("#seats-other", "Full", time.Second))
 
-	r := inst.MustDo(t, http.MethodGet, "/v1/notes/refused-note/stats", "", nil)
-	require.JSONEq(t, `{"note_id":"refused-note","views":0,"waters":0}`, string(r.Body), "nothing recorded")
+	stats, err := inst.Public().NoteStats(t.Context(), "refused-note")
+	require.NoError(t, err)
+	require.Equal(t, client.NoteStats{NoteID: "refused-note"}, stats, "nothing recorded")
 }
 
 // TestNoteButtonsOnAnAllowedOrigin embeds the note buttons in pages of an
@@ -142,8 +144,9 @@ func TestNoteButtonsOnAnAllowedOrigin(t *testing.T) {
 	)
 	require.Empty(t, text(t, ctx, "#note .note-status"))
 	screenshot(t, ctx)
-	r := inst.MustDo(t, http.MethodGet, "/v1/notes/allowed-note/stats", "", nil)
-	require.JSONEq(t, `{"note_id":"allowed-note","views":2,"waters":2}`, string(r.Body))
+	stats, err := inst.Public().NoteStats(t.Context(), "allowed-note")
+	require.NoError(t, err)
+	require.Equal(t, client.NoteStats{NoteID: "allowed-note", Views: 2, Waters: 2}, stats)
 }
 
 // TestDemoEmbedSnippetWorksOnAnotherSite pastes the demo page's "Embed"

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
@@ -152,12 +153,6 @@ func screenshot(t *testing.T, ctx context.Context) []byte {
 	return png
 }
 
-func signup(t *testing.T, inst *apptest.Instance, activityID, user string) {
-	t.Helper()
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+activityID+"/registrations", inst.Token(t, user, false), "{}")
-	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-}
-
 // TestSeatWidgetIsLive embeds the seat widget in a page of another origin,
 // three widgets for two activities, and follows signups made through the
 // API.
@@ -188,14 +183,14 @@ func TestSeatWidgetIsLive(t *testing.T) {
 	require.Equal(t, "polite", live)
 
 	start := time.Now()
-	signup(t, inst, a, "u1")
+	inst.MustSignup(t, a, "u1")
 	do(t, ctx, 5*time.Second, waitText("#a1", "2 of 3 seats left", time.Second-time.Since(start)))
 	t.Logf("signup shown by the widget %s after it was sent", time.Since(start))
 	do(t, ctx, 5*time.Second, waitText("#a2", "2 of 3 seats left", time.Second))
 	require.Equal(t, "5 of 5 seats left", text(t, ctx, "#b"))
 
-	signup(t, inst, a, "u2")
-	signup(t, inst, a, "u3")
+	inst.MustSignup(t, a, "u2")
+	inst.MustSignup(t, a, "u3")
 	do(t, ctx, 5*time.Second, waitText("#a1", "Full", time.Second), waitText("#a2", "Full", time.Second))
 	screenshot(t, ctx)
 }
@@ -217,11 +212,11 @@ func TestSeatWidgetReconnects(t *testing.T) {
 		waitText("[data-seats-activity]", "10 of 10 seats left", 5*time.Second),
 	)
 	proxy.CloseClientConnections()
-	signup(t, inst, a, "u1")
+	inst.MustSignup(t, a, "u1")
 	do(t, ctx, 10*time.Second, waitText("[data-seats-activity]", "9 of 10 seats left", 5*time.Second))
 	proxy.CloseClientConnections()
 	time.Sleep(100 * time.Millisecond)
-	signup(t, inst, a, "u2")
+	inst.MustSignup(t, a, "u2")
 	do(t, ctx, 10*time.Second, waitText("[data-seats-activity]", "8 of 10 seats left", 5*time.Second))
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-seats-activity]').getAttribute('data-seats-state')`))
 	require.NoError(t, err)
@@ -251,9 +246,9 @@ func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
 		waitText(waters, "1 water", 5*time.Second),
 	)
 	time.Sleep(300 * time.Millisecond)
-	r := inst.MustDo(t, http.MethodGet, "/v1/notes/"+note+"/stats", "", nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	require.JSONEq(t, fmt.Sprintf(`{"note_id":%q,"views":2,"waters":1}`, note), string(r.Body))
+	stats, err := inst.Public().NoteStats(t.Context(), note)
+	require.NoError(t, err)
+	require.Equal(t, client.NoteStats{NoteID: note, Views: 2, Waters: 1}, stats)
 	require.Equal(t, "1 water", text(t, ctx, waters))
 
 	do(t, ctx, 10*time.Second, chromedp.Click(`[data-note] .note-water`), waitText(waters, "2 waters", 5*time.Second))
@@ -268,20 +263,24 @@ func TestDemoPage(t *testing.T) {
 	inst := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
 	a := inst.CreateActivity(t, "Cardiology grand rounds", 20)
 	for i := range 7 {
-		signup(t, inst, a, fmt.Sprintf("u%d", i))
+		inst.MustSignup(t, a, fmt.Sprintf("u%d", i))
 	}
 	w := createWaitlisted(t, inst, "Journal club", 2)
 	for i := range 2 {
-		signup(t, inst, w, fmt.Sprintf("j%d", i))
+		inst.MustSignup(t, w, fmt.Sprintf("j%d", i))
 	}
 	note := "demo-note" // each instance has a database of its own
+	public := inst.Public()
 	for range 41 {
-		inst.MustDo(t, http.MethodPost, "/v1/notes/"+note+"/views", "", nil)
+		_, err := public.RecordView(t.Context(), note)
+		require.NoError(t, err)
 	}
 	for range 6 {
-		inst.MustDo(t, http.MethodPost, "/v1/notes/"+note+"/waters", "", nil)
+		_, err := public.RecordWater(t.Context(), note)
+		require.NoError(t, err)
 	}
 
+	// The page is read as it is sent, for its headers.
 	page := "/demo?activity=" + a + "&waitlist=" + w + "&note=" + note
 	r := inst.MustDo(t, http.MethodGet, page, "", nil)
 	require.Equal(t, http.StatusOK, r.Status)
@@ -317,11 +316,8 @@ func TestDemoPage(t *testing.T) {
 // createWaitlisted creates an activity that keeps a waiting list.
 func createWaitlisted(t *testing.T, inst *apptest.Instance, title string, capacity int) string {
 	t.Helper()
-	r := inst.MustDo(t, http.MethodPost, "/v1/activities", inst.Token(t, "admin", true),
-		map[string]any{"title": title, "capacity": capacity, "waitlist": true})
-	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	var act struct{ ID string }
-	r.JSON(t, &act)
+	act, err := inst.API(t, "admin", true).CreateActivity(t.Context(), client.NewActivity{Title: title, Capacity: capacity, Waitlist: true})
+	require.NoError(t, err)
 	return act.ID
 }
 
@@ -334,12 +330,10 @@ func TestSeatWidgetFollowsTheWaitingList(t *testing.T) {
 	id := createWaitlisted(t, inst, "Journal club", 2)
 	var seated string
 	for i := range 4 {
-		r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, fmt.Sprint("u", i), false), "{}")
-		require.Contains(t, []int{http.StatusCreated, http.StatusAccepted}, r.Status)
+		res, err := inst.Signup(t, id, fmt.Sprint("u", i))
+		require.NoError(t, err)
 		if i == 0 {
-			var reg struct{ ID string }
-			r.JSON(t, &reg)
-			seated = reg.ID
+			seated = res.Registration.ID
 		}
 	}
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -358,8 +352,8 @@ func TestSeatWidgetFollowsTheWaitingList(t *testing.T) {
 		waitText("#zh", "已满 · 2 人候补", time.Second),
 	)
 	start := time.Now()
-	r := inst.MustDo(t, http.MethodPost, "/v1/registrations/"+seated+"/cancel", inst.Token(t, "u0", false), nil)
-	require.Equal(t, http.StatusOK, r.Status)
+	_, err := inst.API(t, "u0", false).CancelRegistration(t.Context(), seated)
+	require.NoError(t, err)
 	do(t, ctx, 5*time.Second, waitText("#en", "Full · 1 waiting", 2*time.Second), waitText("#zh", "已满 · 1 人候补", time.Second))
 	t.Logf("the promotion was shown %s after the cancellation", time.Since(start))
 	screenshot(t, ctx)

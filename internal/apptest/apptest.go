@@ -182,6 +182,12 @@ func (i *Instance) API(t testing.TB, sub string, admin bool) *client.Client {
 	return client.New(i.URL, i.Token(t, sub, admin), Client)
 }
 
+// Public returns the typed client of the instance without a token, for
+// the public routes, over Client.
+func (i *Instance) Public() *client.Client {
+	return client.New(i.URL, "", Client)
+}
+
 // Do sends a request. body may be nil, a string or []byte (sent as is), or
 // any value sent as JSON. headers are pairs of name and value.
 func Do(method, url, token string, body any, headers ...string) (Response, error) {
@@ -234,13 +240,10 @@ func (i *Instance) MustDo(t testing.TB, method, path, token string, body any, he
 // CreateActivity creates an activity through the API and returns its id.
 func (i *Instance) CreateActivity(t testing.TB, title string, capacity int) string {
 	t.Helper()
-	r := i.MustDo(t, http.MethodPost, "/v1/activities", i.Token(t, "admin", true),
-		map[string]any{"title": title, "capacity": capacity})
-	if r.Status != http.StatusCreated {
-		t.Fatalf("create activity: %d %s", r.Status, r.Body)
+	a, err := i.API(t, "admin", true).CreateActivity(context.Background(), client.NewActivity{Title: title, Capacity: capacity})
+	if err != nil {
+		t.Fatalf("create activity: %v", err)
 	}
-	var a struct{ ID string }
-	r.JSON(t, &a)
 	return a.ID
 }
 

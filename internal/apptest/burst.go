@@ -1,16 +1,20 @@
 package apptest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/physiciansnet/capacityd/client"
 )
 
 // SignupBurst signs up users prefix0..prefix(n-1) to an activity at once,
 // spread over the instances (256 requests in flight at most), and counts
-// the answers by status (-1 for a transport error). A 409 must be
-// activity_full.
+// the answers by status (201 admitted, 202 waitlisted, a refusal's status,
+// -1 for a request that got no answer). A 409 must be activity_full.
 func SignupBurst(t testing.TB, insts []*Instance, activityID, prefix string, n int) map[int]int {
 	t.Helper()
 	var mu sync.Mutex
@@ -18,18 +22,15 @@ func SignupBurst(t testing.TB, insts []*Instance, activityID, prefix string, n i
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 256)
 	for i := range n {
-		inst := insts[i%len(insts)]
-		tok := inst.Token(t, fmt.Sprintf("%s%d", prefix, i), false)
+		api := insts[i%len(insts)].API(t, fmt.Sprintf("%s%d", prefix, i), false)
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r, err := Do(http.MethodPost, inst.URL+"/v1/activities/"+activityID+"/registrations", tok, "{}")
-			status := -1
-			if err == nil {
-				status = r.Status
-				if (r.Status == http.StatusConflict && r.ErrorCode() != "activity_full") || r.Status >= 500 {
-					t.Errorf("signup answered %d %s", r.Status, r.Body)
-				}
+			res, err := api.Signup(context.Background(), activityID, client.SignupOptions{})
+			status := SignupStatus(res, err)
+			var e *client.Error
+			if errors.As(err, &e) && ((e.Status == http.StatusConflict && e.Code != client.CodeActivityFull) || e.Status >= 500) {
+				t.Errorf("signup answered %v", e)
 			}
 			mu.Lock()
 			counts[status]++
