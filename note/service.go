@@ -154,7 +154,9 @@ func (s *Service) submit(ctx context.Context, noteID string, kind Kind) (Stats, 
 	p := &pending{kind: kind}
 	done := make(chan outcome, 1)
 	go func() {
-		st, err := s.combine.Submit(ctx, noteID, p)
+		// The increment is abandoned below, not withdrawn by the group:
+		// an upsert that took it skips it unless it still waits.
+		st, err := s.combine.Submit(context.WithoutCancel(ctx), noteID, p)
 		done <- outcome{st, err}
 	}()
 	var o outcome

@@ -46,8 +46,15 @@ type Config struct {
 	MaxBatch        int
 	MaxActivities   int
 	MaxTransactions int
-	Logger          *slog.Logger
-	Registerer      prometheus.Registerer
+	// ChangeTimeout bounds one change transaction, from the moment it
+	// takes its commands to their outcome (default 10s). A command whose
+	// request ends while it still waits in its activity's queue is
+	// withdrawn and answered unavailable, nothing written; one already
+	// taken waits for its outcome. Set it to the request deadline so that
+	// requests answer near it.
+	ChangeTimeout time.Duration
+	Logger        *slog.Logger
+	Registerer    prometheus.Registerer
 }
 
 // Service is the signup domain's entry point: it puts every change of an
@@ -88,7 +95,7 @@ func NewService(cfg Config) *Service {
 		MaxBatch:     cmp.Or(cfg.MaxBatch, DefaultMaxBatch),
 		MaxKeys:      cmp.Or(cfg.MaxActivities, DefaultMaxActivities),
 		MaxFlushes:   cmp.Or(cfg.MaxTransactions, DefaultMaxTransactions),
-		FlushTimeout: 10 * time.Second,
+		FlushTimeout: cmp.Or(cfg.ChangeTimeout, 10*time.Second),
 	})
 	s.checks = groupcommit.New(s.checkFull, groupcommit.Options{
 		MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch), MaxKeys: DefaultMaxActivities, MaxFlushes: 2,
@@ -234,7 +241,7 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string) er
 	switch {
 	case err != nil:
 		s.metrics.signups.WithLabelValues("error").Inc()
-		return unavailableIfClosed(err)
+		return unavailableIfNotFlushed(err)
 	case v.holder != "":
 		s.metrics.signups.WithLabelValues("already_registered").Inc()
 		return AlreadyRegistered(activityID, v.holder)
@@ -322,17 +329,24 @@ func ValidateIdempotencyKey(k string) error {
 // transaction.
 func (s *Service) submit(ctx context.Context, activityID string, c Command) (Outcome, error) {
 	out, err := s.queue.Submit(ctx, activityID, c)
-	if errors.Is(err, groupcommit.ErrClosed) {
+	if errors.Is(err, groupcommit.ErrClosed) || errors.Is(err, groupcommit.ErrWithdrawn) {
+		// Never flushed: its hold goes back here.
 		if sc, ok := c.(SignupCommand); ok && sc.Hold.Held() {
 			s.notify(context.WithoutCancel(ctx), []Commit{{ActivityID: activityID, Failed: true, Holds: []Hold{sc.Hold}}})
 		}
 	}
-	return out, unavailableIfClosed(err)
+	return out, unavailableIfNotFlushed(err)
 }
 
-func unavailableIfClosed(err error) error {
-	if errors.Is(err, groupcommit.ErrClosed) {
+// unavailableIfNotFlushed turns the errors of a request that no flush took
+// (the service closing, or the request's deadline passing while it waited
+// in its queue) into unavailable: nothing was written.
+func unavailableIfNotFlushed(err error) error {
+	switch {
+	case errors.Is(err, groupcommit.ErrClosed):
 		return capacityd.Unavailable(err, "the service is shutting down")
+	case errors.Is(err, groupcommit.ErrWithdrawn):
+		return capacityd.Unavailable(err, "the request's deadline passed while it waited for its activity's turn; nothing was written")
 	}
 	return err
 }

@@ -199,7 +199,7 @@ var serveSettings = []setting{
 	}},
 	boolSetting("MIGRATE_ON_START", "true", "apply pending migrations before serving (false: run capacityd migrate as its own step)", func(c *config) *bool { return &c.MigrateOnStart }),
 	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
-	durationSetting("REQUEST_TIMEOUT", "10s", "deadline of every request but streams", func(c *config) *time.Duration { return &c.RequestTimeout }),
+	durationSetting("REQUEST_TIMEOUT", "10s", "deadline of every request but streams; also bounds one change transaction (a change still queued at its deadline is withdrawn: 503, nothing written)", func(c *config) *time.Duration { return &c.RequestTimeout }),
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
 	intSetting("ADMISSION_MAX_BATCH", "1000", "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),

@@ -159,8 +159,8 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Observers: []registration.Observer{counter, changes, deliveries},
 		Changes:   changes, Now: opts.Now,
 		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
-		MaxTransactions: opts.AdmissionMaxTransactions,
-		Logger:          opts.Logger, Registerer: reg,
+		MaxTransactions: opts.AdmissionMaxTransactions, ChangeTimeout: opts.RequestTimeout,
+		Logger: opts.Logger, Registerer: reg,
 	})
 	notes := note.NewService(note.Config{
 		Store: st, CombiningOff: opts.NoteCombiningOff, MaxBatch: opts.NoteMaxBatch, Registerer: reg,

@@ -14,12 +14,18 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
 
 // ErrClosed is returned by Submit after Close has been called.
 var ErrClosed = errors.New("groupcommit: closed")
+
+// ErrWithdrawn is returned by Submit when its context ended before a flush
+// took the request: the request was never flushed.
+var ErrWithdrawn = errors.New("groupcommit: withdrawn before it was flushed")
 
 // Batch is the requests of one key taken by a flush, in the order they were
 // submitted. The flush sets Results (one per request, in order) or Err,
@@ -104,10 +110,12 @@ func New[K comparable, Req, Res any](flush FlushFunc[K, Req, Res], opts Options)
 }
 
 // Submit queues req under key and waits for the result of the flush that
-// takes it. It does not give up when ctx ends: once queued, a request's
-// outcome (committed or not) is always reported, and each flush is bounded
-// by FlushTimeout. Submit returns ErrClosed after Close.
-func (g *Group[K, Req, Res]) Submit(_ context.Context, key K, req Req) (Res, error) {
+// takes it. When ctx ends while req is still queued, req is withdrawn:
+// Submit returns ErrWithdrawn (wrapping ctx's error) and no flush ever sees
+// it. Once a flush has taken req, Submit waits for its outcome whatever ctx
+// says, so that an outcome (committed or not) is always reported; each
+// flush is bounded by FlushTimeout. Submit returns ErrClosed after Close.
+func (g *Group[K, Req, Res]) Submit(ctx context.Context, key K, req Req) (Res, error) {
 	it := &item[Req, Res]{req: req, done: make(chan outcome[Res], 1)}
 
 	g.mu.Lock()
@@ -129,8 +137,40 @@ func (g *Group[K, Req, Res]) Submit(_ context.Context, key K, req Req) (Res, err
 	g.dispatch()
 	g.mu.Unlock()
 
+	select {
+	case o := <-it.done:
+		return o.res, o.err
+	case <-ctx.Done():
+	}
+	if g.withdraw(key, it) {
+		var zero Res
+		return zero, fmt.Errorf("%w: %w", ErrWithdrawn, context.Cause(ctx))
+	}
 	o := <-it.done
 	return o.res, o.err
+}
+
+// withdraw removes it from key's queue if no flush has taken it yet.
+func (g *Group[K, Req, Res]) withdraw(key K, it *item[Req, Res]) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q := g.queues[key]
+	if q == nil {
+		return false
+	}
+	i := slices.Index(q.items, it)
+	if i < 0 {
+		return false
+	}
+	q.items = slices.Delete(q.items, i, i+1)
+	if len(q.items) == 0 && q.ready {
+		g.ready = slices.DeleteFunc(g.ready, func(k K) bool { return k == key })
+		q.ready = false
+		if !q.flushing {
+			delete(g.queues, key)
+		}
+	}
+	return true
 }
 
 // dispatch starts flushes while there are ready keys and room for a

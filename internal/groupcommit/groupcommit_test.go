@@ -191,3 +191,68 @@ func TestOneKeysErrorFailsOnlyItsBatch(t *testing.T) {
 	require.ErrorIs(t, errs["bad"], boom)
 	require.NoError(t, g.Close(context.Background()))
 }
+
+// TestRequestsWithdrawnWhileQueuedAreNeverFlushed blocks the flush of one
+// key, queues requests behind it whose contexts end, and checks that they
+// are withdrawn (no flush ever sees them, and a key whose every request
+// was withdrawn gets no empty flush), while a request already taken by the
+// flush waits for its outcome although its context ended.
+func TestRequestsWithdrawnWhileQueuedAreNeverFlushed(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var flushed [][]int
+	g := groupcommit.New(func(ctx context.Context, batches []*groupcommit.Batch[string, int, int]) error {
+		mu.Lock()
+		for _, b := range batches {
+			flushed = append(flushed, b.Reqs)
+			b.Results = b.Reqs
+		}
+		mu.Unlock()
+		<-release
+		return nil
+	}, groupcommit.Options{MaxKeys: 8, MaxFlushes: 1})
+
+	takenCtx, endTaken := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		res, err := g.Submit(takenCtx, "a", 1)
+		if err == nil && res != 1 {
+			err = errors.New("wrong result")
+		}
+		first <- err
+	}()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(flushed) == 1 }, 5*time.Second, time.Millisecond)
+	endTaken()
+
+	// Behind the blocked flush: "a" 2 (withdrawn), "a" 3 (kept), "b" 4
+	// (withdrawn: b's only request).
+	short, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var withdrawn atomic.Int64
+	for _, r := range []struct {
+		key string
+		req int
+		ctx context.Context
+	}{{"a", 2, short}, {"a", 3, context.Background()}, {"b", 4, short}} {
+		wg.Go(func() {
+			res, err := g.Submit(r.ctx, r.key, r.req)
+			if r.ctx == short {
+				require.ErrorIs(t, err, groupcommit.ErrWithdrawn)
+				require.ErrorIs(t, err, context.Canceled)
+				withdrawn.Add(1)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, r.req, res)
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // let the three queue
+	cancel()
+	require.Eventually(t, func() bool { return withdrawn.Load() == 2 }, 5*time.Second, time.Millisecond)
+	close(release)
+	require.NoError(t, <-first, "taken before its context ended: it gets its outcome")
+	wg.Wait()
+	require.NoError(t, g.Close(context.Background()))
+	require.Equal(t, [][]int{{1}, {3}}, flushed, "withdrawn requests never reach a flush, and b gets no empty one")
+}
