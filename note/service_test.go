@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -161,12 +162,17 @@ func lockNote(t *testing.T, pool *pgxpool.Pool, id string) (release func()) {
 }
 
 // waitLockWaiters waits until n backends of the pool's database wait on a
-// lock.
+// lock. It asks on a connection of its own: the waiters may hold every
+// connection of the pool.
 func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, n int) {
 	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
 	require.Eventually(t, func() bool {
 		var got int
-		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got)
 		return err == nil && got >= n
 	}, 10*time.Second, 5*time.Millisecond)
