@@ -55,18 +55,28 @@ type Plan struct {
 // seat or take a place off the list, and a capacity raise frees as many
 // seats as it adds.
 func QueueNeeded(a Activity, cmds []Command) int {
-	n := 0
+	n := Releases(cmds)
 	for _, c := range cmds {
-		switch c := c.(type) {
-		case CancelCommand, ExpireCommand:
-			n++
-		case ActivityCommand:
-			if c.Patch.Capacity != nil {
-				n += max(0, *c.Patch.Capacity-a.Capacity)
-			}
+		if c, ok := c.(ActivityCommand); ok && c.Patch.Capacity != nil {
+			n += max(0, *c.Patch.Capacity-a.Capacity)
 		}
 	}
 	return min(n, a.Waiting)
+}
+
+// Releases counts the commands that free at most one place each
+// (cancellations and expiries): without a capacity change, the most of
+// the waiting list's head the commands can promote, whatever the
+// activity's state.
+func Releases(cmds []Command) int {
+	n := 0
+	for _, c := range cmds {
+		switch c.(type) {
+		case CancelCommand, ExpireCommand:
+			n++
+		}
+	}
+	return n
 }
 
 // errShortQueue means the state's queue held fewer registrations than the

@@ -309,3 +309,54 @@ func TestExpiringManyHoldsFreesEachSeatOnce(t *testing.T) {
 	require.Equal(t, 1, authorityTaken(t, inst, id))
 	require.Equal(t, 1, displayTaken(t, inst, id), "four seats freed in one release")
 }
+
+// TestConcurrentLookupsEachGetTheirOwnAnswer: reads and cancellations of
+// many registrations at once (their lookups share statements) each get
+// their own registration; another user's or an unknown id is not_found.
+func TestConcurrentLookupsEachGetTheirOwnAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	inst := apptest.Start(t, apptest.Options{})
+	id := inst.CreateActivity(t, "lookups", 100)
+	const users = 60
+	regs := make([]client.Registration, users)
+	for i := range regs {
+		regs[i] = inst.MustSignup(t, id, fmt.Sprint("lookup-", i))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*users)
+	for i, r := range regs {
+		api := inst.API(t, r.UserID, false)
+		wg.Go(func() {
+			got, err := api.GetRegistration(ctx, r.ID)
+			if err != nil || got.ID != r.ID || got.UserID != r.UserID {
+				errs <- fmt.Errorf("own read of %s: %+v, %v", r.ID, got, err)
+			}
+		})
+		wg.Go(func() {
+			other := regs[(i+1)%users].ID
+			if _, err := api.GetRegistration(ctx, other); !client.IsCode(err, client.CodeNotFound) {
+				errs <- fmt.Errorf("read of another's %s: %v", other, err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := api.GetRegistration(ctx, fmt.Sprintf("r_%026d", i)); !client.IsCode(err, client.CodeNotFound) {
+				errs <- fmt.Errorf("read of an unknown id: %v", err)
+			}
+		})
+		if i%2 == 0 {
+			wg.Go(func() {
+				got, err := api.CancelRegistration(ctx, r.ID)
+				if err != nil || got.ID != r.ID || got.Status != client.Cancelled {
+					errs <- fmt.Errorf("cancel of %s: %+v, %v", r.ID, got, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	require.Equal(t, users/2, authorityTaken(t, inst, id))
+}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,6 +71,7 @@ type Service struct {
 	log       *slog.Logger
 	queue     *groupcommit.Group[string, Command, Outcome]
 	checks    *groupcommit.Group[string, string, fullVerdict]
+	lookups   *groupcommit.Group[struct{}, string, lookup]
 	metrics   *metrics
 
 	idMu    sync.Mutex
@@ -100,12 +102,17 @@ func NewService(cfg Config) *Service {
 	s.checks = groupcommit.New(s.checkFull, groupcommit.Options{
 		MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch), MaxKeys: DefaultMaxActivities, MaxFlushes: 2,
 	})
+	// Registrations are looked up by id in one statement for the lookups
+	// that arrive together (one key: one statement in flight), since a
+	// cancellation or status change must read its registration to find
+	// the activity whose queue it goes to.
+	s.lookups = groupcommit.New(groupcommit.PerKey(s.lookupAll), groupcommit.Options{MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch)})
 	return s
 }
 
 // Close applies the changes queued so far and refuses new ones.
 func (s *Service) Close(ctx context.Context) error {
-	return errors.Join(s.queue.Close(ctx), s.checks.Close(ctx))
+	return errors.Join(s.queue.Close(ctx), s.checks.Close(ctx), s.lookups.Close(ctx))
 }
 
 func (s *Service) newID(prefix string) string {
@@ -433,7 +440,7 @@ func (s *Service) changeOf(ctx context.Context, r Registration, c Command) (Regi
 // GetRegistration returns a registration its owner or an admin may see;
 // anyone else gets not_found.
 func (s *Service) GetRegistration(ctx context.Context, id string, c Caller) (Registration, error) {
-	r, err := s.store.GetRegistration(ctx, id)
+	r, err := s.lookup(ctx, id)
 	if err != nil {
 		return Registration{}, err
 	}
@@ -441,6 +448,42 @@ func (s *Service) GetRegistration(ctx context.Context, id string, c Caller) (Reg
 		return Registration{}, RegistrationNotFound(id)
 	}
 	return r, nil
+}
+
+// lookup is one registration's answer from a batched lookup.
+type lookup struct {
+	reg   Registration
+	found bool
+}
+
+// lookup returns the registration id, read with the lookups of other
+// requests.
+func (s *Service) lookup(ctx context.Context, id string) (Registration, error) {
+	l, err := s.lookups.Submit(ctx, struct{}{}, id)
+	switch {
+	case err != nil:
+		return Registration{}, unavailableIfNotFlushed(err)
+	case !l.found:
+		return Registration{}, RegistrationNotFound(id)
+	}
+	return l.reg, nil
+}
+
+// lookupAll is the flush of the lookups: one statement for all their ids.
+func (s *Service) lookupAll(ctx context.Context, _ struct{}, ids []string) ([]lookup, error) {
+	regs, err := s.store.GetRegistrations(ctx, slices.Compact(slices.Sorted(slices.Values(ids))))
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]Registration, len(regs))
+	for _, r := range regs {
+		byID[r.ID] = r
+	}
+	out := make([]lookup, len(ids))
+	for i, id := range ids {
+		out[i].reg, out[i].found = byID[id]
+	}
+	return out, nil
 }
 
 // Cancel cancels a registration its owner or an admin may see: it frees
@@ -461,7 +504,7 @@ func (s *Service) SetStatus(ctx context.Context, id string, to Status, c Caller)
 	if !to.Valid() {
 		return Registration{}, capacityd.Errorf(capacityd.EInvalid, `status must be "awaiting_payment" or "approved"`)
 	}
-	r, err := s.store.GetRegistration(ctx, id)
+	r, err := s.lookup(ctx, id)
 	if err != nil {
 		return Registration{}, err
 	}

@@ -38,9 +38,9 @@ type Store interface {
 	// PurgeOutcomes deletes idempotency records created before t.
 	PurgeOutcomes(ctx context.Context, before time.Time) (int64, error)
 
-	// GetRegistration returns a registration with its waiting-list
-	// position.
-	GetRegistration(ctx context.Context, id string) (Registration, error)
+	// GetRegistrations returns the registrations of ids that exist, with
+	// their waiting-list positions, in any order.
+	GetRegistrations(ctx context.Context, ids []string) ([]Registration, error)
 	ListRegistrations(ctx context.Context, f ListFilter) ([]Registration, error)
 	UserRegistrations(ctx context.Context, f UserFilter) ([]Registration, error)
 	// ExportRegistrations calls emit for each of an activity's

@@ -29,7 +29,10 @@ type activityWork struct {
 	state registration.ActivityState
 	// counted is true once state.Activity carries exact Taken and Waiting.
 	counted bool
-	plan    registration.Plan
+	// headRead is how much of the waiting list's head the first round
+	// trip read (state.Queue), ahead of knowing how much is needed.
+	headRead int
+	plan     registration.Plan
 }
 
 // Apply runs one change transaction for the command batches of several
@@ -38,7 +41,8 @@ type activityWork struct {
 //	BEGIN; SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity) for each activity, in id order;
 //	the activities with their last seq; the named registrations; the users' active
 //	registrations; stored idempotency outcomes; counts of the activities this instance
-//	does not know at their last seq                                   -- one round trip
+//	does not know at their last seq; the heads of the waiting lists that cancellations
+//	and expiries may promote from, where someone may wait          -- one round trip
 //	[counts of activities changed elsewhere; heads of waiting lists]    -- a second, when needed
 //	registration.Decide for each activity
 //	UPDATE changed rows; INSERT new rows; INSERT events; bump last_seq;
@@ -205,10 +209,17 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 			}
 		}
 		s.cacheMu.Lock()
-		if _, ok := s.cache[w.aid]; !ok {
+		c, ok := s.cache[w.aid]
+		if !ok {
 			uncounted = append(uncounted, w.aid)
 		}
 		s.cacheMu.Unlock()
+		// Read ahead the head the releases may promote from, unless this
+		// instance last saw nobody waiting (then the second round trip
+		// reads it if the counts turn out to have changed).
+		if n := registration.Releases(w.batch.Commands); n > 0 && (!ok || c.waiting > 0) {
+			w.headRead = n
+		}
 	}
 
 	// Transaction-level locks, waited for at most admissionLockTimeout:
@@ -255,6 +266,11 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 	}
 	if len(pairAIDs) > 0 || len(named) > 0 {
 		queueHolders(b, byAID, pairAIDs, pairUsers, named)
+	}
+	for _, w := range work {
+		if w.headRead > 0 {
+			queueHead(b, w, w.headRead)
+		}
 	}
 	if len(keys) > 0 {
 		b.Queue(`SELECT i.activity_id, i.user_id, i.key, i.request_hash, i.outcome, coalesce(i.registration_id, ''), i.body
@@ -325,21 +341,28 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 			a.Waiting = registration.MaxCapacity
 			n = registration.QueueNeeded(a, w.batch.Commands)
 		}
-		if n == 0 {
+		if n == 0 || n <= w.headRead {
 			continue
 		}
-		b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
-			WHERE r.activity_id = $1 AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT $2`, w.aid, n).
-			Query(func(rows pgx.Rows) error {
-				return scanEach(rows, func(_ int64, r registration.Registration) {
-					w.state.Queue = append(w.state.Queue, r)
-				})
-			})
+		queueHead(b, w, n)
 	}
 	if b.Len() == 0 {
 		return nil
 	}
 	return conn.SendBatch(ctx, b).Close()
+}
+
+// queueHead adds to b the read of the first n registrations on w's
+// waiting list into w.state.Queue (replacing a shorter read).
+func queueHead(b *pgx.Batch, w *activityWork, n int) {
+	b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
+		WHERE r.activity_id = $1 AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT $2`, w.aid, n).
+		Query(func(rows pgx.Rows) error {
+			w.state.Queue = w.state.Queue[:0]
+			return scanEach(rows, func(_ int64, r registration.Registration) {
+				w.state.Queue = append(w.state.Queue, r)
+			})
+		})
 }
 
 // queueCounts adds the authority counts of activities to b: their

@@ -67,6 +67,7 @@ type config struct {
 	WebhookRetryBase    time.Duration
 	WebhookTimeout      time.Duration
 	WebhookConcurrency  int
+	WebhookBacklog      time.Duration
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -270,6 +271,8 @@ var serveSettings = []setting{
 		func(c *config) *time.Duration { return &c.WebhookTimeout }),
 	intSetting("WEBHOOK_CONCURRENCY", strconv.Itoa(webhook.DefaultConcurrency), "most webhook delivery attempts in flight per webhook on one instance", 1, 1000,
 		func(c *config) *int { return &c.WebhookConcurrency }),
+	durationSetting("WEBHOOK_BACKLOG_INTERVAL", webhook.DefaultBacklogInterval.String(), "how often the webhook backlog gauges are refreshed, which is also how soon an instance with no enabled webhook notices one another instance added",
+		func(c *config) *time.Duration { return &c.WebhookBacklog }),
 	rateLimitSetting("RATE_LIMIT_PUBLIC_WRITES", "50:100", "note views and waters per second per client IP, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.PublicWriteLimit }),
 	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",

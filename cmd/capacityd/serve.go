@@ -130,7 +130,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		TrustedProxies: cfg.TrustedProxies, Auth: auth,
 		WebhookSecretKey: cfg.WebhookSecretKey, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		WebhookRetryBase: cfg.WebhookRetryBase, WebhookTimeout: cfg.WebhookTimeout,
-		WebhookConcurrency: cfg.WebhookConcurrency,
+		WebhookConcurrency: cfg.WebhookConcurrency, WebhookBacklogInterval: cfg.WebhookBacklog,
 	}, pool, rdb)
 	if err != nil {
 		return err

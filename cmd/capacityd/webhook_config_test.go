@@ -16,6 +16,7 @@ func TestWebhookSettings(t *testing.T) {
 	require.Equal(t, 5*time.Second, c.WebhookRetryBase)
 	require.Equal(t, 10*time.Second, c.WebhookTimeout)
 	require.Equal(t, 16, c.WebhookConcurrency)
+	require.Equal(t, 5*time.Second, c.WebhookBacklog)
 	require.False(t, c.WebhookAllowPrivate, "private addresses are refused by default")
 	require.Nil(t, c.WebhookSecretKey)
 
@@ -23,7 +24,8 @@ func TestWebhookSettings(t *testing.T) {
 	for k, v := range base {
 		env[k] = v
 	}
-	c, err = loadConfig("serve", serveSettings, []string{"--webhook-retry-base", "250ms", "--webhook-timeout", "2s", "--webhook-concurrency", "4"},
+	c, err = loadConfig("serve", serveSettings, []string{"--webhook-retry-base", "250ms", "--webhook-timeout", "2s", "--webhook-concurrency", "4",
+		"--webhook-backlog-interval", "1m"},
 		envOf(env), io.Discard, nil)
 	require.NoError(t, err)
 	require.Equal(t, []byte("0123456789abcdef0123456789abcdef"), c.WebhookSecretKey)
@@ -31,6 +33,7 @@ func TestWebhookSettings(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, c.WebhookRetryBase)
 	require.Equal(t, 2*time.Second, c.WebhookTimeout)
 	require.Equal(t, 4, c.WebhookConcurrency)
+	require.Equal(t, time.Minute, c.WebhookBacklog)
 
 	for _, tc := range []struct {
 		args []string
@@ -42,6 +45,7 @@ func TestWebhookSettings(t *testing.T) {
 		{[]string{"--webhook-retry-base", "0s"}, "WEBHOOK_RETRY_BASE (--webhook-retry-base)"},
 		{[]string{"--webhook-timeout", "soon"}, "WEBHOOK_TIMEOUT (--webhook-timeout)"},
 		{[]string{"--webhook-concurrency", "0"}, "WEBHOOK_CONCURRENCY (--webhook-concurrency)"},
+		{[]string{"--webhook-backlog-interval", "0s"}, "WEBHOOK_BACKLOG_INTERVAL (--webhook-backlog-interval)"},
 	} {
 		_, err := loadConfig("serve", serveSettings, tc.args, envOf(base), io.Discard, nil)
 		require.ErrorContains(t, err, tc.want, tc.args)

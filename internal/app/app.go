@@ -78,13 +78,14 @@ type Options struct {
 	// WebhookAllowPrivate lets webhooks reach loopback, private and
 	// link-local addresses.
 	WebhookAllowPrivate bool
-	// WebhookRetryBase, WebhookTimeout, WebhookConcurrency and
-	// WebhookPollInterval tune delivery; zero: the webhook package's
-	// defaults.
-	WebhookRetryBase    time.Duration
-	WebhookTimeout      time.Duration
-	WebhookConcurrency  int
-	WebhookPollInterval time.Duration
+	// WebhookRetryBase, WebhookTimeout, WebhookConcurrency,
+	// WebhookPollInterval and WebhookBacklogInterval tune delivery; zero:
+	// the webhook package's defaults.
+	WebhookRetryBase       time.Duration
+	WebhookTimeout         time.Duration
+	WebhookConcurrency     int
+	WebhookPollInterval    time.Duration
+	WebhookBacklogInterval time.Duration
 	// WebhookResolver resolves webhook hosts; nil: the system's resolver.
 	WebhookResolver webhook.Resolver
 }
@@ -150,7 +151,8 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	deliveries := webhook.NewDispatcher(webhook.DispatcherConfig{
 		Store: st, Sealer: sealer, Guard: guard, RetryBase: opts.WebhookRetryBase, Timeout: opts.WebhookTimeout,
 		Concurrency: opts.WebhookConcurrency, PollInterval: opts.WebhookPollInterval,
-		Logger: opts.Logger, Registerer: reg,
+		BacklogInterval: opts.WebhookBacklogInterval,
+		Logger:          opts.Logger, Registerer: reg,
 	})
 	regs := registration.NewService(registration.Config{
 		Store: st, Gate: gate,
