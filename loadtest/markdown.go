@@ -217,8 +217,12 @@ func WriteMarkdownFile(path string, r *Report, m MarkdownMeta) error {
 		f.Close()
 		return fmt.Errorf("loadtest: write %s: %w", path, err)
 	}
-	if soak, err := os.ReadFile(filepath.Join(filepath.Dir(path), "docs", "soak.md")); err == nil {
-		if _, err := io.WriteString(f, soakSection(string(soak))); err != nil {
+	for _, h := range handRun {
+		text, err := os.ReadFile(filepath.Join(filepath.Dir(path), "docs", h.file))
+		if err != nil {
+			continue
+		}
+		if _, err := io.WriteString(f, h.section(string(text))); err != nil {
 			f.Close()
 			return fmt.Errorf("loadtest: write %s: %w", path, err)
 		}
@@ -226,13 +230,23 @@ func WriteMarkdownFile(path string, r *Report, m MarkdownMeta) error {
 	return f.Close()
 }
 
-// soakSection carries the results of the last soak (run by hand, not by
-// make bench) from docs/soak.md into the report, headings demoted and links
-// made relative to the report.
-func soakSection(soak string) string {
+// handRunPage is a page of docs/ with results measured by hand, not by
+// make bench, carried into the report.
+type handRunPage struct {
+	file, title, how string
+}
+
+var handRun = []handRunPage{
+	{"spread.md", "Where a spread signup's time went", "Measured by hand (profiles, PostgreSQL's statistics and wait events, before and after the change transactions over many activities)"},
+	{"soak.md", "Soak", "Run by hand (`loadtest soak`, 10 minutes, with Redis and PostgreSQL restarted in the middle)"},
+}
+
+// section carries the page into the report: its title replaced, headings
+// demoted and links to files beside it made relative to the report.
+func (h handRunPage) section(text string) string {
 	var b strings.Builder
-	b.WriteString("\n## Soak\n\nRun by hand (`loadtest soak`, 10 minutes, with Redis and PostgreSQL restarted in the middle), not by `make bench`; copied from [docs/soak.md](docs/soak.md).\n\n")
-	for _, line := range strings.Split(soak, "\n") {
+	fmt.Fprintf(&b, "\n## %s\n\n%s, not by `make bench`; copied from [docs/%s](docs/%s).\n\n", h.title, h.how, h.file, h.file)
+	for _, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(line, "# ") {
 			continue
 		}

@@ -120,7 +120,7 @@ func TestTrimFloat(t *testing.T) {
 
 func TestSoakSectionDemotesHeadingsAndFixesLinks(t *testing.T) {
 	t.Parallel()
-	got := soakSection("# Soak results\n\n## Run ([j](soak-1.json))\n\n| a |\n")
+	got := handRun[1].section("# Soak results\n\n## Run ([j](soak-1.json))\n\n| a |\n")
 	require.Contains(t, got, "\n## Soak\n")
 	require.NotContains(t, got, "# Soak results")
 	require.Contains(t, got, "### Run ([j](docs/soak-1.json))\n")
