@@ -461,6 +461,8 @@ type lookup struct {
 func (s *Service) lookup(ctx context.Context, id string) (Registration, error) {
 	l, err := s.lookups.Submit(ctx, struct{}{}, id)
 	switch {
+	case errors.Is(err, groupcommit.ErrWithdrawn):
+		return Registration{}, capacityd.Unavailable(err, "the request's deadline passed while it waited to read the registration")
 	case err != nil:
 		return Registration{}, unavailableIfNotFlushed(err)
 	case !l.found:
