@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,21 +37,6 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// pending is one combined increment waiting in its note's queue. Its
-// state moves once, from queued to taken (by an upsert, whose outcome the
-// caller then always gets) or to abandoned (by a caller whose context ended
-// first; no upsert counts it).
-type pending struct {
-	kind  Kind
-	state atomic.Uint32
-}
-
-const (
-	queued uint32 = iota
-	taken
-	abandoned
-)
-
 // Service counts views and waters.
 //
 // With combining (the default), increments of one note that arrive while an
@@ -72,7 +56,7 @@ type Service struct {
 	flushTimeout time.Duration
 	metrics      *metrics
 	// combine is nil when combining is off.
-	combine *groupcommit.Group[string, *pending, Stats]
+	combine *groupcommit.Group[string, Kind, Stats]
 
 	mu       sync.Mutex
 	closed   bool
@@ -89,7 +73,7 @@ func NewService(cfg Config) *Service {
 	}
 	s := &Service{store: cfg.Store, flushTimeout: cfg.FlushTimeout, metrics: newMetrics(cfg.Registerer)}
 	if !cfg.CombiningOff {
-		s.combine = groupcommit.New(groupcommit.PerKey(s.flushPending), groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: cfg.FlushTimeout})
+		s.combine = groupcommit.New(groupcommit.PerKey(s.flush), groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: cfg.FlushTimeout})
 	}
 	return s
 }
@@ -142,62 +126,17 @@ func (s *Service) Increment(ctx context.Context, noteID string, kind Kind) (Stat
 	return res[0], nil
 }
 
-// outcome is the answer to one combined increment.
-type outcome struct {
-	st  Stats
-	err error
-}
-
-// submit queues a combined increment and waits for its outcome, or for
-// ctx to end while it is still queued.
+// submit queues a combined increment and waits for its outcome; the group
+// withdraws it if ctx ends while it is still queued.
 func (s *Service) submit(ctx context.Context, noteID string, kind Kind) (Stats, error) {
-	p := &pending{kind: kind}
-	done := make(chan outcome, 1)
-	go func() {
-		// The increment is abandoned below, not withdrawn by the group:
-		// an upsert that took it skips it unless it still waits.
-		st, err := s.combine.Submit(context.WithoutCancel(ctx), noteID, p)
-		done <- outcome{st, err}
-	}()
-	var o outcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
-		if p.state.CompareAndSwap(queued, abandoned) {
-			return Stats{}, capacityd.Unavailable(ctx.Err(), "the note's counters were not reached in time; nothing was counted")
-		}
-		o = <-done
+	st, err := s.combine.Submit(ctx, noteID, kind)
+	switch {
+	case errors.Is(err, groupcommit.ErrWithdrawn):
+		return Stats{}, capacityd.Unavailable(err, "the note's counters were not reached in time; nothing was counted")
+	case errors.Is(err, groupcommit.ErrClosed):
+		return Stats{}, capacityd.Unavailable(err, "the service is shutting down")
 	}
-	if errors.Is(o.err, groupcommit.ErrClosed) {
-		return Stats{}, capacityd.Unavailable(o.err, "the service is shutting down")
-	}
-	return o.st, o.err
-}
-
-// flushPending is the group-commit flush of one note: it takes every
-// increment of the batch whose caller still waits and adds them in one
-// upsert. Abandoned increments get a zero answer nobody reads.
-func (s *Service) flushPending(ctx context.Context, noteID string, batch []*pending) ([]Stats, error) {
-	kinds := make([]Kind, 0, len(batch))
-	idx := make([]int, 0, len(batch))
-	for i, p := range batch {
-		if p.state.CompareAndSwap(queued, taken) {
-			kinds = append(kinds, p.kind)
-			idx = append(idx, i)
-		}
-	}
-	out := make([]Stats, len(batch))
-	if len(kinds) == 0 {
-		return out, nil
-	}
-	res, err := s.flush(ctx, noteID, kinds)
-	if err != nil {
-		return nil, err
-	}
-	for j, i := range idx {
-		out[i] = res[j]
-	}
-	return out, nil
+	return st, err
 }
 
 // Get returns a note's counters, zero for a note never seen.
