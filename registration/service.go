@@ -144,15 +144,8 @@ func (s *Service) ListActivities(ctx context.Context, before int64, limit int) (
 	if err != nil {
 		return ActivityPage{}, err
 	}
-	p := ActivityPage{Items: items}
-	if len(items) > limit {
-		p.Items = items[:limit]
-		c := EncodeCursor(p.Items[limit-1].Seq)
-		p.NextCursor = &c
-	}
-	if p.Items == nil {
-		p.Items = []Activity{}
-	}
+	var p ActivityPage
+	p.Items, p.NextCursor = cutPage(items, limit, func(a Activity) int64 { return a.Seq })
 	return p, nil
 }
 
@@ -353,7 +346,7 @@ func unavailableIfNotFlushed(err error) error {
 	case errors.Is(err, groupcommit.ErrClosed):
 		return capacityd.Unavailable(err, "the service is shutting down")
 	case errors.Is(err, groupcommit.ErrWithdrawn):
-		return capacityd.Unavailable(err, "the request's deadline passed while it waited for its activity's turn; nothing was written")
+		return capacityd.Unavailable(err, "the request's deadline passed while it waited in its queue; nothing was written")
 	}
 	return err
 }
@@ -461,8 +454,6 @@ type lookup struct {
 func (s *Service) lookup(ctx context.Context, id string) (Registration, error) {
 	l, err := s.lookups.Submit(ctx, struct{}{}, id)
 	switch {
-	case errors.Is(err, groupcommit.ErrWithdrawn):
-		return Registration{}, capacityd.Unavailable(err, "the request's deadline passed while it waited to read the registration")
 	case err != nil:
 		return Registration{}, unavailableIfNotFlushed(err)
 	case !l.found:
@@ -569,19 +560,26 @@ func pageLimit(n int) (int, error) {
 	return n, nil
 }
 
-// pageOf cuts items (read with one extra) to limit and sets the cursor of
-// the next page.
+// pageOf cuts registrations (read with one extra) to a page of limit.
 func pageOf(items []Registration, limit int) Page {
-	p := Page{Items: items}
-	if len(items) > limit {
-		p.Items = items[:limit]
-		c := EncodeCursor(p.Items[limit-1].Seq)
-		p.NextCursor = &c
-	}
-	if p.Items == nil {
-		p.Items = []Registration{}
-	}
+	var p Page
+	p.Items, p.NextCursor = cutPage(items, limit, func(r Registration) int64 { return r.Seq })
 	return p
+}
+
+// cutPage cuts items, read with one extra, to limit (never nil, so that
+// an empty page is an empty list) and returns the cursor of the next page
+// when the extra one was there.
+func cutPage[T any](items []T, limit int, seq func(T) int64) ([]T, *string) {
+	if items == nil {
+		return []T{}, nil
+	}
+	if len(items) <= limit {
+		return items, nil
+	}
+	items = items[:limit]
+	c := EncodeCursor(seq(items[limit-1]))
+	return items, &c
 }
 
 // RegistrationEvents returns the events of a registration its owner or an
