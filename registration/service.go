@@ -24,6 +24,8 @@ const (
 	DefaultMaxBatch        = 1000
 	DefaultMaxActivities   = 256
 	DefaultMaxTransactions = 2
+	DefaultGatherAt        = 64
+	DefaultGatherFor       = 50 * time.Millisecond
 )
 
 // Config configures a Service.
@@ -47,6 +49,15 @@ type Config struct {
 	MaxBatch        int
 	MaxActivities   int
 	MaxTransactions int
+	// GatherAt and GatherFor make a crowded activity gather its next
+	// commands: after a change transaction that took at least GatherAt
+	// (default 64) of its commands, its next one waits until as many more
+	// have queued, or for GatherFor (default 50ms), whichever comes
+	// first. A crowd then commits in fewer, larger transactions instead of
+	// batches that stay near half the crowd (see groupcommit.Options).
+	// A negative GatherFor never gathers.
+	GatherAt  int
+	GatherFor time.Duration
 	// ChangeTimeout bounds one change transaction, from the moment it
 	// takes its commands to their outcome (default 10s). A command whose
 	// request ends while it still waits in its activity's queue is
@@ -98,6 +109,8 @@ func NewService(cfg Config) *Service {
 		MaxKeys:      cmp.Or(cfg.MaxActivities, DefaultMaxActivities),
 		MaxFlushes:   cmp.Or(cfg.MaxTransactions, DefaultMaxTransactions),
 		FlushTimeout: cmp.Or(cfg.ChangeTimeout, 10*time.Second),
+		GatherAt:     cmp.Or(cfg.GatherAt, DefaultGatherAt),
+		GatherFor:    max(cmp.Or(cfg.GatherFor, DefaultGatherFor), 0),
 	})
 	s.checks = groupcommit.New(s.checkFull, groupcommit.Options{
 		MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch), MaxKeys: DefaultMaxActivities, MaxFlushes: 2,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,6 +123,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
 		AdmissionMaxBatch: cfg.AdmissionMaxBatch, AdmissionMaxActivities: cfg.AdmissionMaxActs,
 		AdmissionMaxTransactions: cfg.AdmissionMaxTx, ExpiryInterval: cfg.ExpiryInterval,
+		// 0s in the environment turns gathering off; zero in the options
+		// would mean the default.
+		AdmissionGatherAt: cfg.AdmissionGatherAt, AdmissionGatherFor: cmp.Or(cfg.AdmissionGather, -1),
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
 		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,

@@ -36,8 +36,13 @@ type Options struct {
 	AdmissionMaxBatch        int
 	AdmissionMaxActivities   int
 	AdmissionMaxTransactions int
-	ExpiryInterval           time.Duration
-	ReconcileInterval        time.Duration
+	// AdmissionGatherAt and AdmissionGatherFor make a crowded activity
+	// gather its next commands (registration.Config's GatherAt and
+	// GatherFor); zero: the defaults, a negative AdmissionGatherFor: never.
+	AdmissionGatherAt  int
+	AdmissionGatherFor time.Duration
+	ExpiryInterval     time.Duration
+	ReconcileInterval  time.Duration
 	// Now is the clock of expiry; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -162,6 +167,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Changes:   changes, Now: opts.Now,
 		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
 		MaxTransactions: opts.AdmissionMaxTransactions, ChangeTimeout: opts.RequestTimeout,
+		GatherAt: opts.AdmissionGatherAt, GatherFor: opts.AdmissionGatherFor,
 		Logger: opts.Logger, Registerer: reg,
 	})
 	notes := note.NewService(note.Config{

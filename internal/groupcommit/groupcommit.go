@@ -64,6 +64,19 @@ type Options struct {
 	MaxFlushes int
 	// FlushTimeout bounds each flush's context. Default 10s.
 	FlushTimeout time.Duration
+	// GatherAt and GatherFor make a busy key gather before its next
+	// flush, as PostgreSQL's commit_delay does when commit_siblings
+	// transactions are active. After a flush that took at least GatherAt
+	// requests of a key, the key's next flush waits until as many requests
+	// as that flush took have queued beyond those already waiting (the
+	// clients just answered, back with their next requests) or until
+	// GatherFor has passed, whichever comes first. With one flush in
+	// flight per key, two consecutive batches of N clients otherwise share
+	// them: a crowd's batches stay near N/2. (The requests counted as
+	// already waiting are those queued when the flush returned, before
+	// its requests are answered.) Default 0: never gather.
+	GatherAt  int
+	GatherFor time.Duration
 }
 
 // Group batches requests per key. The zero value is not usable; call New.
@@ -90,9 +103,13 @@ type item[Req, Res any] struct {
 }
 
 type queue[Req, Res any] struct {
-	items    []*item[Req, Res]
-	flushing bool // a flush of the key is in flight
-	ready    bool // the key is in Group.ready
+	items     []*item[Req, Res]
+	flushing  bool // a flush of the key is in flight
+	ready     bool // the key is in Group.ready
+	gathering bool // the key waits for want requests, or its timer, before it is ready
+	want      int
+	gathers   int // gathers started, so that a stale timer does nothing
+	timer     *time.Timer
 }
 
 // New returns a Group that hands batches to flush.
@@ -130,7 +147,12 @@ func (g *Group[K, Req, Res]) Submit(ctx context.Context, key K, req Req) (Res, e
 		g.queues[key] = q
 	}
 	q.items = append(q.items, it)
-	if !q.flushing && !q.ready {
+	switch {
+	case q.gathering:
+		if len(q.items) >= q.want {
+			g.endGather(key, q)
+		}
+	case !q.flushing && !q.ready:
 		q.ready = true
 		g.ready = append(g.ready, key)
 	}
@@ -173,6 +195,36 @@ func (g *Group[K, Req, Res]) withdraw(key K, it *item[Req, Res]) bool {
 	return true
 }
 
+// gather makes key, whose flush has just ended, wait until want requests
+// are queued, or for GatherFor. g.mu is held.
+func (g *Group[K, Req, Res]) gather(key K, q *queue[Req, Res], want int) {
+	q.gathering = true
+	q.want = min(want, g.opts.MaxBatch)
+	q.gathers++
+	n := q.gathers
+	q.timer = time.AfterFunc(g.opts.GatherFor, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.queues[key] == q && q.gathering && q.gathers == n {
+			g.endGather(key, q)
+			g.dispatch()
+		}
+	})
+}
+
+// endGather ends key's gather: the key is ready if requests wait, and
+// forgotten otherwise. g.mu is held; the caller dispatches.
+func (g *Group[K, Req, Res]) endGather(key K, q *queue[Req, Res]) {
+	q.gathering = false
+	q.timer.Stop()
+	if len(q.items) == 0 {
+		delete(g.queues, key)
+		return
+	}
+	q.ready = true
+	g.ready = append(g.ready, key)
+}
+
 // dispatch starts flushes while there are ready keys and room for a
 // flush. g.mu is held.
 func (g *Group[K, Req, Res]) dispatch() {
@@ -209,6 +261,17 @@ func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.FlushTimeout)
 	err := g.flush(ctx, batches)
 	cancel()
+	// What queued during the flush, before anyone of it is answered and
+	// can queue again: a gather waits for that many more.
+	var queued []int
+	if g.opts.GatherFor > 0 && g.opts.GatherAt > 0 {
+		queued = make([]int, len(batches))
+		g.mu.Lock()
+		for i, b := range batches {
+			queued[i] = len(g.queues[b.Key].items)
+		}
+		g.mu.Unlock()
+	}
 	for i, b := range batches {
 		berr := firstErr(err, b.Err)
 		if berr == nil && len(b.Results) != len(b.Reqs) {
@@ -226,9 +289,13 @@ func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.inFlight--
-	for _, b := range batches {
+	for i, b := range batches {
 		q := g.queues[b.Key]
 		q.flushing = false
+		if queued != nil && !g.closed && len(b.Reqs) >= g.opts.GatherAt {
+			g.gather(b.Key, q, queued[i]+len(b.Reqs))
+			continue
+		}
 		if len(q.items) == 0 {
 			delete(g.queues, b.Key)
 			continue
@@ -253,6 +320,12 @@ func firstErr(errs ...error) error {
 func (g *Group[K, Req, Res]) Close(ctx context.Context) error {
 	g.mu.Lock()
 	g.closed = true
+	for key, q := range g.queues {
+		if q.gathering {
+			g.endGather(key, q)
+		}
+	}
+	g.dispatch()
 	g.mu.Unlock()
 
 	done := make(chan struct{})
