@@ -56,8 +56,11 @@ func TestACrowdOnOneActivityCommitsInBatchesNearItsSize(t *testing.T) {
 	t.Parallel()
 	const clients, rounds = 160, 12
 	plain := crowdOnOneActivity(t, apptest.Start(t, apptest.Options{App: app.Options{AdmissionGatherFor: -1}}), clients, rounds)
-	gathered := crowdOnOneActivity(t, apptest.Start(t, apptest.Options{App: app.Options{AdmissionGatherFor: time.Second}}), clients, rounds)
+	inst := apptest.Start(t, apptest.Options{App: app.Options{AdmissionGatherFor: time.Second}})
+	gathered := crowdOnOneActivity(t, inst, clients, rounds)
 	t.Logf("commands per change transaction: %.1f gathering, %.1f not", gathered, plain)
 	require.Greater(t, gathered, float64(clients)/2)
 	require.Greater(t, gathered, plain)
+	metrics := string(inst.MustDo(t, http.MethodGet, "/metrics", "", nil).Body)
+	require.Positive(t, metricValue(t, metrics, `capacityd_admission_gathers_total{ended="filled"}`), "gathers that filled are counted")
 }

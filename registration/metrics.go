@@ -9,6 +9,7 @@ type metrics struct {
 	batchSize        prometheus.Histogram
 	batchActivities  prometheus.Histogram
 	batchSeconds     prometheus.Histogram
+	gathers          *prometheus.CounterVec
 	events           *prometheus.CounterVec
 	expired          prometheus.Counter
 }
@@ -42,6 +43,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Duration of change transactions.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		gathers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capacityd_admission_gathers_total",
+			Help: "Gathers of crowded activities before their next change transaction, by how they ended: filled (as many commands as the last transaction took queued) or deadline (ADMISSION_GATHER passed).",
+		}, []string{"ended"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "capacityd_registration_events_total",
 			Help: "Registration events recorded by this instance, by type.",
@@ -53,9 +58,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.signups, m.fullChecksPassed, m.transactions, m.batchSize, m.batchActivities,
-			m.batchSeconds, m.events, m.expired)
+			m.batchSeconds, m.gathers, m.events, m.expired)
 	}
 	return m
+}
+
+// gatherEnded counts a gather by how it ended.
+func (m *metrics) gatherEnded(filled bool) {
+	if filled {
+		m.gathers.WithLabelValues("filled").Inc()
+		return
+	}
+	m.gathers.WithLabelValues("deadline").Inc()
 }
 
 // count counts committed events by type.

@@ -111,6 +111,7 @@ func NewService(cfg Config) *Service {
 		FlushTimeout: cmp.Or(cfg.ChangeTimeout, 10*time.Second),
 		GatherAt:     cmp.Or(cfg.GatherAt, DefaultGatherAt),
 		GatherFor:    max(cmp.Or(cfg.GatherFor, DefaultGatherFor), 0),
+		GatherEnded:  s.metrics.gatherEnded,
 	})
 	s.checks = groupcommit.New(s.checkFull, groupcommit.Options{
 		MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch), MaxKeys: DefaultMaxActivities, MaxFlushes: 2,

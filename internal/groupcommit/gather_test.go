@@ -71,6 +71,9 @@ type gatherer struct {
 	g       *groupcommit.Group[string, int, int]
 	mu      sync.Mutex
 	batches [][]int
+	// filled and expired count the gathers that ended filled and at
+	// their deadline.
+	filled, expired int
 }
 
 func newGatherer(gatherFor time.Duration) *gatherer {
@@ -81,7 +84,16 @@ func newGatherer(gatherFor time.Duration) *gatherer {
 		r.batches = append(r.batches, slices.Clone(reqs))
 		r.mu.Unlock()
 		return reqs, nil
-	}), groupcommit.Options{GatherAt: 2, GatherFor: gatherFor})
+	}), groupcommit.Options{GatherAt: 2, GatherFor: gatherFor, GatherEnded: func(filled bool) {
+		// Called with the group's lock held, never with r.mu.
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if filled {
+			r.filled++
+		} else {
+			r.expired++
+		}
+	}})
 	return r
 }
 
@@ -130,6 +142,9 @@ func TestAGatherEndsAtItsDeadline(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), gatherFor, "a lone request waits for the gather's deadline")
 	require.Equal(t, []int{3}, r.lastBatch())
 	require.NoError(t, r.g.Close(context.Background()))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Equal(t, 1, r.expired, "one gather ended at its deadline")
 }
 
 func TestAGatherEndsWhenAsManyHaveQueued(t *testing.T) {
@@ -150,6 +165,9 @@ func TestAGatherEndsWhenAsManyHaveQueued(t *testing.T) {
 	slices.Sort(got)
 	require.Equal(t, []int{3, 4}, got)
 	require.NoError(t, r.g.Close(context.Background()))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Equal(t, [2]int{1, 0}, [2]int{r.filled, r.expired}, "one gather ended filled, none at a deadline")
 }
 
 func TestCloseFlushesAGatheringKeyAtOnce(t *testing.T) {
@@ -167,6 +185,9 @@ func TestCloseFlushesAGatheringKeyAtOnce(t *testing.T) {
 	require.NoError(t, r.g.Close(ctx))
 	require.NoError(t, <-answered)
 	require.Equal(t, []int{3}, r.lastBatch())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Equal(t, [2]int{0, 0}, [2]int{r.filled, r.expired}, "a gather Close ends is neither")
 }
 
 func TestARequestWithdrawnWhileItsKeyGathersIsNeverFlushed(t *testing.T) {

@@ -77,6 +77,11 @@ type Options struct {
 	// its requests are answered.) Default 0: never gather.
 	GatherAt  int
 	GatherFor time.Duration
+	// GatherEnded, if set, is told how each gather ended: filled (as many
+	// requests as it waited for queued) or at its deadline (Close ends
+	// gathers untold). It is called with the Group's lock held and must
+	// not call the Group.
+	GatherEnded func(filled bool)
 }
 
 // Group batches requests per key. The zero value is not usable; call New.
@@ -150,6 +155,7 @@ func (g *Group[K, Req, Res]) Submit(ctx context.Context, key K, req Req) (Res, e
 	switch {
 	case q.gathering:
 		if len(q.items) >= q.want {
+			g.gatherEnded(true)
 			g.endGather(key, q)
 		}
 	case !q.flushing && !q.ready:
@@ -206,10 +212,18 @@ func (g *Group[K, Req, Res]) gather(key K, q *queue[Req, Res], want int) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.queues[key] == q && q.gathering && q.gathers == n {
+			g.gatherEnded(false)
 			g.endGather(key, q)
 			g.dispatch()
 		}
 	})
+}
+
+// gatherEnded tells Options.GatherEnded how a gather ended.
+func (g *Group[K, Req, Res]) gatherEnded(filled bool) {
+	if g.opts.GatherEnded != nil {
+		g.opts.GatherEnded(filled)
+	}
 }
 
 // endGather ends key's gather: the key is ready if requests wait, and
