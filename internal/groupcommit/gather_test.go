@@ -117,10 +117,7 @@ func (r *gatherer) startGather(t *testing.T) {
 	t.Helper()
 	for {
 		r.submitAll(t, 0, 1, 2)
-		r.mu.Lock()
-		last := r.batches[len(r.batches)-1]
-		r.mu.Unlock()
-		if len(last) == 2 {
+		if len(r.lastBatch()) == 2 {
 			return
 		}
 	}
@@ -130,6 +127,13 @@ func (r *gatherer) lastBatch() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.batches[len(r.batches)-1]
+}
+
+// ends returns how many gathers ended filled and at their deadline.
+func (r *gatherer) ends() [2]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return [2]int{r.filled, r.expired}
 }
 
 func TestAGatherEndsAtItsDeadline(t *testing.T) {
@@ -142,9 +146,7 @@ func TestAGatherEndsAtItsDeadline(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), gatherFor, "a lone request waits for the gather's deadline")
 	require.Equal(t, []int{3}, r.lastBatch())
 	require.NoError(t, r.g.Close(context.Background()))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	require.Equal(t, 1, r.expired, "one gather ended at its deadline")
+	require.Equal(t, [2]int{0, 1}, r.ends(), "one gather ended at its deadline")
 }
 
 func TestAGatherEndsWhenAsManyHaveQueued(t *testing.T) {
@@ -165,9 +167,7 @@ func TestAGatherEndsWhenAsManyHaveQueued(t *testing.T) {
 	slices.Sort(got)
 	require.Equal(t, []int{3, 4}, got)
 	require.NoError(t, r.g.Close(context.Background()))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	require.Equal(t, [2]int{1, 0}, [2]int{r.filled, r.expired}, "one gather ended filled, none at a deadline")
+	require.Equal(t, [2]int{1, 0}, r.ends(), "one gather ended filled, none at a deadline")
 }
 
 func TestCloseFlushesAGatheringKeyAtOnce(t *testing.T) {
@@ -185,9 +185,7 @@ func TestCloseFlushesAGatheringKeyAtOnce(t *testing.T) {
 	require.NoError(t, r.g.Close(ctx))
 	require.NoError(t, <-answered)
 	require.Equal(t, []int{3}, r.lastBatch())
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	require.Equal(t, [2]int{0, 0}, [2]int{r.filled, r.expired}, "a gather Close ends is neither")
+	require.Equal(t, [2]int{0, 0}, r.ends(), "a gather Close ends is neither")
 }
 
 func TestARequestWithdrawnWhileItsKeyGathersIsNeverFlushed(t *testing.T) {
