@@ -109,6 +109,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := RunBaselines(ctx, cfg.DatabaseURL, cfg.BaselineDuration, cfg.CountedSignups, b.report, b.log); err != nil {
 			return b.report, err
 		}
+		if err := MeasureLoopbackPost(ctx, cfg.BaselineDuration, b.report, b.log); err != nil {
+			return b.report, err
+		}
 	}
 	if cfg.wants(StepCount) {
 		if countErr = CheckCount(ctx, cfg.DatabaseURL, b.seed, b.report, b.log); countErr != nil && !errors.Is(countErr, ErrSeqScan) {

@@ -34,6 +34,9 @@ type Outcome struct {
 	Lat     *Latencies
 	// FirstError is the first error seen, for the log.
 	FirstError error
+	// CPU is the processor time the machine spent meanwhile (nil where
+	// /proc cannot be read).
+	CPU *CPUUse
 }
 
 // Result converts the outcome into a report entry.
@@ -43,10 +46,14 @@ func (o Outcome) Result(clients int) *ScenarioResult {
 	if secs > 0 {
 		rps = float64(o.Ops) / secs
 	}
-	return &ScenarioResult{
+	r := &ScenarioResult{
 		RPS: round(rps, 1), P50MS: o.Lat.QuantileMS(50), P95MS: o.Lat.QuantileMS(95), P99MS: o.Lat.QuantileMS(99),
 		MaxMS: o.Lat.MaxMS(), Errors: o.Errors, Ops: o.Ops, Clients: clients, Seconds: round(secs, 2),
 	}
+	if o.CPU != nil {
+		r.CPUBusy, r.CPUMicrosPerOp = round(o.CPU.Busy, 3), o.CPU.perOp(o.Ops)
+	}
+	return r
 }
 
 // Drive runs op under load l, printing a progress line to progress about
@@ -59,7 +66,7 @@ func Drive(ctx context.Context, l Load, progress io.Writer, op Op) Outcome {
 	var errOnce sync.Once
 	hists := make([]*Latencies, l.Clients)
 	var wg sync.WaitGroup
-	begin := time.Now()
+	begin, cpu0 := time.Now(), sampleCPU()
 	for w := range l.Clients {
 		hists[w] = NewLatencies()
 		wg.Go(func() {
@@ -97,12 +104,12 @@ loop:
 			p.line(time.Since(begin), ok.Load(), failed.Load())
 		}
 	}
-	elapsed := time.Since(begin)
+	elapsed, cpu := time.Since(begin), sampleCPU().since(cpu0)
 	all := NewLatencies()
 	for _, h := range hists {
 		all.Merge(h)
 	}
-	out := Outcome{Ops: ok.Load(), Errors: failed.Load(), Elapsed: elapsed, Lat: all, FirstError: firstErr}
+	out := Outcome{Ops: ok.Load(), Errors: failed.Load(), Elapsed: elapsed, Lat: all, FirstError: firstErr, CPU: cpu}
 	p.done(out)
 	return out
 }
@@ -136,6 +143,10 @@ func (p *progress) done(o Outcome) {
 	r := o.Result(0)
 	fmt.Fprintf(p.w, "%-16s done  %.1fs  ok=%d errors=%d  %.0f/s  p50=%.2fms p95=%.2fms p99=%.2fms max=%.2fms\n",
 		p.name, o.Elapsed.Seconds(), o.Ops, o.Errors, r.RPS, r.P50MS, r.P95MS, r.P99MS, r.MaxMS)
+	if c := r.CPUMicrosPerOp; c != nil {
+		fmt.Fprintf(p.w, "%-16s cpu   %.0f%% of the cores busy; µs per op: machine %.0f, capacityd %.0f, postgres %.0f, redis %.0f, loadtest %.0f\n",
+			p.name, 100*r.CPUBusy, c[CPUMachine], c[CPUCapacityd], c[CPUPostgres], c[CPURedis], c[CPULoadTest])
+	}
 	if o.FirstError != nil {
 		fmt.Fprintf(p.w, "%-16s first error: %v\n", p.name, o.FirstError)
 	}

@@ -59,6 +59,8 @@ var baselineDescriptions = map[string]string{
 	BaselineAppend32:       "`INSERT` of one row per event into an append-only table, 32 clients (tps)",
 	BaselineNoteUpsert32:   "one note's `INSERT … ON CONFLICT DO UPDATE SET views = views + 1 RETURNING`, 32 clients (tps)",
 	BaselineHotRowAsync32:  "the one-row UPDATE with `synchronous_commit=off`, 32 clients (tps)",
+	BaselineLoopbackPostCPU: "not PostgreSQL: processor time (µs) of one bare HTTP POST of an event-sized body over loopback, client and receiver both in the load test's process, " +
+		"16 clients with keep-alive: the least a webhook delivery costs this machine",
 }
 
 // checkDescriptions say what each check measures.
@@ -109,6 +111,7 @@ var checkDescriptions = map[string]string{
 	CheckWebhookDrainSeconds:  "seconds from the end of signup_hot_webhooks until no webhook delivery was pending",
 	CheckWebhookReceived:      "deliveries (event and webhook) the receiver got during signup_hot_webhooks",
 	CheckWebhookDuplicates:    "deliveries the receiver got more than once",
+	CheckWebhookCPUAdded:      "processor time of the whole machine per signup (µs) that the two webhooks added: signup_hot_webhooks' less signup_hot's",
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
@@ -145,7 +148,7 @@ func WriteMarkdown(w io.Writer, r *Report, m MarkdownMeta) error {
 	p("- **Command:** `%s`\n", m.Command)
 	p("- **Dataset:** %d activities of %d registrations plus a hot activity of %d (70%% cancelled, %d occupying): %d rows, the hot rows interleaved among the others\n",
 		m.Scale.Activities, m.Scale.PerActivity, m.Scale.HotRows, m.Scale.HotOccupying(), m.Scale.Rows())
-	p("- **Durations:** %s per HTTP scenario, %s per PostgreSQL baseline; the load generator shares the machine with capacityd, PostgreSQL and Redis\n\n",
+	p("- **Durations:** %s per HTTP scenario, %s per baseline; the load generator shares the machine with capacityd, PostgreSQL and Redis\n\n",
 		m.ScenarioDuration, m.BaselineDuration)
 
 	p("## Targets\n\n")
@@ -172,8 +175,17 @@ func WriteMarkdown(w io.Writer, r *Report, m MarkdownMeta) error {
 			trimFloat(s.P50MS), trimFloat(s.P95MS), trimFloat(s.P99MS), trimFloat(s.MaxMS), s.Errors)
 	}
 
-	p("\n## PostgreSQL baselines\n\n")
-	p("pgbench-like scripts run through pgx in the load test's process, one connection per client (prepared statements), against the bench database.\n\n")
+	if cpu := cpuRows(r); cpu != "" {
+		p("\n## Processor time per operation\n\n")
+		p("Measured from /proc while each scenario ran: the share of all cores that were busy, and the processor time per successful operation, in µs, " +
+			"of the whole machine and of each process (the load test's own includes its webhook receiver and stream clients).\n\n")
+		p("| scenario | cores busy | machine µs/op | capacityd | PostgreSQL | Redis | load test |\n|---|---|---|---|---|---|---|\n")
+		p("%s", cpu)
+	}
+
+	p("\n## Baselines\n\n")
+	p("pgbench-like scripts run through pgx in the load test's process, one connection per client (prepared statements), against the bench database; "+
+		"and one that is not PostgreSQL's, %s.\n\n", BaselineLoopbackPostCPU)
 	p("| baseline | what | value |\n|---|---|---|\n")
 	for _, k := range sortedKeys(r.Baselines) {
 		p("| %s | %s | %s |\n", k, baselineDescriptions[k], numCell(r.Baselines[k]))
@@ -205,6 +217,22 @@ func WriteMarkdown(w io.Writer, r *Report, m MarkdownMeta) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cpuRows returns the rows of the processor-time table, one per scenario
+// measured with it, in page order.
+func cpuRows(r *Report) string {
+	var b strings.Builder
+	for _, n := range orderedScenarios(r) {
+		s := r.Scenarios[n]
+		c := s.CPUMicrosPerOp
+		if c == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f |\n", n, 100*s.CPUBusy,
+			c[CPUMachine], c[CPUCapacityd], c[CPUPostgres], c[CPURedis], c[CPULoadTest])
+	}
+	return b.String()
 }
 
 // WriteMarkdownFile writes the page to path.

@@ -39,6 +39,9 @@ const (
 	BaselineHotRow1       = "pg_hot_row_update_tps_1"
 	BaselineShard10x32    = "pg_shard10_update_tps_32"
 	BaselineHotRowAsync32 = "pg_hot_row_update_async_tps_32"
+	// BaselineLoopbackPostCPU is not PostgreSQL's: the processor time of
+	// one bare HTTP POST exchange over loopback (MeasureLoopbackPost).
+	BaselineLoopbackPostCPU = "http_loopback_post_cpu_us"
 	// BaselineHotRow256Conns is the number of PostgreSQL connections the
 	// 256-client UPDATE could really open (max_connections may be lower).
 	BaselineHotRow256Conns = "pg_hot_row_update_256_connections"
@@ -110,6 +113,7 @@ const (
 	CheckWebhookDrainSeconds  = "webhook_backlog_drain_seconds"
 	CheckWebhookReceived      = "webhook_deliveries_received"
 	CheckWebhookDuplicates    = "webhook_duplicate_deliveries"
+	CheckWebhookCPUAdded      = "webhook_cpu_us_added_per_signup"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the
@@ -141,6 +145,13 @@ type ScenarioResult struct {
 	Seconds float64 `json:"seconds"`
 	// Note says anything a reader must know (e.g. why it was skipped).
 	Note string `json:"note,omitempty"`
+	// CPUBusy is the fraction of all the machine's cores that were busy
+	// while the scenario ran, and CPUMicrosPerOp the processor time per
+	// successful operation, in microseconds, of the whole machine and of
+	// each group of processes (CPUCapacityd, CPUPostgres, …). Both are
+	// measured from /proc, on Linux only.
+	CPUBusy        float64            `json:"cpu_busy,omitempty"`
+	CPUMicrosPerOp map[string]float64 `json:"cpu_us_per_op,omitempty"`
 }
 
 // NewReport returns an empty report with every map allocated.
@@ -201,6 +212,19 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioViewsHotVsPGUpsert] = ratio(r.scenarioRPS(ScenarioViewsHot), r.Baselines[BaselineNoteUpsert32])
 	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))
 	r.Ratios[RatioSignupHotWebhooks] = ratio(r.scenarioRPS(ScenarioSignupHotWebhooks), r.scenarioRPS(ScenarioSignupHot))
+	if added, ok := r.cpuAdded(ScenarioSignupHotWebhooks, ScenarioSignupHot); ok {
+		r.Checks[CheckWebhookCPUAdded] = added
+	}
+}
+
+// cpuAdded returns how much more of the machine's processor time an
+// operation of scenario took than one of base, in microseconds.
+func (r *Report) cpuAdded(scenario, base string) (float64, bool) {
+	s, b := r.Scenarios[scenario], r.Scenarios[base]
+	if s == nil || b == nil || s.CPUMicrosPerOp == nil || b.CPUMicrosPerOp == nil {
+		return 0, false
+	}
+	return s.CPUMicrosPerOp[CPUMachine] - b.CPUMicrosPerOp[CPUMachine], true
 }
 
 // ensureShape adds the keys that are always in the JSON but were not

@@ -1,0 +1,94 @@
+package loadtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseProcStat(t *testing.T) {
+	t.Parallel()
+	busy, total, ok := parseProcStat([]byte("cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n"))
+	require.True(t, ok)
+	require.Equal(t, int64(100+5+50+3+2+1), busy, "user, nice, system, irq, softirq and steal are busy")
+	require.Equal(t, busy+1000+20, total, "idle and iowait are not")
+
+	_, _, ok = parseProcStat([]byte("intr 1 2 3\n"))
+	require.False(t, ok)
+	_, _, ok = parseProcStat([]byte("cpu 1 2 x 4 5 6 7 8\n"))
+	require.False(t, ok)
+}
+
+func TestParsePidStatTakesTheNameInParenthesesWhole(t *testing.T) {
+	t.Parallel()
+	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime …
+	comm, own, children, ok := parsePidStat([]byte("42 (post gres) (x)) S 1 42 42 0 -1 4194304 10 0 0 0 700 300 40 2 20 0 1 0 5 0\n"))
+	require.True(t, ok)
+	require.Equal(t, "post gres) (x)", comm)
+	require.Equal(t, int64(1000), own)
+	require.Equal(t, int64(42), children)
+
+	_, _, _, ok = parsePidStat([]byte("42 (short) S 1 2\n"))
+	require.False(t, ok)
+}
+
+func TestCPUUseBetweenTwoSamples(t *testing.T) {
+	t.Parallel()
+	s0 := cpuSample{total: 1000, groups: map[string]int64{CPUMachine: 400, CPUPostgres: 100}}
+	s1 := cpuSample{total: 1400, groups: map[string]int64{CPUMachine: 700, CPUPostgres: 150, CPUCapacityd: 80}}
+	u := s1.since(s0)
+	require.NotNil(t, u)
+	require.InDelta(t, 0.75, u.Busy, 1e-9)
+	require.InDelta(t, 3.0, u.Seconds[CPUMachine], 1e-9)
+	require.InDelta(t, 0.5, u.Seconds[CPUPostgres], 1e-9)
+	require.InDelta(t, 0.8, u.Seconds[CPUCapacityd], 1e-9, "a group that started meanwhile counts from zero")
+	per := u.perOp(1000)
+	require.Equal(t, 3000.0, per[CPUMachine])
+	require.Equal(t, 500.0, per[CPUPostgres])
+
+	require.Nil(t, s1.since(cpuSample{}), "no first sample: nothing measured")
+	require.Nil(t, cpuSample{}.since(s0))
+	require.Nil(t, u.perOp(0))
+}
+
+func TestDriveMeasuresTheProcessorTimeOfItsLoad(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("processor time is read from /proc, on Linux only")
+	}
+	// Not parallel: the process's processor time must be this load's.
+	before := processCPU(t)
+	out := Drive(context.Background(), Load{Name: "burn", Clients: 2, Duration: time.Minute, MaxOps: 40}, io.Discard,
+		func(context.Context, int, int64) error {
+			// About 10 ms of processor time per operation.
+			sum := sha256.Sum256(nil)
+			for end := time.Now().Add(10 * time.Millisecond); time.Now().Before(end); {
+				sum = sha256.Sum256(sum[:])
+			}
+			return nil
+		})
+	spent := processCPU(t) - before
+	require.NotNil(t, out.CPU)
+	r := out.Result(2)
+	require.Greater(t, r.CPUBusy, 0.0)
+	require.LessOrEqual(t, r.CPUBusy, 1.0)
+	// /proc counts in ticks of 10 ms: allow two per sample over the 40
+	// operations, and a tenth for the runtime's own work.
+	want := float64(spent.Microseconds()) / 40
+	require.Greater(t, want, 2000.0, "the operations burnt processor time")
+	require.InDelta(t, want, r.CPUMicrosPerOp[CPULoadTest], 1000+want/10, "%v", r.CPUMicrosPerOp)
+	require.GreaterOrEqual(t, r.CPUMicrosPerOp[CPUMachine], r.CPUMicrosPerOp[CPULoadTest]-1000,
+		"the machine's time includes this process's")
+}
+
+// processCPU returns this process's processor time so far, from getrusage.
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
