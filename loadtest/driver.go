@@ -66,7 +66,10 @@ func Drive(ctx context.Context, l Load, progress io.Writer, op Op) Outcome {
 	var errOnce sync.Once
 	hists := make([]*Latencies, l.Clients)
 	var wg sync.WaitGroup
-	begin, cpu0 := time.Now(), sampleCPU()
+	// The clock runs between the processor-time samples, which read /proc
+	// for a few milliseconds.
+	cpu0 := sampleCPU()
+	begin := time.Now()
 	for w := range l.Clients {
 		hists[w] = NewLatencies()
 		wg.Go(func() {
