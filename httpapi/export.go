@@ -23,10 +23,12 @@ const (
 
 var exportHeader = []string{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata"}
 
-// exportRegistrations serves an activity's registrations as CSV, streamed
-// row by row from the database in creation order: memory does not grow
-// with the number of rows. A failure after the first row aborts the
-// connection, so a client never takes a cut file for a whole one.
+// exportRegistrations serves an activity's registrations as CSV in
+// creation order, streamed as the store reads them a chunk at a time:
+// memory does not grow with the number of rows, and no statement or
+// connection is held while a slow client reads. A failure after the first
+// row aborts the connection, so a client never takes a cut file for a
+// whole one.
 func (s *Server) exportRegistrations(c echo.Context) error {
 	id, err := activityID(c)
 	if err != nil {

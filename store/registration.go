@@ -85,37 +85,52 @@ func (s *Store) ListRegistrations(ctx context.Context, f registration.ListFilter
 	return s.collect(ctx, q+` ORDER BY r.id LIMIT $3`, args...)
 }
 
+// exportChunk is how many rows one statement of an export reads.
+const exportChunk = 1000
+
 // ExportRegistrations calls emit for each of an activity's registrations
-// (of the status, when set) in creation order, as the rows arrive: pgx
-// reads them from the connection while the loop runs, so memory does not
-// grow with their number.
+// (of the status, when set) in creation order. It reads them in chunks of
+// exportChunk, one short statement each, by keyset on the internal id:
+// the statement timeout bounds each chunk, not the whole export; a
+// connection is held only while a chunk is read, however slowly emit
+// writes the rows out; and memory holds one chunk, whatever the number of
+// rows. Each row appears once; a registration that changes during the
+// export appears as its chunk read it.
 func (s *Store) ExportRegistrations(ctx context.Context, activityID string, status registration.Status, emit func(registration.Registration) error) error {
 	aid, err := s.activityID(ctx, activityID)
 	if err != nil {
 		return err
 	}
 	q := `SELECT ` + registrationColumns + ` FROM registration r JOIN activity a ON a.id = r.activity_id
-		WHERE r.activity_id = $1`
-	args := []any{aid}
+		WHERE r.activity_id = $1 AND r.id > $2`
+	args := []any{aid, int64(0), exportChunk}
 	if status != "" {
-		q += ` AND r.status = $2`
+		q += ` AND r.status = $4`
 		args = append(args, string(status))
 	}
-	rows, err := s.db.Query(ctx, q+` ORDER BY r.id`, args...)
-	if err != nil {
-		return interpret(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanRegistration(rows)
+	q += ` ORDER BY r.id LIMIT $3`
+	chunk := make([]registration.Registration, 0, exportChunk)
+	for {
+		rows, err := s.db.Query(ctx, q, args...)
 		if err != nil {
 			return interpret(err)
 		}
-		if err := emit(r); err != nil {
-			return err
+		chunk, err = pgx.AppendRows(chunk[:0], rows, func(row pgx.CollectableRow) (registration.Registration, error) {
+			return scanRegistration(row)
+		})
+		if err != nil {
+			return interpret(err)
 		}
+		for _, r := range chunk {
+			if err := emit(r); err != nil {
+				return err
+			}
+		}
+		if len(chunk) < exportChunk {
+			return nil
+		}
+		args[1] = chunk[len(chunk)-1].Seq
 	}
-	return interpret(rows.Err())
 }
 
 // UserRegistrations returns up to f.Limit of a user's registrations over
