@@ -44,8 +44,10 @@ type Store interface {
 	ListRegistrations(ctx context.Context, f ListFilter) ([]Registration, error)
 	UserRegistrations(ctx context.Context, f UserFilter) ([]Registration, error)
 	// ExportRegistrations calls emit for each of an activity's
-	// registrations (of the status, when set) in creation order, reading
-	// them as it goes: memory does not grow with their number.
+	// registrations (of the status, when set) once, in creation order,
+	// reading them as it goes: memory does not grow with their number, and
+	// neither a statement nor a connection is held while emit runs (a
+	// client may read an export slowly).
 	ExportRegistrations(ctx context.Context, activityID string, status Status, emit func(Registration) error) error
 
 	// RegistrationEvents returns a registration's events in seq order.
