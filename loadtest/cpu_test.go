@@ -1,10 +1,12 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"io"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -91,4 +93,35 @@ func processCPU(t *testing.T) time.Duration {
 	var ru syscall.Rusage
 	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func TestProcessorTimeInTheReport(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.Scenarios[ScenarioSignupHot].CPUBusy = 0.82
+	r.Scenarios[ScenarioSignupHot].CPUMicrosPerOp = map[string]float64{CPUMachine: 563, CPUCapacityd: 274, CPUPostgres: 123, CPURedis: 59, CPULoadTest: 122}
+	r.Scenarios[ScenarioSignupHotWebhooks] = &ScenarioResult{RPS: 2000, Ops: 20000, CPUBusy: 0.88,
+		CPUMicrosPerOp: map[string]float64{CPUMachine: 1132, CPUCapacityd: 538, CPUPostgres: 317, CPURedis: 62, CPULoadTest: 242}}
+	r.Baselines[BaselineLoopbackPostCPU] = Num(88)
+	r.ComputeRatios()
+	require.Equal(t, 569.0, r.Checks[CheckWebhookCPUAdded])
+
+	var buf bytes.Buffer
+	require.NoError(t, WriteMarkdown(&buf, r, MarkdownMeta{Scale: FullScale}))
+	md := buf.String()
+	require.Contains(t, md, "## Processor time per operation")
+	_, table, _ := strings.Cut(md, "## Processor time per operation")
+	table, _, _ = strings.Cut(table, "\n## ")
+	require.Contains(t, table, "| signup_hot | 82% | 563 | 274 | 123 | 59 | 122 |")
+	require.Contains(t, table, "| signup_hot_webhooks | 88% | 1132 | 538 | 317 | 62 | 242 |")
+	require.NotContains(t, table, "| signup_spread | ", "a scenario measured without processor time has no row")
+	require.Contains(t, md, "| "+BaselineLoopbackPostCPU+" | ")
+	for _, b := range throughputBars(r) {
+		require.NotEqual(t, BaselineLoopbackPostCPU, b.label, "a processor time is not charted as a rate")
+	}
+
+	// A report without processor times (not Linux) has no such table.
+	buf.Reset()
+	require.NoError(t, WriteMarkdown(&buf, sampleReport(), MarkdownMeta{Scale: FullScale}))
+	require.NotContains(t, buf.String(), "Processor time per operation")
 }
