@@ -239,9 +239,14 @@ collect:
 	require.Equal(t, 200, events[len(events)-1].seats(t).Taken, "the last event is exact")
 	require.LessOrEqual(t, len(events), int(burst/(100*time.Millisecond))+2,
 		"200 signups in %s gave %d events", burst, len(events))
-	for i := 1; i < len(events); i++ {
-		// Arrival times jitter a little around the 100 ms spacing.
-		require.GreaterOrEqual(t, events[i].At.Sub(events[i-1].At), 50*time.Millisecond)
+	// The events leave at least 100 ms apart. They are timed on arrival,
+	// where a busy test machine can delay one and so shorten the gap to the
+	// next: over the whole stream, only the first and the last arrival
+	// can shift the span, by less than one spacing.
+	if n := len(events); n > 1 {
+		span := events[n-1].At.Sub(events[0].At)
+		require.GreaterOrEqual(t, span, time.Duration(n-2)*100*time.Millisecond,
+			"%d events arrived within %s: not one per 100 ms", n, span)
 	}
 	t.Logf("200 signups in %s → %d events", burst, len(events))
 }

@@ -156,9 +156,14 @@ func TestHubCoalescesBurstsAndEndsExact(t *testing.T) {
 	require.Equal(t, 200, events[len(events)-1].Taken, "the last event is exact")
 	// At most one event per 100 ms, plus the first at once.
 	require.LessOrEqual(t, len(events), int(burst/(100*time.Millisecond))+2, "burst of 200 changes in %s gave %d events", burst, len(events))
-	for i := 1; i < len(times); i++ {
-		// Measured at the receiver, so with scheduling jitter.
-		require.GreaterOrEqual(t, times[i].Sub(times[i-1]), 50*time.Millisecond, "events %d and %d too close", i-1, i)
+	// The events leave at least 100 ms apart. They are timed at the
+	// receiver, where a busy test machine can delay one and so shorten the
+	// gap to the next: over the whole burst, only the first and the last
+	// time can shift the span, by less than one spacing.
+	if n := len(times); n > 1 {
+		span := times[n-1].Sub(times[0])
+		require.GreaterOrEqual(t, span, time.Duration(n-2)*100*time.Millisecond,
+			"%d events within %s: not one per 100 ms", n, span)
 	}
 	t.Logf("200 changes in %s → %d events, %d reads", burst, len(events), b.seats.reads.Load())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,7 +81,9 @@ func TestWebhookRequestsAreChecked(t *testing.T) {
 	require.NotContains(t, got, "secret")
 	require.Equal(t, w["created_at"], got["created_at"])
 
-	for _, path := range []string{"/v1/webhooks/wh_nope", "/v1/webhooks/" + id[:len(id)-1] + "0", "/v1/webhooks/wh_01JD0000000000000000000000/deliveries"} {
+	// Another well-formed id: the last character changed (to one it is not).
+	other := id[:len(id)-1] + map[bool]string{true: "1", false: "0"}[strings.HasSuffix(id, "0")]
+	for _, path := range []string{"/v1/webhooks/wh_nope", "/v1/webhooks/" + other, "/v1/webhooks/wh_01JD0000000000000000000000/deliveries"} {
 		require.Equal(t, http.StatusNotFound, inst.MustDo(t, http.MethodGet, path, admin, nil).Status, path)
 	}
 	for _, q := range []string{"limit=0", "limit=501", "limit=x", "after=3"} {
