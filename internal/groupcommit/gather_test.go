@@ -203,3 +203,52 @@ func TestARequestWithdrawnWhileItsKeyGathersIsNeverFlushed(t *testing.T) {
 		require.NotContains(t, b, 3, "the withdrawn request was never flushed")
 	}
 }
+
+// TestAKeyWithAFullBatchQueuedDoesNotGather: a gather waits for at most
+// MaxBatch requests, so a key that has a whole batch queued when its flush
+// ends is flushed at once instead of waiting for a request that may never
+// come.
+func TestAKeyWithAFullBatchQueuedDoesNotGather(t *testing.T) {
+	t.Parallel()
+	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	var calls sync.Mutex
+	call := 0
+	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
+		calls.Lock()
+		i := call
+		call++
+		calls.Unlock()
+		if i < len(gates) {
+			<-gates[i]
+		}
+		return reqs, nil
+	}), groupcommit.Options{MaxBatch: 2, GatherAt: 2, GatherFor: time.Hour})
+	submit := func(v int) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := g.Submit(context.Background(), "k", v)
+			done <- err
+		}()
+		return done
+	}
+	first := submit(1)
+	require.Eventually(t, func() bool { return g.Queued("k") == 0 }, 10*time.Second, time.Millisecond, "1 taken by the first flush")
+	second := []chan error{submit(2), submit(3)}
+	require.Eventually(t, func() bool { return g.Queued("k") == 2 }, 10*time.Second, time.Millisecond)
+	close(gates[0])
+	require.NoError(t, <-first)
+	// 2 and 3 flush as a whole batch (the cap); 4 and 5 queue meanwhile.
+	require.Eventually(t, func() bool { return g.Queued("k") == 0 }, 10*time.Second, time.Millisecond)
+	third := []chan error{submit(4), submit(5)}
+	require.Eventually(t, func() bool { return g.Queued("k") == 2 }, 10*time.Second, time.Millisecond)
+	close(gates[1])
+	for _, done := range append(second, third...) {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a whole batch waited for a gather's deadline")
+		}
+	}
+	require.NoError(t, g.Close(context.Background()))
+}

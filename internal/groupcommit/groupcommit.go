@@ -74,7 +74,9 @@ type Options struct {
 	// flight per key, two consecutive batches of N clients otherwise share
 	// them: a crowd's batches stay near N/2. (The requests counted as
 	// already waiting are those queued when the flush returned, before
-	// its requests are answered.) Default 0: never gather.
+	// its requests are answered.) A key that already has as many requests
+	// queued (at most MaxBatch are waited for) does not gather. Default 0:
+	// never gather.
 	GatherAt  int
 	GatherFor time.Duration
 	// GatherEnded, if set, is told how each gather ended: filled (as many
@@ -205,7 +207,7 @@ func (g *Group[K, Req, Res]) withdraw(key K, it *item[Req, Res]) bool {
 // are queued, or for GatherFor. g.mu is held.
 func (g *Group[K, Req, Res]) gather(key K, q *queue[Req, Res], want int) {
 	q.gathering = true
-	q.want = min(want, g.opts.MaxBatch)
+	q.want = want
 	q.gathers++
 	n := q.gathers
 	q.timer = time.AfterFunc(g.opts.GatherFor, func() {
@@ -307,8 +309,11 @@ func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[
 		q := g.queues[b.Key]
 		q.flushing = false
 		if queued != nil && !g.closed && len(b.Reqs) >= g.opts.GatherAt {
-			g.gather(b.Key, q, queued[i]+len(b.Reqs))
-			continue
+			// Unless as many already wait (the batch cap can make that so).
+			if want := min(queued[i]+len(b.Reqs), g.opts.MaxBatch); len(q.items) < want {
+				g.gather(b.Key, q, want)
+				continue
+			}
 		}
 		if len(q.items) == 0 {
 			delete(g.queues, b.Key)
