@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,14 +211,14 @@ func TestARequestWithdrawnWhileItsKeyGathersIsNeverFlushed(t *testing.T) {
 // come.
 func TestAKeyWithAFullBatchQueuedDoesNotGather(t *testing.T) {
 	t.Parallel()
+	// Each flush reports its batch on started, and the first two wait for
+	// their gate.
+	started := make(chan []int, 3)
 	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
-	var calls sync.Mutex
-	call := 0
+	var calls atomic.Int32
 	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
-		calls.Lock()
-		i := call
-		call++
-		calls.Unlock()
+		i := int(calls.Add(1)) - 1
+		started <- slices.Sorted(slices.Values(reqs))
 		if i < len(gates) {
 			<-gates[i]
 		}
@@ -231,16 +232,21 @@ func TestAKeyWithAFullBatchQueuedDoesNotGather(t *testing.T) {
 		}()
 		return done
 	}
+	queued := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { return g.Queued("k") == n }, 10*time.Second, time.Millisecond)
+	}
 	first := submit(1)
-	require.Eventually(t, func() bool { return g.Queued("k") == 0 }, 10*time.Second, time.Millisecond, "1 taken by the first flush")
+	require.Equal(t, []int{1}, <-started)
 	second := []chan error{submit(2), submit(3)}
-	require.Eventually(t, func() bool { return g.Queued("k") == 2 }, 10*time.Second, time.Millisecond)
+	queued(2)
 	close(gates[0])
 	require.NoError(t, <-first)
-	// 2 and 3 flush as a whole batch (the cap); 4 and 5 queue meanwhile.
-	require.Eventually(t, func() bool { return g.Queued("k") == 0 }, 10*time.Second, time.Millisecond)
+	// 2 and 3 flush as a whole batch (the cap); 4 and 5 queue meanwhile,
+	// a whole batch when that flush ends.
+	require.Equal(t, []int{2, 3}, <-started)
 	third := []chan error{submit(4), submit(5)}
-	require.Eventually(t, func() bool { return g.Queued("k") == 2 }, 10*time.Second, time.Millisecond)
+	queued(2)
 	close(gates[1])
 	for _, done := range append(second, third...) {
 		select {
@@ -250,5 +256,6 @@ func TestAKeyWithAFullBatchQueuedDoesNotGather(t *testing.T) {
 			t.Fatal("a whole batch waited for a gather's deadline")
 		}
 	}
+	require.Equal(t, []int{4, 5}, <-started)
 	require.NoError(t, g.Close(context.Background()))
 }
