@@ -135,6 +135,7 @@ func runBaseline(ctx context.Context, dbURL string, b baseline, conns int, l Loa
 	if err := warmPool(ctx, pool, conns); err != nil {
 		return Outcome{}, err
 	}
+	l.WAL = func(ctx context.Context) (int64, error) { return walPosition(ctx, pool) }
 	return Drive(ctx, l, log, func(ctx context.Context, _ int, _ int64) error {
 		_, err := pool.Exec(ctx, b.sql, b.args()...)
 		return err

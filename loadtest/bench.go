@@ -333,3 +333,12 @@ func randomHex(n int) string {
 	_, _ = rand.Read(p)
 	return hex.EncodeToString(p)
 }
+
+// drive runs a load of the bench (see Drive), measuring the WAL the bench
+// server writes meanwhile.
+func (b *bench) drive(ctx context.Context, l Load, op Op) Outcome {
+	if b.mon != nil {
+		l.WAL = b.mon.WALPosition
+	}
+	return Drive(ctx, l, b.log, op)
+}

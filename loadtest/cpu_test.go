@@ -106,12 +106,7 @@ func TestProcessorTimeInTheReport(t *testing.T) {
 	r.ComputeRatios()
 	require.Equal(t, 569.0, r.Checks[CheckWebhookCPUAdded])
 
-	var buf bytes.Buffer
-	require.NoError(t, WriteMarkdown(&buf, r, MarkdownMeta{Scale: FullScale}))
-	md := buf.String()
-	require.Contains(t, md, "## Processor time per operation")
-	_, table, _ := strings.Cut(md, "## Processor time per operation")
-	table, _, _ = strings.Cut(table, "\n## ")
+	md, table := markdownSection(t, r, "Processor time per operation")
 	require.Contains(t, table, "| signup_hot | 82% | 563 | 274 | 123 | 59 | 122 |")
 	require.Contains(t, table, "| signup_hot_webhooks | 88% | 1132 | 538 | 317 | 62 | 242 |")
 	require.NotContains(t, table, "| signup_spread | ", "a scenario measured without processor time has no row")
@@ -121,7 +116,20 @@ func TestProcessorTimeInTheReport(t *testing.T) {
 	}
 
 	// A report without processor times (not Linux) has no such table.
-	buf.Reset()
+	var buf bytes.Buffer
 	require.NoError(t, WriteMarkdown(&buf, sampleReport(), MarkdownMeta{Scale: FullScale}))
 	require.NotContains(t, buf.String(), "Processor time per operation")
+}
+
+// markdownSection writes r's page and returns it with the section under the
+// heading, which it must have, up to the next heading.
+func markdownSection(t *testing.T, r *Report, heading string) (md, section string) {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, WriteMarkdown(&buf, r, MarkdownMeta{Scale: FullScale}))
+	md = buf.String()
+	_, section, found := strings.Cut(md, "\n## "+heading+"\n")
+	require.True(t, found, "no section %q", heading)
+	section, _, _ = strings.Cut(section, "\n## ")
+	return md, section
 }

@@ -24,6 +24,9 @@ type Load struct {
 	Duration time.Duration
 	// MaxOps bounds the operations; 0 means Duration alone bounds them.
 	MaxOps int64
+	// WAL, if set, reads PostgreSQL's WAL position before and after the
+	// load, to report the WAL written per operation.
+	WAL WALFunc
 }
 
 // Outcome is what a load measured.
@@ -37,6 +40,9 @@ type Outcome struct {
 	// CPU is the processor time the machine spent meanwhile (nil where
 	// /proc cannot be read).
 	CPU *CPUUse
+	// WALBytes is the WAL PostgreSQL wrote meanwhile (nil when the load
+	// had no WAL reader or it failed).
+	WALBytes *int64
 }
 
 // Result converts the outcome into a report entry.
@@ -53,12 +59,15 @@ func (o Outcome) Result(clients int) *ScenarioResult {
 	if o.CPU != nil {
 		r.CPUBusy, r.CPUMicrosPerOp = round(o.CPU.Busy, 3), o.CPU.perOp(o.Ops)
 	}
+	r.WALBytesPerOp = walPerOp(o.WALBytes, o.Ops)
 	return r
 }
 
 // Drive runs op under load l, printing a progress line to progress about
 // once a second. It stops early when ctx ends.
 func Drive(ctx context.Context, l Load, progress io.Writer, op Op) Outcome {
+	wal0, walOK := sampleWAL(ctx, l.WAL)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.Duration)
 	defer cancel()
 	var started, ok, failed atomic.Int64
@@ -113,6 +122,10 @@ loop:
 		all.Merge(h)
 	}
 	out := Outcome{Ops: ok.Load(), Errors: failed.Load(), Elapsed: elapsed, Lat: all, FirstError: firstErr, CPU: cpu}
+	if wal1, ok := sampleWAL(parent, l.WAL); ok && walOK {
+		written := wal1 - wal0
+		out.WALBytes = &written
+	}
 	p.done(out)
 	return out
 }
@@ -149,6 +162,9 @@ func (p *progress) done(o Outcome) {
 	if c := r.CPUMicrosPerOp; c != nil {
 		fmt.Fprintf(p.w, "%-16s cpu   %.0f%% of the cores busy; µs per op: machine %.0f, capacityd %.0f, postgres %.0f, redis %.0f, loadtest %.0f\n",
 			p.name, 100*r.CPUBusy, c[CPUMachine], c[CPUCapacityd], c[CPUPostgres], c[CPURedis], c[CPULoadTest])
+	}
+	if w := r.WALBytesPerOp; w != nil {
+		fmt.Fprintf(p.w, "%-16s wal   %.0f bytes per op, %.1f MB in all\n", p.name, *w, float64(*o.WALBytes)/1e6)
 	}
 	if o.FirstError != nil {
 		fmt.Fprintf(p.w, "%-16s first error: %v\n", p.name, o.FirstError)

@@ -183,6 +183,15 @@ func WriteMarkdown(w io.Writer, r *Report, m MarkdownMeta) error {
 		p("%s", cpu)
 	}
 
+	if wal := walRows(r); wal != "" {
+		p("\n## WAL per operation\n\n")
+		p("The write-ahead log PostgreSQL wrote while each scenario ran, per successful operation: how far the server's WAL insert position moved, " +
+			"in bytes. It covers the whole server, with its background work (autovacuum, checkpoints), and it includes the full-page images " +
+			"written for pages first changed since the last checkpoint, so a scenario that runs just after a checkpoint begins writes more.\n\n")
+		p("| scenario | WAL bytes/op |\n|---|---|\n")
+		p("%s", wal)
+	}
+
 	p("\n## Baselines\n\n")
 	p("pgbench-like scripts run through pgx in the load test's process, one connection per client (prepared statements), against the bench database; "+
 		"and one that is not PostgreSQL's, %s.\n\n", BaselineLoopbackPostCPU)
@@ -231,6 +240,18 @@ func cpuRows(r *Report) string {
 		}
 		fmt.Fprintf(&b, "| %s | %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f |\n", n, 100*s.CPUBusy,
 			c[CPUMachine], c[CPUCapacityd], c[CPUPostgres], c[CPURedis], c[CPULoadTest])
+	}
+	return b.String()
+}
+
+// walRows returns the rows of the WAL table, one per scenario measured
+// with it, in page order.
+func walRows(r *Report) string {
+	var b strings.Builder
+	for _, n := range orderedScenarios(r) {
+		if w := r.Scenarios[n].WALBytesPerOp; w != nil {
+			fmt.Fprintf(&b, "| %s | %.0f |\n", n, *w)
+		}
 	}
 	return b.String()
 }

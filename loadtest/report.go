@@ -152,6 +152,10 @@ type ScenarioResult struct {
 	// measured from /proc, on Linux only.
 	CPUBusy        float64            `json:"cpu_busy,omitempty"`
 	CPUMicrosPerOp map[string]float64 `json:"cpu_us_per_op,omitempty"`
+	// WALBytesPerOp is the WAL PostgreSQL wrote while the scenario ran,
+	// per successful operation: its insert position moved that far, for
+	// every database of the server and its background work.
+	WALBytesPerOp *float64 `json:"wal_bytes_per_op,omitempty"`
 }
 
 // NewReport returns an empty report with every map allocated.

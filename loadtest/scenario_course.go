@@ -38,7 +38,7 @@ func (b *bench) courseRush(ctx context.Context) error {
 	}
 	picks := pickCourses(rand.New(rand.NewPCG(uint64(n), uint64(users))), users, n)
 	run := newCourseRun(n)
-	out := Drive(ctx, Load{Name: ScenarioCourseRush, Clients: courseClients, Duration: 5 * time.Minute, MaxOps: int64(users * courseChoices)}, b.log,
+	out := b.drive(ctx, Load{Name: ScenarioCourseRush, Clients: courseClients, Duration: 5 * time.Minute, MaxOps: int64(users * courseChoices)},
 		func(ctx context.Context, _ int, i int64) error {
 			u, a := i/courseChoices, picks[i/courseChoices][i%courseChoices]
 			run.asked[a].Add(1)
@@ -135,7 +135,7 @@ func (r *courseRun) judge(taken []int, capacity int) (inexact, refusedNotFull in
 func (b *bench) createActivities(ctx context.Context, title string, n, capacity int) ([]string, error) {
 	admin := b.api.WithToken(b.admin)
 	ids := make([]string, n)
-	out := Drive(ctx, Load{Name: "setup:activities", Clients: 16, Duration: 2 * time.Minute, MaxOps: int64(n)}, b.log,
+	out := b.drive(ctx, Load{Name: "setup:activities", Clients: 16, Duration: 2 * time.Minute, MaxOps: int64(n)},
 		func(ctx context.Context, _ int, i int64) error {
 			a, err := admin.CreateActivity(ctx, client.NewActivity{Title: fmt.Sprintf("%s %d %s", title, i+1, b.nonce), Capacity: capacity})
 			ids[i] = a.ID

@@ -44,7 +44,7 @@ func (b *bench) reads(ctx context.Context) error {
 	warmed := time.Now()
 	d := b.cfg.ScenarioDuration
 	if b.cfg.wants(ScenarioTrivial) {
-		out := Drive(ctx, Load{Name: ScenarioTrivial, Clients: readClients, Duration: d, MaxOps: maxReads(d)}, b.log,
+		out := b.drive(ctx, Load{Name: ScenarioTrivial, Clients: readClients, Duration: d, MaxOps: maxReads(d)},
 			func(ctx context.Context, _ int, _ int64) error {
 				return b.api.Health(ctx)
 			})
@@ -66,7 +66,7 @@ func (b *bench) reads(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := Drive(ctx, Load{Name: ScenarioSeatsRead, Clients: readClients, Duration: d, MaxOps: maxReads(d)}, b.log,
+	out := b.drive(ctx, Load{Name: ScenarioSeatsRead, Clients: readClients, Duration: d, MaxOps: maxReads(d)},
 		func(ctx context.Context, _ int, _ int64) error {
 			_, err := b.api.Seats(ctx, hot)
 			return err
@@ -131,7 +131,7 @@ func (b *bench) views(ctx context.Context, name string) error {
 	if _, err := b.api.RecordView(ctx, note); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	out := Drive(ctx, Load{Name: name, Clients: readClients, Duration: b.cfg.ScenarioDuration, MaxOps: maxReads(b.cfg.ScenarioDuration)}, b.log,
+	out := b.drive(ctx, Load{Name: name, Clients: readClients, Duration: b.cfg.ScenarioDuration, MaxOps: maxReads(b.cfg.ScenarioDuration)},
 		func(ctx context.Context, _ int, _ int64) error {
 			_, err := b.api.RecordView(ctx, note)
 			return err

@@ -50,7 +50,7 @@ func (b *bench) driveSignupHot(ctx context.Context, name string, clients int) er
 	if err := b.warmSeats(ctx, b.seed.HotActivity); err != nil {
 		return err
 	}
-	out := Drive(ctx, Load{Name: name, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n)}, b.log,
+	out := b.drive(ctx, Load{Name: name, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n)},
 		func(ctx context.Context, _ int, i int64) error {
 			return b.signupAdmitted(ctx, toks[i], b.seed.HotActivity)
 		})
@@ -84,7 +84,7 @@ func (b *bench) cancelHot(ctx context.Context) error {
 // clients, each once, for at most d.
 func (b *bench) cancelAll(ctx context.Context, name string, clients int, d time.Duration, ids []string) Outcome {
 	admin := b.api.WithToken(b.admin)
-	return Drive(ctx, Load{Name: name, Clients: clients, Duration: d, MaxOps: int64(len(ids))}, b.log,
+	return b.drive(ctx, Load{Name: name, Clients: clients, Duration: d, MaxOps: int64(len(ids))},
 		func(ctx context.Context, _ int, i int64) error {
 			_, err := admin.CancelRegistration(ctx, ids[i])
 			return err
@@ -173,7 +173,7 @@ func (b *bench) signupSpread(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := Drive(ctx, Load{Name: ScenarioSignupSpread, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n)}, b.log,
+	out := b.drive(ctx, Load{Name: ScenarioSignupSpread, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n)},
 		func(ctx context.Context, _ int, i int64) error {
 			return b.signupAdmitted(ctx, toks[i], ids[i%int64(k)])
 		})
@@ -252,7 +252,7 @@ func (b *bench) crowd(ctx context.Context, name string, users, full int, waitlis
 	}
 	refused := map[bool]int{false: http.StatusConflict, true: http.StatusAccepted}[waitlist]
 	c := &crowdResult{positions: make([]int32, users)}
-	out := Drive(ctx, Load{Name: name, Clients: crowdClients, Duration: 2 * time.Minute, MaxOps: int64(users)}, b.log,
+	out := b.drive(ctx, Load{Name: name, Clients: crowdClients, Duration: 2 * time.Minute, MaxOps: int64(users)},
 		func(ctx context.Context, _ int, i int64) error {
 			res, err := b.api.WithToken(toks[i]).Signup(ctx, a.ID, client.SignupOptions{})
 			st, err := signupAnswer(res, err)
@@ -310,7 +310,7 @@ func (b *bench) signupDeadTuples(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := Drive(ctx, Load{Name: "signups_16k", Clients: clients, Duration: 2 * time.Minute, MaxOps: int64(b.cfg.CountedSignups)}, b.log,
+	out := b.drive(ctx, Load{Name: "signups_16k", Clients: clients, Duration: 2 * time.Minute, MaxOps: int64(b.cfg.CountedSignups)},
 		func(ctx context.Context, _ int, i int64) error {
 			return b.signupAdmitted(ctx, toks[i], a.ID)
 		})

@@ -94,7 +94,7 @@ func (b *bench) fill(ctx context.Context, activity, name string, n int, waitlist
 		return nil, err
 	}
 	regs := make([]client.Registration, n)
-	out := Drive(ctx, Load{Name: "setup:" + name, Clients: promoteClients, Duration: 2 * time.Minute, MaxOps: int64(n)}, b.log,
+	out := b.drive(ctx, Load{Name: "setup:" + name, Clients: promoteClients, Duration: 2 * time.Minute, MaxOps: int64(n)},
 		func(ctx context.Context, _ int, i int64) error {
 			res, err := b.api.WithToken(toks[i]).Signup(ctx, activity, client.SignupOptions{})
 			if err == nil && res.Waitlisted != waitlisted {
