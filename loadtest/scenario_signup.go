@@ -12,6 +12,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/store"
 )
 
 // maxSignupRate bounds the tokens pre-signed for a timed signup scenario:
@@ -131,12 +132,17 @@ const deadlockDetected = "40P01"
 // deleteHotRows deletes, in one transaction, what resetHot resets, and
 // returns the registrations it deleted. Requests that the scenario's end
 // abandoned may still be changing the activity in the service: the
-// transaction is tried again when PostgreSQL breaks a deadlock with one.
+// transaction takes the activity's change lock first (store.LockActivity),
+// so those changes are made wholly before it or after it, and it is tried
+// again should PostgreSQL still break a deadlock with one.
 func (b *bench) deleteHotRows(ctx context.Context) (int64, error) {
 	var removed int64
 	var err error
 	for try := 0; try < 5; try++ {
 		err = pgx.BeginFunc(ctx, b.db, func(tx pgx.Tx) error {
+			if err := store.LockActivity(ctx, tx, b.seed.HotID); err != nil {
+				return err
+			}
 			tag, err := tx.Exec(ctx, `DELETE FROM registration WHERE activity_id = $1 AND id > $2`, b.seed.HotID, b.seed.MaxRegistrationID)
 			if err != nil {
 				return err

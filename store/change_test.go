@@ -276,3 +276,41 @@ func TestChangeTransactionsTakeLocksInIDOrder(t *testing.T) {
 	require.NoError(t, holder.Rollback(ctx))
 	require.NoError(t, <-done)
 }
+
+// TestLockActivitySerializesWithChanges: a transaction that holds
+// LockActivity makes the activity's change transactions wait until it
+// ends, and their changes are made after it.
+func TestLockActivitySerializesWithChanges(t *testing.T) {
+	t.Parallel()
+	pool := testenv.DB(t)
+	s := store.New(pool)
+	act := createActivities(t, s, 1, 5)[0]
+	ctx := context.Background()
+	var aid int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM activity WHERE public_id = $1`, act).Scan(&aid))
+
+	holder, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, store.LockActivity(ctx, holder, aid))
+	// What the holder writes directly: the activity's last seq, which the
+	// change transaction must then read and continue from.
+	_, err = holder.Exec(ctx, `INSERT INTO activity_state (activity_id, last_seq) VALUES ($1, 41)
+		ON CONFLICT (activity_id) DO UPDATE SET last_seq = 41`, aid)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Apply(ctx, []registration.CommandBatch{{ActivityID: act, Commands: []registration.Command{signupOf("waiter")}}}, time.Now())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the change transaction did not wait for the lock: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, holder.Commit(ctx))
+	require.NoError(t, <-done)
+	var seq int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT max(seq) FROM registration_event WHERE activity_id = $1`, aid).Scan(&seq))
+	require.EqualValues(t, 42, seq, "the change came after the holder's write and continued its seq")
+}

@@ -63,6 +63,17 @@ func (s *Store) Ping(ctx context.Context) error {
 // "CAPA" in ASCII.
 const admissionLockNamespace = 0x43415041
 
+// LockActivity takes, in tx, the lock under which every change of an
+// activity's registrations is made (see Apply), by the activity's internal
+// id. A transaction that writes an activity's rows directly (a repair, a
+// benchmark's reset) takes it first, so that it waits for the change
+// transactions in flight and they wait for it, instead of racing them. It
+// is held until tx ends.
+func LockActivity(ctx context.Context, tx pgx.Tx, activityID int64) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(admissionLockNamespace), int32(activityID))
+	return err
+}
+
 // admissionLockTimeout bounds the wait for an activity's admission lock.
 const admissionLockTimeout = "3s"
 
