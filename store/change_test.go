@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd"
@@ -241,9 +242,7 @@ func TestChangeTransactionsTakeLocksInIDOrder(t *testing.T) {
 	ctx := context.Background()
 	var aids []int64
 	for _, id := range acts {
-		var aid int64
-		require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM activity WHERE public_id = $1`, id).Scan(&aid))
-		aids = append(aids, aid)
+		aids = append(aids, internalID(t, pool, id))
 	}
 	holder, err := pool.Begin(ctx)
 	require.NoError(t, err)
@@ -286,8 +285,7 @@ func TestLockActivitySerializesWithChanges(t *testing.T) {
 	s := store.New(pool)
 	act := createActivities(t, s, 1, 5)[0]
 	ctx := context.Background()
-	var aid int64
-	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM activity WHERE public_id = $1`, act).Scan(&aid))
+	aid := internalID(t, pool, act)
 
 	holder, err := pool.Begin(ctx)
 	require.NoError(t, err)
@@ -313,4 +311,12 @@ func TestLockActivitySerializesWithChanges(t *testing.T) {
 	var seq int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT max(seq) FROM registration_event WHERE activity_id = $1`, aid).Scan(&seq))
 	require.EqualValues(t, 42, seq, "the change came after the holder's write and continued its seq")
+}
+
+// internalID returns the internal id of the activity publicID.
+func internalID(t *testing.T, pool *pgxpool.Pool, publicID string) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT id FROM activity WHERE public_id = $1`, publicID).Scan(&id))
+	return id
 }

@@ -75,14 +75,23 @@ func (s *Store) ListRegistrations(ctx context.Context, f registration.ListFilter
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT ` + withPosition + ` FROM registration r JOIN activity a ON a.id = r.activity_id
+	q, args := activityPage(withPosition, aid, f.After, f.Limit, f.Status)
+	return s.collect(ctx, q, args...)
+}
+
+// activityPage returns the keyset query of the columns cols of up to limit
+// registrations of an activity (by internal id) created after the internal
+// id after, in creation order, of the status when it is set, with its
+// arguments.
+func activityPage(cols string, aid, after int64, limit int, status registration.Status) (string, []any) {
+	q := `SELECT ` + cols + ` FROM registration r JOIN activity a ON a.id = r.activity_id
 		WHERE r.activity_id = $1 AND r.id > $2`
-	args := []any{aid, f.After, f.Limit}
-	if f.Status != "" {
+	args := []any{aid, after, limit}
+	if status != "" {
 		q += ` AND r.status = $4`
-		args = append(args, string(f.Status))
+		args = append(args, string(status))
 	}
-	return s.collect(ctx, q+` ORDER BY r.id LIMIT $3`, args...)
+	return q + ` ORDER BY r.id LIMIT $3`, args
 }
 
 // exportChunk is how many rows one statement of an export reads.
@@ -101,16 +110,12 @@ func (s *Store) ExportRegistrations(ctx context.Context, activityID string, stat
 	if err != nil {
 		return err
 	}
-	q := `SELECT ` + registrationColumns + ` FROM registration r JOIN activity a ON a.id = r.activity_id
-		WHERE r.activity_id = $1 AND r.id > $2`
-	args := []any{aid, int64(0), exportChunk}
-	if status != "" {
-		q += ` AND r.status = $4`
-		args = append(args, string(status))
-	}
-	q += ` ORDER BY r.id LIMIT $3`
 	chunk := make([]registration.Registration, 0, exportChunk)
+	var after int64
 	for {
+		// Without the waiting-list positions a page carries: a CSV row
+		// has none.
+		q, args := activityPage(registrationColumns, aid, after, exportChunk, status)
 		rows, err := s.db.Query(ctx, q, args...)
 		if err != nil {
 			return interpret(err)
@@ -129,7 +134,7 @@ func (s *Store) ExportRegistrations(ctx context.Context, activityID string, stat
 		if len(chunk) < exportChunk {
 			return nil
 		}
-		args[1] = chunk[len(chunk)-1].Seq
+		after = chunk[len(chunk)-1].Seq
 	}
 }
 
