@@ -7,6 +7,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
+	"golang.org/x/sync/errgroup"
 )
 
 // readClients is the concurrency of the read and views scenarios.
@@ -103,6 +104,17 @@ func (b *bench) serviceCounters(ctx context.Context) (serviceCounters, error) {
 	c.redisErrors, _ = SumMetric(text, "capacityd_redis_errors_total")
 	c.rebuilds, _ = SumMetric(text, "capacityd_seat_cache_rebuilds_total")
 	return c, nil
+}
+
+// warmAllSeats warms the seat cache of every activity, from clients
+// concurrent readers (warmSeats for each).
+func (b *bench) warmAllSeats(ctx context.Context, activities []string, clients int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(clients)
+	for _, a := range activities {
+		g.Go(func() error { return b.warmSeats(ctx, a) })
+	}
+	return g.Wait()
 }
 
 // warmSeats reads an activity's seats until they come from the cache.
