@@ -104,7 +104,7 @@ var checkDescriptions = map[string]string{
 	CheckSeatsReadPGQueries:   "transactions in the bench database during seats_read (`pg_stat_database`)",
 	CheckSeatsReadRedisErrors: "Redis errors the service counted during seats_read (each suspends the cache for a second: reads go to PostgreSQL)",
 	CheckSeatsReadRebuilds:    "display counters the service rebuilt from the authority during seats_read",
-	CheckSpreadRebuilds:       "display counters the service rebuilt from the authority during signup_spread (warmed before it)",
+	CheckSpreadCountersWarm:   "signup_spread's activities whose display counter existed when its timed part began (all of them expected: without one, an activity's first signup skips the gate and its commit builds the counter)",
 	CheckSSEClients:           "stream clients that received the initial event",
 	CheckSSEP99MS:             "p99 ms from a signup to a stream client's event",
 	CheckSSERSSMB:             "capacityd's RSS with every stream open (MB)",

@@ -110,7 +110,7 @@ const (
 	CheckCourseP99MS          = "course_rush_p99_ms"
 	CheckSeatsReadRedisErrors = "seats_read_redis_errors"
 	CheckSeatsReadRebuilds    = "seats_read_cache_rebuilds"
-	CheckSpreadRebuilds       = "signup_spread_cache_rebuilds"
+	CheckSpreadCountersWarm   = "signup_spread_counters_warm"
 	CheckWebhookDrainSeconds  = "webhook_backlog_drain_seconds"
 	CheckWebhookReceived      = "webhook_deliveries_received"
 	CheckWebhookDuplicates    = "webhook_duplicate_deliveries"

@@ -231,7 +231,7 @@ func TestEveryScenarioAndCheckIsDescribed(t *testing.T) {
 		CheckWaitAdmissionTx, CheckWaitTaken, CheckWaitWaiting, CheckPromoteSeats, CheckPromoteWaitingBefore,
 		CheckPromoteCancelled, CheckPromoteTaken, CheckPromoteWaiting, CheckPromotePromoted, CheckPromoteInLine,
 		CheckPromoteWithCancel, CheckCourseActivities, CheckCourseAdmitted, CheckCourseFull, CheckCourse5xx,
-		CheckCourseInexact, CheckCourseRefusedNotFull, CheckCourseP99MS, CheckSpreadRebuilds} {
+		CheckCourseInexact, CheckCourseRefusedNotFull, CheckCourseP99MS, CheckSpreadCountersWarm} {
 		require.NotEmpty(t, checkDescriptions[c], c)
 	}
 	r := NewReport("x")
