@@ -117,6 +117,20 @@ func (b *bench) warmAllSeats(ctx context.Context, activities []string, clients i
 	return g.Wait()
 }
 
+// warmCounters counts the activities whose display counter exists in the
+// bench Redis.
+func (b *bench) warmCounters(ctx context.Context, activities []string) (int64, error) {
+	keys := make([]string, len(activities))
+	for i, a := range activities {
+		keys[i] = capacity.Key(a)
+	}
+	n, err := b.rdb.Exists(ctx, keys...).Result()
+	if err != nil {
+		return 0, fmt.Errorf("loadtest: read the seat counters: %w", err)
+	}
+	return n, nil
+}
+
 // warmSeats reads an activity's seats until they come from the cache.
 func (b *bench) warmSeats(ctx context.Context, activity string) error {
 	var s client.Seats

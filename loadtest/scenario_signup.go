@@ -189,13 +189,9 @@ func (b *bench) signupSpread(ctx context.Context) error {
 		return err
 	}
 	if b.rdb != nil && b.cfg.ServiceURL == "" {
-		keys := make([]string, k)
-		for i, id := range ids {
-			keys[i] = capacity.Key(id)
-		}
-		warm, err := b.rdb.Exists(ctx, keys...).Result()
+		warm, err := b.warmCounters(ctx, ids)
 		if err != nil {
-			return fmt.Errorf("loadtest: read the spread's seat counters: %w", err)
+			return err
 		}
 		b.report.Checks[CheckSpreadCountersWarm] = warm
 		fmt.Fprintf(b.log, "%-16s seat counters of %d of %d activities warm (%s)\n", ScenarioSignupSpread, warm, k, time.Since(t0).Round(time.Millisecond))
