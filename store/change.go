@@ -168,6 +168,26 @@ func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 	return interpret(err)
 }
 
+// genericPlans makes every prepared statement of a transaction run with
+// its generic plan: planned once per connection, where PostgreSQL's
+// default plans again at each execution until the generic plan looks no
+// dearer, and a statement over a list of ids never does (its custom plan
+// knows the list's length). Only statements whose generic plan is tested
+// (plan_test.go) run under it.
+const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
+
+// readGeneric runs the reads queue adds, in one round trip, in a
+// transaction where they use their generic plans (genericPlans).
+func (s *Store) readGeneric(ctx context.Context, queue func(b *pgx.Batch)) error {
+	return s.pipelined(ctx, func(t *txn) error {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue(genericPlans)
+		queue(b)
+		return t.commit(ctx, b)
+	})
+}
+
 // cached returns this instance's exact counts of an activity at seq.
 func (s *Store) cached(aid, seq int64) (seatCache, bool) {
 	s.cacheMu.Lock()
@@ -227,6 +247,7 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 	b := &pgx.Batch{}
 	t.begin(b, s.timeouts)
 	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
+	b.Queue(genericPlans)
 	locks := make([]int32, len(aids))
 	for i, aid := range aids {
 		locks[i] = int32(aid)
@@ -236,9 +257,8 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 	b.Queue(`SELECT count(pg_advisory_xact_lock($1, k.id)) FROM unnest($2::int[]) AS k(id)`,
 		int32(admissionLockNamespace), locks)
 	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at,
-			coalesce(s.last_seq, 0), now()
-		FROM activity a LEFT JOIN activity_state s ON s.activity_id = a.id
-		WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
+			coalesce((SELECT s.last_seq FROM activity_state s WHERE s.activity_id = a.id), 0), now()
+		FROM activity a WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
 		var aid, seq int64
 		var a registration.Activity
 		var at time.Time

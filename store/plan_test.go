@@ -3,12 +3,18 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
 )
 
@@ -97,4 +103,135 @@ func TestAuthorityCountStaysAnIndexScanAfterManyExecutions(t *testing.T) {
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// genericRecorder records the statements that pgx sends inside a
+// transaction running with generic plans (after store's SET LOCAL
+// plan_cache_mode), per connection, in batches.
+type genericRecorder struct {
+	mu      sync.Mutex
+	generic map[*pgx.Conn]bool
+	sql     map[string]bool
+}
+
+func (r *genericRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (r *genericRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *genericRecorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (r *genericRecorder) TraceBatchQuery(_ context.Context, conn *pgx.Conn, data pgx.TraceBatchQueryData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch q := strings.TrimSpace(data.SQL); {
+	case strings.HasPrefix(q, "SET LOCAL plan_cache_mode"):
+		r.generic[conn] = true
+	case q == "COMMIT" || q == "ROLLBACK":
+		r.generic[conn] = false
+	case r.generic[conn] && !strings.HasPrefix(q, "SET LOCAL"):
+		r.sql[q] = true
+	}
+}
+
+func (r *genericRecorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// largeTables are the tables that grow with the registrations: a generic
+// plan must never read one of them whole.
+var largeTables = map[string]bool{
+	"registration": true, "registration_event": true, "activity": true, "activity_state": true,
+	"idempotency_key": true, "webhook_delivery": true, "webhook_message": true,
+}
+
+// TestGenericPlansReadLargeTablesByIndex: every statement that runs with
+// its generic plan (the change transaction's, the registrations lookup)
+// reads the large tables through their indexes, with thousands of
+// activities and a hundred thousand registrations. PostgreSQL plans a
+// generic plan without the parameters' values, so a plan that is right
+// here is right for any values.
+func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testenv.NewDatabase(t)
+	rec := &genericRecorder{generic: make(map[*pgx.Conn]bool), sql: make(map[string]bool)}
+	s := store.New(testenv.PoolWith(t, url, store.PoolConfig{MaxConns: 4, Tracer: rec}))
+	pool := testenv.Pool(t, url, 2)
+	_, err := pool.Exec(ctx, `
+		INSERT INTO activity (public_id, title, capacity, waitlist)
+		SELECT 'a_generic' || g, 'generic ' || g, 1000, g % 2 = 0 FROM generate_series(1, 3000) g;
+		INSERT INTO activity_state (activity_id, last_seq) SELECT id, 0 FROM activity WHERE id % 3 = 0;
+		INSERT INTO registration (public_id, activity_id, user_id, status, waitlist_seq)
+		SELECT 'r_generic' || g, 1 + g % 3000, 'u' || g,
+			CASE WHEN g % 10 < 6 THEN 'pending' WHEN g % 10 < 8 THEN 'waitlisted' ELSE 'cancelled' END,
+			CASE WHEN g % 10 IN (6, 7) THEN g END
+		FROM generate_series(1, 120000) g;
+		INSERT INTO idempotency_key (activity_id, user_id, key, request_hash, outcome, registration_id, body)
+		SELECT 1 + g % 3000, 'u' || g, 'k' || g, '\x01', 'created', 'r_generic' || g, '\x7b7d'
+		FROM generate_series(1, 60000) g;
+		INSERT INTO webhook (public_id, url, events, secret) VALUES ('wh_generic', 'https://example.com/hook', '{*}', '\x00');
+		ANALYZE;`)
+	require.NoError(t, err)
+
+	// One transaction of every kind of command, with counts read, the
+	// waiting list's head read, idempotency keys and the outbox written.
+	a, err := s.CreateActivity(ctx, newID("a"), registration.NewActivity{Title: "generic", Capacity: 2, HoldSeconds: 900, Waitlist: true})
+	require.NoError(t, err)
+	first, second, third := signupOf("g1"), signupOf("g2"), signupOf("g3")
+	first.IdempotencyKey, first.RequestHash = "k1", []byte{1}
+	_, err = s.Apply(ctx, []registration.CommandBatch{{ActivityID: a.ID, Commands: []registration.Command{first, second, third}}}, time.Now())
+	require.NoError(t, err)
+	admin := registration.Origin{Actor: "admin"}
+	capacity := 3
+	applied, err := s.Apply(ctx, []registration.CommandBatch{{ActivityID: a.ID, Commands: []registration.Command{
+		registration.StatusCommand{Origin: admin, RegistrationID: second.RegistrationID, To: registration.Approved},
+		registration.CancelCommand{Origin: admin, RegistrationID: first.RegistrationID, Caller: registration.Caller{Admin: true}},
+		registration.ActivityCommand{Origin: admin, Patch: registration.ActivityPatch{Capacity: &capacity}},
+	}}}, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, applied[0].Err)
+	regs, err := s.GetRegistrations(ctx, []string{first.RegistrationID, third.RegistrationID})
+	require.NoError(t, err)
+	require.Len(t, regs, 2)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.GreaterOrEqual(t, len(rec.sql), 10, "the statements of a change transaction and the lookup: %v", rec.sql)
+	t.Logf("%d statements run with their generic plans", len(rec.sql))
+	param := regexp.MustCompile(`\$(\d+)`)
+	for q := range rec.sql {
+		n := 0
+		for _, m := range param.FindAllStringSubmatch(q, -1) {
+			k, _ := strconv.Atoi(m[1])
+			n = max(n, k)
+		}
+		explain := "EXPLAIN (FORMAT JSON) EXECUTE generic"
+		if n > 0 {
+			explain += "(" + strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") + ")"
+		}
+		var raw []byte
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan; PREPARE generic AS "+q, pgx.QueryExecModeSimpleProtocol)
+			if err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, explain, pgx.QueryExecModeSimpleProtocol).Scan(&raw); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, "DEALLOCATE generic")
+			return err
+		})
+		require.NoError(t, err, q)
+		var explained []struct {
+			Plan planNode `json:"Plan"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &explained))
+		for _, sc := range scans(explained[0].Plan) {
+			if largeTables[sc.RelationName] {
+				require.NotEqual(t, "Seq Scan", sc.NodeType, "a generic plan reads %s whole:\n%s\n%s", sc.RelationName, q, raw)
+			}
+		}
+	}
 }

@@ -63,10 +63,25 @@ func scanEach(rows pgx.Rows, f func(aid int64, r registration.Registration)) err
 // GetRegistrations returns the registrations of ids that exist, with their
 // waiting-list positions, in any order: one statement for the lookups of
 // many requests.
+//
+// PostgreSQL would plan each execution anew for its list of ids (a custom
+// plan, which here costs more than the lookup itself); the lookup runs
+// with the generic plan instead (see readGeneric), the same index scan.
 func (s *Store) GetRegistrations(ctx context.Context, ids []string) ([]registration.Registration, error) {
-	return s.collect(ctx, `SELECT `+withPosition+`
-		FROM registration r JOIN activity a ON a.id = r.activity_id WHERE r.public_id = ANY($1)`, ids)
+	var out []registration.Registration
+	err := s.readGeneric(ctx, func(b *pgx.Batch) {
+		b.Queue(getRegistrationsSQL, ids).Query(func(rows pgx.Rows) error {
+			var err error
+			out, err = collectRows(rows)
+			return err
+		})
+	})
+	return out, err
 }
+
+// getRegistrationsSQL reads the registrations of a list of public ids.
+const getRegistrationsSQL = `SELECT ` + withPosition + `
+	FROM registration r JOIN activity a ON a.id = r.activity_id WHERE r.public_id = ANY($1)`
 
 // ListRegistrations returns up to f.Limit registrations of an activity
 // created after f.After, in creation order.
@@ -154,10 +169,15 @@ func (s *Store) collect(ctx context.Context, q string, args ...any) ([]registrat
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Registration, error) {
+	out, err := collectRows(rows)
+	return out, interpret(err)
+}
+
+// collectRows reads rows of withPosition.
+func collectRows(rows pgx.Rows) ([]registration.Registration, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Registration, error) {
 		return scanWithPosition(row)
 	})
-	return out, interpret(err)
 }
 
 // ClaimDueHolds returns up to limit awaiting_payment registrations due at
