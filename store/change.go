@@ -168,24 +168,22 @@ func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 	return interpret(err)
 }
 
-// genericPlans makes every prepared statement of a transaction run with
-// its generic plan: planned once per connection, where PostgreSQL's
-// default plans again at each execution until the generic plan looks no
+// genericPlans makes every prepared statement after it in its transaction
+// (an explicit one, or the implicit one of a pipelined batch) run with its
+// generic plan, planned once per connection. PostgreSQL's default plans a
+// statement again at each execution until its generic plan looks no
 // dearer, and a statement over a list of ids never does (its custom plan
-// knows the list's length). Only statements whose generic plan is tested
-// (plan_test.go) run under it.
-const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
+// knows the list's length): planning cost more than running these. Only
+// statements whose generic plan is tested (plan_test.go) run under it.
+const genericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 
-// readGeneric runs the reads queue adds, in one round trip, in a
-// transaction where they use their generic plans (genericPlans).
+// readGeneric sends the reads queue adds in one round trip, with their
+// generic plans (genericPlans), in the batch's implicit transaction.
 func (s *Store) readGeneric(ctx context.Context, queue func(b *pgx.Batch)) error {
-	return s.pipelined(ctx, func(t *txn) error {
-		b := &pgx.Batch{}
-		b.Queue("BEGIN")
-		b.Queue(genericPlans)
-		queue(b)
-		return t.commit(ctx, b)
-	})
+	b := &pgx.Batch{}
+	b.Queue(genericPlans)
+	queue(b)
+	return interpret(s.db.SendBatch(ctx, b).Close())
 }
 
 // cached returns this instance's exact counts of an activity at seq.

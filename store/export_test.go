@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // InsertNoteThenCommit runs one pipelined transaction that inserts a
@@ -24,4 +26,14 @@ func (s *Store) InsertNoteThenCommit(ctx context.Context, id string, between fun
 		defer cancel()
 		return tx.commit(cctx, &pgx.Batch{})
 	})
+}
+
+// GenericPlans is the statement after which a transaction's statements run
+// with their generic plans.
+const GenericPlans = genericPlans
+
+// GetRegistrationsPlannedEachTime is GetRegistrations as PostgreSQL's
+// default runs it: its statement planned again at every execution.
+func (s *Store) GetRegistrationsPlannedEachTime(ctx context.Context, ids []string) ([]registration.Registration, error) {
+	return s.collect(ctx, getRegistrationsSQL, ids)
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,11 +12,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/testenv"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // planNode is the part of EXPLAIN (FORMAT JSON) the test reads.
@@ -105,9 +108,10 @@ func itoa(n int64) string {
 	return string(b)
 }
 
-// genericRecorder records the statements that pgx sends inside a
-// transaction running with generic plans (after store's SET LOCAL
-// plan_cache_mode), per connection, in batches.
+// genericRecorder records the statements that pgx sends in batches inside
+// a transaction running with generic plans (after store.GenericPlans), per
+// connection: until the explicit transaction ends, or the batch does when
+// it ran in an implicit one.
 type genericRecorder struct {
 	mu      sync.Mutex
 	generic map[*pgx.Conn]bool
@@ -128,27 +132,33 @@ func (r *genericRecorder) TraceBatchQuery(_ context.Context, conn *pgx.Conn, dat
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch q := strings.TrimSpace(data.SQL); {
-	case strings.HasPrefix(q, "SET LOCAL plan_cache_mode"):
+	case q == store.GenericPlans:
 		r.generic[conn] = true
 	case q == "COMMIT" || q == "ROLLBACK":
 		r.generic[conn] = false
-	case r.generic[conn] && !strings.HasPrefix(q, "SET LOCAL"):
+	case r.generic[conn] && !strings.HasPrefix(q, "SET LOCAL") && !strings.HasPrefix(q, "SELECT set_config"):
 		r.sql[q] = true
 	}
 }
 
-func (r *genericRecorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (r *genericRecorder) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx.TraceBatchEndData) {
+	if conn.PgConn().TxStatus() == 'I' {
+		r.mu.Lock()
+		r.generic[conn] = false
+		r.mu.Unlock()
+	}
+}
 
 // largeTables are the tables that grow with the registrations: a generic
 // plan must never read one of them whole.
 var largeTables = map[string]bool{
 	"registration": true, "registration_event": true, "activity": true, "activity_state": true,
-	"idempotency_key": true, "webhook_delivery": true, "webhook_message": true,
+	"idempotency_key": true, "webhook_delivery": true, "webhook_message": true, "webhook_attempt": true,
 }
 
 // TestGenericPlansReadLargeTablesByIndex: every statement that runs with
-// its generic plan (the change transaction's, the registrations lookup)
-// reads the large tables through their indexes, with thousands of
+// its generic plan (the change transaction's, the registrations lookup,
+// the webhook deliveries' claim and record) reads the large tables through their indexes, with thousands of
 // activities and a hundred thousand registrations. PostgreSQL plans a
 // generic plan without the parameters' values, so a plan that is right
 // here is right for any values.
@@ -159,21 +169,7 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	rec := &genericRecorder{generic: make(map[*pgx.Conn]bool), sql: make(map[string]bool)}
 	s := store.New(testenv.PoolWith(t, url, store.PoolConfig{MaxConns: 4, Tracer: rec}))
 	pool := testenv.Pool(t, url, 2)
-	_, err := pool.Exec(ctx, `
-		INSERT INTO activity (public_id, title, capacity, waitlist)
-		SELECT 'a_generic' || g, 'generic ' || g, 1000, g % 2 = 0 FROM generate_series(1, 3000) g;
-		INSERT INTO activity_state (activity_id, last_seq) SELECT id, 0 FROM activity WHERE id % 3 = 0;
-		INSERT INTO registration (public_id, activity_id, user_id, status, waitlist_seq)
-		SELECT 'r_generic' || g, 1 + g % 3000, 'u' || g,
-			CASE WHEN g % 10 < 6 THEN 'pending' WHEN g % 10 < 8 THEN 'waitlisted' ELSE 'cancelled' END,
-			CASE WHEN g % 10 IN (6, 7) THEN g END
-		FROM generate_series(1, 120000) g;
-		INSERT INTO idempotency_key (activity_id, user_id, key, request_hash, outcome, registration_id, body)
-		SELECT 1 + g % 3000, 'u' || g, 'k' || g, '\x01', 'created', 'r_generic' || g, '\x7b7d'
-		FROM generate_series(1, 60000) g;
-		INSERT INTO webhook (public_id, url, events, secret) VALUES ('wh_generic', 'https://example.com/hook', '{*}', '\x00');
-		ANALYZE;`)
-	require.NoError(t, err)
+	seedLarge(t, pool)
 
 	// One transaction of every kind of command, with counts read, the
 	// waiting list's head read, idempotency keys and the outbox written.
@@ -195,6 +191,18 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	regs, err := s.GetRegistrations(ctx, []string{first.RegistrationID, third.RegistrationID})
 	require.NoError(t, err)
 	require.Len(t, regs, 2)
+	jobs, err := s.ClaimDeliveries(ctx, webhook.Claim{Lease: time.Minute, Slots: 2})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2, "the first two events' deliveries")
+	var results []webhook.Attempt
+	for i, j := range jobs {
+		a := webhook.Attempt{Ref: j.Ref, Attempt: j.Attempt, At: time.Now(), Duration: time.Millisecond, StatusCode: 200, Outcome: webhook.OutcomeDelivered}
+		if i == 1 {
+			a.StatusCode, a.Outcome, a.RetryIn = 500, webhook.OutcomeRetry, time.Second
+		}
+		results = append(results, a)
+	}
+	require.NoError(t, s.RecordAttempts(ctx, results))
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -234,4 +242,63 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 			}
 		}
 	}
+}
+
+// largeSeed fills a database as a busy deployment's: 3,000 activities (a
+// third of them changed once), 120,000 registrations, 60,000 idempotency
+// records, and 100,000 webhook deliveries with their messages and
+// attempts, one enabled webhook for every event; then ANALYZE.
+const largeSeed = `
+		INSERT INTO activity (public_id, title, capacity, waitlist)
+		SELECT 'a_generic' || g, 'generic ' || g, 1000, g % 2 = 0 FROM generate_series(1, 3000) g;
+		INSERT INTO activity_state (activity_id, last_seq) SELECT id, 0 FROM activity WHERE id % 3 = 0;
+		INSERT INTO registration (public_id, activity_id, user_id, status, waitlist_seq)
+		SELECT 'r_generic' || g, 1 + g % 3000, 'u' || g,
+			CASE WHEN g % 10 < 6 THEN 'pending' WHEN g % 10 < 8 THEN 'waitlisted' ELSE 'cancelled' END,
+			CASE WHEN g % 10 IN (6, 7) THEN g END
+		FROM generate_series(1, 120000) g;
+		INSERT INTO idempotency_key (activity_id, user_id, key, request_hash, outcome, registration_id, body)
+		SELECT 1 + g % 3000, 'u' || g, 'k' || g, '\x01', 'created', 'r_generic' || g, '\x7b7d'
+		FROM generate_series(1, 60000) g;
+		INSERT INTO webhook (public_id, url, events, secret) VALUES ('wh_generic', 'https://example.com/hook', '{*}', '\x00');
+		INSERT INTO webhook_message (activity_id, seq, event_id, body)
+		SELECT 1 + g % 3000, g, 'ev_generic' || g, '\x7b7d' FROM generate_series(1, 100000) g;
+		INSERT INTO webhook_delivery (webhook_id, activity_id, seq, state, attempts, delivered_at)
+		SELECT (SELECT id FROM webhook), 1 + g % 3000, g, 'delivered', 1, now() FROM generate_series(1, 100000) g;
+		INSERT INTO webhook_attempt (webhook_id, delivery_id, attempt, at, status_code, duration_ms)
+		SELECT webhook_id, id, 1, now(), 200, 1 FROM webhook_delivery;
+		ANALYZE;`
+
+func seedLarge(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), largeSeed)
+	require.NoError(t, err)
+}
+
+// BenchmarkGetRegistrations: the lookup of 8 registrations by id with a
+// plan made at every execution (PostgreSQL's default for it) and with its
+// generic plan (what GetRegistrations does), one connection.
+func BenchmarkGetRegistrations(b *testing.B) {
+	ctx := context.Background()
+	pool := testenv.Pool(b, testenv.NewDatabase(b), 1)
+	seedLarge(b, pool)
+	s := store.New(pool)
+	ids := make([]string, 8)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r_generic%d", 1+i*15001)
+	}
+	b.Run("custom-plans", func(b *testing.B) {
+		for b.Loop() {
+			regs, err := s.GetRegistrationsPlannedEachTime(ctx, ids)
+			require.NoError(b, err)
+			require.Len(b, regs, len(ids))
+		}
+	})
+	b.Run("generic-plan", func(b *testing.B) {
+		for b.Loop() {
+			regs, err := s.GetRegistrations(ctx, ids)
+			require.NoError(b, err)
+			require.Len(b, regs, len(ids))
+		}
+	})
 }
