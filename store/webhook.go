@@ -168,7 +168,6 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 	var out []webhook.Job
 	b := &pgx.Batch{}
 	b.Queue(asyncCommit)
-	b.Queue(genericPlans)
 	b.Queue(claimSQL, c.Lease.Milliseconds(), c.Slots, ids, busy).Query(func(rows pgx.Rows) error {
 		var err error
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (webhook.Job, error) {
@@ -236,7 +235,6 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []webhook.Attempt) 
 	}
 	b := &pgx.Batch{}
 	b.Queue(asyncCommit)
-	b.Queue(genericPlans)
 	if len(c.wids) > 0 {
 		b.Queue(recordSQL, c.wids, c.dids, c.attempts, c.states, c.retryMS, c.status, c.errs, c.at, c.durationMS)
 	}
