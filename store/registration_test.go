@@ -19,8 +19,9 @@ import (
 // reader, from a pool of one connection whose statements time out after
 // 1 s (a chunk's read takes a few milliseconds, but a loaded test machine
 // has stretched one past 300 ms). The export takes over 3 s, yet every row
-// arrives once, in creation order; and while the rows are being written out the connection
-// is free: another query on the same one-connection pool answers at once.
+// arrives once, in creation order; and while the rows are being written
+// out the connection is free: another query on the same one-connection
+// pool answers at once.
 // (Read by one statement, the export was cut by the statement timeout.)
 func TestAnExportOutlastsTheStatementTimeoutOnOneConnection(t *testing.T) {
 	t.Parallel()
