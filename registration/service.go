@@ -23,7 +23,7 @@ import (
 const (
 	DefaultMaxBatch        = 1000
 	DefaultMaxActivities   = 256
-	DefaultMaxTransactions = 2
+	DefaultMaxTransactions = 1
 	DefaultGatherAt        = 64
 	DefaultGatherFor       = 50 * time.Millisecond
 )
@@ -45,7 +45,9 @@ type Config struct {
 	// MaxBatch caps the commands of one change transaction (default 1000),
 	// MaxActivities the activities it serves (default 256), and
 	// MaxTransactions the change transactions in flight at once (default
-	// 2: fewer, larger transactions commit more signups per WAL flush).
+	// 1: the commands that queue while one runs all go into the next, so
+	// that commands of many activities share transactions, and their
+	// commits, as a crowd on one activity does).
 	MaxBatch        int
 	MaxActivities   int
 	MaxTransactions int

@@ -207,7 +207,7 @@ var serveSettings = []setting{
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
 	intSetting("ADMISSION_MAX_BATCH", "1000", "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
 	intSetting("ADMISSION_MAX_ACTIVITIES", "256", "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.AdmissionMaxActs }),
-	intSetting("ADMISSION_MAX_TRANSACTIONS", "2", "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.AdmissionMaxTx }),
+	intSetting("ADMISSION_MAX_TRANSACTIONS", "1", "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.AdmissionMaxTx }),
 	intSetting("ADMISSION_GATHER_AT", "64", "a change transaction that took at least this many commands of one activity makes the activity's next one gather (see ADMISSION_GATHER)", 1, 100000, func(c *config) *int { return &c.AdmissionGatherAt }),
 	{"ADMISSION_GATHER", "50ms", "longest a crowded activity's next change transaction waits for as many commands as its last one took (0s: never waits)", func(c *config, v string) error {
 		d, err := time.ParseDuration(v)
