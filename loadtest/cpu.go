@@ -2,10 +2,12 @@ package loadtest
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // clockTicks is the unit of the times in /proc (USER_HZ, 100 on Linux).
@@ -140,6 +142,21 @@ func (s cpuSample) since(s0 cpuSample) *CPUUse {
 	}
 	u.Busy = float64(s.groups[CPUMachine]-s0.groups[CPUMachine]) / float64(s.total-s0.total)
 	return u
+}
+
+// add returns the processor time of two loads together, u lasting d and
+// u2 lasting d2: their times summed, their busy shares weighted by their
+// durations; nil when either is missing.
+func (u *CPUUse) add(d time.Duration, u2 *CPUUse, d2 time.Duration) *CPUUse {
+	if u == nil || u2 == nil || d+d2 <= 0 {
+		return nil
+	}
+	sum := &CPUUse{Seconds: maps.Clone(u.Seconds)}
+	for g, s := range u2.Seconds {
+		sum.Seconds[g] += s
+	}
+	sum.Busy = (u.Busy*d.Seconds() + u2.Busy*d2.Seconds()) / (d + d2).Seconds()
+	return sum
 }
 
 // perOp returns the processor time per operation, in microseconds, of

@@ -59,6 +59,41 @@ func TestCPUUseBetweenTwoSamples(t *testing.T) {
 	require.Nil(t, u.perOp(0))
 }
 
+func TestOutcomesAddUpAsOneLoad(t *testing.T) {
+	t.Parallel()
+	lat := func(ms ...int) *Latencies {
+		l := NewLatencies()
+		for _, m := range ms {
+			l.Record(time.Duration(m) * time.Millisecond)
+		}
+		return l
+	}
+	wal := func(n int64) *int64 { return &n }
+	first := Outcome{Ops: 3, Errors: 1, Elapsed: time.Second, Lat: lat(10, 10, 10), WALBytes: wal(300),
+		CPU: &CPUUse{Busy: 0.5, Seconds: map[string]float64{CPUMachine: 1, CPUPostgres: 0.25}}}
+	second := Outcome{Ops: 1, Elapsed: 3 * time.Second, Lat: lat(50), WALBytes: wal(100), FirstError: io.EOF,
+		CPU: &CPUUse{Busy: 0.9, Seconds: map[string]float64{CPUMachine: 5.4, CPUCapacityd: 2}}}
+
+	var total Outcome
+	total.Add(first)
+	total.Add(second)
+	require.EqualValues(t, 4, total.Ops)
+	require.EqualValues(t, 1, total.Errors)
+	require.Equal(t, 4*time.Second, total.Elapsed)
+	require.EqualValues(t, 4, total.Lat.Count())
+	require.InDelta(t, 50, total.Lat.MaxMS(), 0.1)
+	require.EqualValues(t, 400, *total.WALBytes)
+	require.Equal(t, io.EOF, total.FirstError)
+	require.InDelta(t, 0.8, total.CPU.Busy, 1e-9, "busy shares weighted by duration: (0.5×1 + 0.9×3) / 4")
+	require.Equal(t, map[string]float64{CPUMachine: 6.4, CPUPostgres: 0.25, CPUCapacityd: 2}, total.CPU.Seconds)
+	require.Equal(t, 1.0, first.CPU.Seconds[CPUMachine], "the first outcome's processor time is left as it was")
+	require.InDelta(t, 1.0, total.Result(1).RPS, 1e-9)
+
+	total.Add(Outcome{Ops: 1, Elapsed: time.Second, Lat: lat(5)})
+	require.Nil(t, total.CPU, "a load without processor time leaves the sum without one")
+	require.Nil(t, total.WALBytes, "and without WAL")
+}
+
 func TestDriveMeasuresTheProcessorTimeOfItsLoad(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("processor time is read from /proc, on Linux only")

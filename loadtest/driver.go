@@ -63,6 +63,27 @@ func (o Outcome) Result(clients int) *ScenarioResult {
 	return r
 }
 
+// Add adds o2, a load run after o, to o: their operations, errors,
+// latencies, elapsed times, processor time and WAL, as if one load.
+func (o *Outcome) Add(o2 Outcome) {
+	if o.Lat == nil {
+		*o = o2
+		return
+	}
+	o.CPU = o.CPU.add(o.Elapsed, o2.CPU, o2.Elapsed)
+	if o.WALBytes != nil && o2.WALBytes != nil {
+		sum := *o.WALBytes + *o2.WALBytes
+		o.WALBytes = &sum
+	} else {
+		o.WALBytes = nil
+	}
+	o.Ops, o.Errors, o.Elapsed = o.Ops+o2.Ops, o.Errors+o2.Errors, o.Elapsed+o2.Elapsed
+	o.Lat.Merge(o2.Lat)
+	if o.FirstError == nil {
+		o.FirstError = o2.FirstError
+	}
+}
+
 // Drive runs op under load l, printing a progress line to progress about
 // once a second. It stops early when ctx ends.
 func Drive(ctx context.Context, l Load, progress io.Writer, op Op) Outcome {

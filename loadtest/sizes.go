@@ -18,10 +18,11 @@ type Sizes struct {
 	// WaitlistCrowdUsers sign up once each for flash_crowd_waitlist's 500
 	// seats.
 	WaitlistCrowdUsers int
-	// PromoteCancels is promote_storm's seats, all cancelled while
-	// PromoteWaiting users wait.
+	// PromoteCancels is the seats of each of promote_storm's
+	// PromoteRounds storms, all cancelled while PromoteWaiting users wait.
 	PromoteCancels int
 	PromoteWaiting int
+	PromoteRounds  int
 	// CourseActivities of courseSeats seats each, and CourseUsers who
 	// each sign up for courseChoices of them at once: course_rush.
 	CourseActivities int
@@ -31,7 +32,7 @@ type Sizes struct {
 // FullSizes are the sizes of make bench.
 var FullSizes = Sizes{
 	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
-	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000,
+	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
 	CourseActivities: 300, CourseUsers: 20000,
 }
 
@@ -48,6 +49,7 @@ func (s Sizes) withDefaults() Sizes {
 	s.WaitlistCrowdUsers = cmp.Or(s.WaitlistCrowdUsers, f.WaitlistCrowdUsers)
 	s.PromoteCancels = cmp.Or(s.PromoteCancels, f.PromoteCancels)
 	s.PromoteWaiting = cmp.Or(s.PromoteWaiting, f.PromoteWaiting)
+	s.PromoteRounds = cmp.Or(s.PromoteRounds, f.PromoteRounds)
 	s.CourseActivities = cmp.Or(s.CourseActivities, f.CourseActivities)
 	s.CourseUsers = cmp.Or(s.CourseUsers, f.CourseUsers)
 	return s
