@@ -19,8 +19,10 @@ type ActivityState struct {
 	At time.Time
 	// Registrations holds the registrations the commands name, by id.
 	Registrations map[string]Registration
-	// Holders maps the commands' users that hold an active registration of
-	// the activity to its id.
+	// Holders maps the users of the signups, and of the registrations
+	// that status changes name, who hold an active registration of the
+	// activity to its id. (Cancellations and expiries need none: they
+	// only give a place up.)
 	Holders map[string]string
 	// Outcomes holds the stored outcomes of the commands' idempotency keys.
 	Outcomes map[IdempotencyRef]IdempotentOutcome

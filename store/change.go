@@ -202,7 +202,7 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 	byAID := make(map[int64]*activityWork, len(work))
 	aids := make([]int64, len(work))
 	var pairAIDs []int64
-	var pairUsers, named, keyUsers, keys []string
+	var pairUsers, named, readmitted, keyUsers, keys []string
 	var keyAIDs, uncounted []int64
 	for i, w := range work {
 		byAID[w.aid], aids[i] = w, w.aid
@@ -221,7 +221,9 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 			case registration.CancelCommand:
 				named = append(named, c.RegistrationID)
 			case registration.StatusCommand:
-				named = append(named, c.RegistrationID)
+				// Only a status change can re-admit a registration, which
+				// needs to know whether its user holds another.
+				named, readmitted = append(named, c.RegistrationID), append(readmitted, c.RegistrationID)
 			case registration.ExpireCommand:
 				named = append(named, c.RegistrationID)
 			}
@@ -282,8 +284,8 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 			})
 		})
 	}
-	if len(pairAIDs) > 0 || len(named) > 0 {
-		queueHolders(b, byAID, pairAIDs, pairUsers, named)
+	if len(pairAIDs) > 0 || len(readmitted) > 0 {
+		queueHolders(b, byAID, pairAIDs, pairUsers, readmitted)
 	}
 	for _, w := range work {
 		if w.headRead > 0 {
@@ -317,7 +319,9 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 }
 
 // queueHolders adds to b the read of the active registrations of the
-// signups' users and of the named registrations' users.
+// signups' users and of the users of the registrations named by status
+// changes. (Cancellations and expiries only ever give a place up, and a
+// signup of the same user in the same transaction reads its own.)
 func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, users, named []string) {
 	b.Queue(`SELECT r.activity_id, r.user_id, r.public_id
 		FROM (SELECT * FROM unnest($1::bigint[], $2::text[])
@@ -413,15 +417,23 @@ const countActiveSQL = `SELECT k.id,
 // writePlans writes every plan, with the webhook outbox of its events when
 // any webhook is enabled (hooks), and commits, in one round trip. Rows
 // that change come before new rows, so that a user's cancelled
-// registration no longer counts as active when their new one is inserted.
+// registration no longer counts as active when their new one is inserted;
+// and re-admitted rows, which become active again, are updated by a
+// statement of their own after the others, since the unique index of
+// active registrations is checked row by row and one statement updates
+// its rows in no set order.
 func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, hooks bool) error {
 	b := &pgx.Batch{}
-	var rows rowsOf
+	var rows, readmitted rowsOf
 	var evs eventsOf
 	var seqAIDs, seqs []int64
 	for _, w := range work {
 		p := w.plan
 		for _, r := range p.Updates {
+			if was, ok := w.state.Registrations[r.ID]; ok && !was.Status.Active() && r.Status.Active() {
+				readmitted.update(r)
+				continue
+			}
 			rows.update(r)
 		}
 		for _, r := range p.Inserts {
@@ -440,6 +452,7 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, ho
 		}
 	}
 	rows.queue(b)
+	readmitted.queue(b)
 	evs.queue(b)
 	if len(seqAIDs) > 0 {
 		b.Queue(`INSERT INTO activity_state AS s (activity_id, last_seq)

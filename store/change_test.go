@@ -320,3 +320,41 @@ func internalID(t *testing.T, pool *pgxpool.Pool, publicID string) int64 {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT id FROM activity WHERE public_id = $1`, publicID).Scan(&id))
 	return id
 }
+
+// TestReadmissionSeesTheUsersOtherPlace: re-admitting an expired
+// registration is refused while its user holds another place of the
+// activity, and allowed once that place is cancelled earlier in the same
+// transaction: the change transaction reads the active registrations of
+// the users whose registrations status changes name.
+func TestReadmissionSeesTheUsersOtherPlace(t *testing.T) {
+	t.Parallel()
+	s := store.New(testenv.Pool(t, testenv.NewDatabase(t), 4))
+	act := createActivities(t, s, 1, 5)[0]
+	admin := registration.Origin{Actor: "admin:test"}
+	now := time.Now()
+	apply := func(at time.Time, cmds ...registration.Command) []registration.Outcome {
+		t.Helper()
+		applied, err := s.Apply(context.Background(), []registration.CommandBatch{{ActivityID: act, Commands: cmds}}, at)
+		require.NoError(t, err)
+		require.NoError(t, applied[0].Err)
+		return applied[0].Plan.Outcomes
+	}
+
+	first := signupOf("u1")
+	apply(now, first)
+	apply(now, registration.StatusCommand{Origin: admin, RegistrationID: first.RegistrationID, To: registration.AwaitingPayment})
+	out := apply(now.Add(time.Hour), registration.ExpireCommand{Origin: admin, RegistrationID: first.RegistrationID})
+	require.Equal(t, registration.Expired, out[0].Registration.Status)
+	again := signupOf("u1")
+	apply(now.Add(time.Hour), again)
+
+	readmit := registration.StatusCommand{Origin: admin, RegistrationID: first.RegistrationID, To: registration.Approved}
+	out = apply(now.Add(time.Hour), readmit)
+	require.Equal(t, string(capacityd.EAlreadyRegistered), capacityd.ErrorCode(out[0].Err), "%v", out[0].Err)
+
+	cancel := registration.CancelCommand{Origin: admin, RegistrationID: again.RegistrationID, Caller: registration.Caller{Admin: true}}
+	out = apply(now.Add(time.Hour), cancel, readmit)
+	require.Equal(t, registration.Cancelled, out[0].Registration.Status)
+	require.NoError(t, out[1].Err)
+	require.Equal(t, registration.Approved, out[1].Registration.Status)
+}
