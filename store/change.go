@@ -39,8 +39,8 @@ type activityWork struct {
 // activities, in two round trips (three when it must count):
 //
 //	BEGIN; SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity) for each activity, in id order;
-//	the activities with their last seq; the named registrations; the users' active
-//	registrations; stored idempotency outcomes; counts of the activities this instance
+//	the activities with their last seq; the named registrations; the active registrations
+//	of the signups' users (and re-admissions'); stored idempotency outcomes; counts of the activities this instance
 //	does not know at their last seq; the heads of the waiting lists that cancellations
 //	and expiries may promote from, where someone may wait          -- one round trip
 //	[counts of activities changed elsewhere; heads of waiting lists]    -- a second, when needed
