@@ -40,9 +40,10 @@ type activityWork struct {
 //
 //	BEGIN; SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity) for each activity, in id order;
 //	the activities with their last seq; the named registrations; the active registrations
-//	of the signups' users (and re-admissions'); stored idempotency outcomes; counts of the activities this instance
-//	does not know at their last seq; the heads of the waiting lists that cancellations
-//	and expiries may promote from, where someone may wait          -- one round trip
+//	of the signups' users (and re-admissions'); stored idempotency outcomes; counts of
+//	the activities this instance does not know at their last seq; the heads of the
+//	waiting lists that cancellations and expiries may promote from, where someone may
+//	wait                                                            -- one round trip
 //	[counts of activities changed elsewhere; heads of waiting lists]    -- a second, when needed
 //	registration.Decide for each activity
 //	UPDATE changed rows; INSERT new rows; INSERT events; bump last_seq;
