@@ -86,7 +86,8 @@ func TestOutcomesAddUpAsOneLoad(t *testing.T) {
 	require.Equal(t, io.EOF, total.FirstError)
 	require.InDelta(t, 0.8, total.CPU.Busy, 1e-9, "busy shares weighted by duration: (0.5×1 + 0.9×3) / 4")
 	require.Equal(t, map[string]float64{CPUMachine: 6.4, CPUPostgres: 0.25, CPUCapacityd: 2}, total.CPU.Seconds)
-	require.Equal(t, 1.0, first.CPU.Seconds[CPUMachine], "the first outcome's processor time is left as it was")
+	require.Equal(t, 1.0, first.CPU.Seconds[CPUMachine], "the outcomes added are left as they were")
+	require.EqualValues(t, 3, first.Lat.Count())
 	require.InDelta(t, 1.0, total.Result(1).RPS, 1e-9)
 
 	total.Add(Outcome{Ops: 1, Elapsed: time.Second, Lat: lat(5)})

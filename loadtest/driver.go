@@ -64,10 +64,13 @@ func (o Outcome) Result(clients int) *ScenarioResult {
 }
 
 // Add adds o2, a load run after o, to o: their operations, errors,
-// latencies, elapsed times, processor time and WAL, as if one load.
+// latencies, elapsed times, processor time and WAL, as if one load. o2 is
+// left as it was.
 func (o *Outcome) Add(o2 Outcome) {
 	if o.Lat == nil {
 		*o = o2
+		o.Lat = NewLatencies()
+		o.Lat.Merge(o2.Lat)
 		return
 	}
 	o.CPU = o.CPU.add(o.Elapsed, o2.CPU, o2.Elapsed)
