@@ -186,8 +186,9 @@ func (c *Counter) Reserve(ctx context.Context, activityID string) (registration.
 
 // Committed applies the commits of a change transaction to the display
 // counters, in one pipeline: the authority's taken and waiting as of the
-// commit's seq, a changed capacity or waiting-list setting, and the holds
-// of the batch's signups given back; a missing counter is built from the
+// commit's seq, the capacity and waiting-list setting as of the activity's
+// updated_at (neither steps back to an older commit's), and the holds of
+// the batch's signups given back; a missing counter is built from the
 // commit (the authority's state as of its seq). It implements
 // registration.Observer.
 func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) {
@@ -203,7 +204,7 @@ func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) 
 		if !cm.Failed {
 			st := cm.State
 			a[0], a[1], a[2], a[3], a[4] = st.LastSeq, st.Taken, st.Waiting, st.Capacity, boolFlag(st.Waitlist)
-			a[5] = boolFlag(cm.ActivityChanged)
+			a[5] = st.UpdatedAt.UnixMicro()
 		} else if len(cm.Holds) == 0 {
 			continue
 		}
@@ -301,7 +302,7 @@ func (c *Counter) rebuild(ctx context.Context, activityID string) (Seats, error)
 		}
 		c.metrics.rebuilds.Inc()
 		err = buildScript.Run(ctx, c.rdb, []string{Key(activityID)}, st.Taken, st.Capacity, st.Waiting,
-			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen()).Err()
+			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen(), st.UpdatedAt.UnixMicro()).Err()
 		if err != nil {
 			_ = c.redisError("rebuild", err)
 		}

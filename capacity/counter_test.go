@@ -40,6 +40,25 @@ func (b bundle) activity(t *testing.T, capacity int, waitlist bool) string {
 	return a.ID
 }
 
+// warm creates an activity and builds its counter, as a reader does.
+func (b bundle) warm(t *testing.T, capacity int, waitlist bool) string {
+	t.Helper()
+	id := b.activity(t, capacity, waitlist)
+	b.seats(t, id)
+	return id
+}
+
+// patch changes the activity's settings at the authority (at now, by the
+// transaction's clock) and returns the committed state.
+func (b bundle) patch(t *testing.T, id string, now time.Time, p registration.ActivityPatch) registration.Plan {
+	t.Helper()
+	out, err := b.store.Apply(context.Background(), []registration.CommandBatch{{ActivityID: id,
+		Commands: []registration.Command{registration.ActivityCommand{Patch: p}}}}, now)
+	require.NoError(t, err)
+	require.NoError(t, out[0].Err)
+	return out[0].Plan
+}
+
 // admit signs users up at the authority and returns the committed state.
 func (b bundle) admit(t *testing.T, id string, users ...string) registration.Plan {
 	t.Helper()
@@ -55,8 +74,9 @@ func (b bundle) admit(t *testing.T, id string, users ...string) registration.Pla
 
 func commitOf(id string, p registration.Plan, holds ...registration.Hold) registration.Commit {
 	a := p.Activity
-	return registration.Commit{ActivityID: id, Events: p.Events, Holds: holds,
-		State: registration.SeatState{Capacity: a.Capacity, Waitlist: a.Waitlist, Taken: a.Taken, Waiting: a.Waiting, LastSeq: p.LastSeq}}
+	return registration.Commit{ActivityID: id, Events: p.Events, Holds: holds, ActivityChanged: p.ActivityChanged,
+		State: registration.SeatState{Capacity: a.Capacity, Waitlist: a.Waitlist, Taken: a.Taken, Waiting: a.Waiting,
+			LastSeq: p.LastSeq, UpdatedAt: a.UpdatedAt}}
 }
 
 func (b bundle) fields(t *testing.T, id string) map[string]string {
@@ -106,8 +126,7 @@ func TestCommittedSetsTheAuthoritysCountsAndGivesHoldsBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	id := b.activity(t, 10, false)
-	b.seats(t, id) // a reader builds the counter
+	id := b.warm(t, 10, false)
 	h1, err := b.counter.Reserve(ctx, id)
 	require.NoError(t, err)
 	h2, err := b.counter.Reserve(ctx, id)
@@ -143,22 +162,50 @@ func TestCommittedAppliesCapacityAndWaitingList(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	id := b.activity(t, 1, true)
-	b.seats(t, id)
+	id := b.warm(t, 1, true)
 	_, err := b.counter.Reserve(ctx, id)
 	require.NoError(t, err)
 	_, err = b.counter.Reserve(ctx, id)
 	require.ErrorIs(t, err, registration.ErrGateWaitlist, "full with a waiting list: the signup joins it")
 
-	p := b.admit(t, id, "seated", "waiter")
-	require.Equal(t, 1, p.Activity.Waiting)
-	c := commitOf(id, p)
-	c.ActivityChanged, c.State.Capacity, c.State.Waitlist = true, 5, false
-	b.counter.Committed(ctx, []registration.Commit{c})
+	require.Equal(t, 1, b.admit(t, id, "seated", "waiter").Activity.Waiting)
+	five, off := 5, false
+	b.counter.Committed(ctx, []registration.Commit{commitOf(id, b.patch(t, id, time.Now(), registration.ActivityPatch{Capacity: &five, Waitlist: &off}))})
 	s := b.seats(t, id)
-	require.Equal(t, [3]int{5, 2, 1}, [3]int{s.Capacity, s.Taken, s.Waiting}, "taken 1 + held 1, one waiting")
+	require.Equal(t, [3]int{5, 3, 0}, [3]int{s.Capacity, s.Taken, s.Waiting}, "the raise promoted the waiter: taken 2 + held 1")
 	_, err = b.counter.Reserve(ctx, id)
 	require.NoError(t, err, "list off: a seat is held")
+}
+
+// TestSettingsOfCommitsOutOfOrderNeverStepBack: two changes of an
+// activity's settings, committed one after the other (the second by a
+// transaction whose clock reads earlier, as another instance's may) but
+// applied to the display in the opposite order, as two instances' commits
+// can be: the display keeps the later settings, and a signup's commit
+// made before them does not bring the older ones back either.
+func TestSettingsOfCommitsOutOfOrderNeverStepBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.warm(t, 10, false)
+	signup := b.admit(t, id, "early")
+	twenty, thirty, on := 20, 30, true
+	now := time.Now()
+	first := b.patch(t, id, now, registration.ActivityPatch{Capacity: &twenty})
+	second := b.patch(t, id, now.Add(-time.Second), registration.ActivityPatch{Capacity: &thirty, Waitlist: &on})
+	require.True(t, second.Activity.UpdatedAt.After(first.Activity.UpdatedAt),
+		"a later change has a later updated_at, whatever its transaction's clock says")
+
+	for _, p := range []registration.Plan{second, first, signup} {
+		b.counter.Committed(ctx, []registration.Commit{commitOf(id, p)})
+	}
+	s := b.seats(t, id)
+	require.Equal(t, [3]int{30, 1, 29}, [3]int{s.Capacity, s.Taken, s.Remaining}, "the later settings stay")
+	require.Equal(t, "1", b.fields(t, id)["waitlist"])
+	st, err := b.store.SeatState(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 30, st.Capacity)
+	require.Equal(t, second.Activity.UpdatedAt, st.UpdatedAt, "the authority keeps the updated_at the decision made")
 }
 
 func TestSeatsFallBackToTheAuthorityWithoutRedis(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 //	held      seats held for signups in flight (given back after their transaction)
 //	capacity  the activity's capacity
 //	waitlist  1 when the activity keeps a waiting list, else 0
+//	version   the activity's updated_at (unix microseconds) that capacity
+//	          and waitlist reflect
 //	gen       the counter's generation: a new one at every build
 //
 // The display shows taken+held: signups in flight count as taken at once,
@@ -44,30 +46,34 @@ return {1, v[6]}
 // KEYS[1] the counter. ARGV[1] the commit's last seq (-1 for a failed
 // transaction: nothing to apply but the holds), ARGV[2] taken, ARGV[3]
 // waiting, ARGV[4] capacity and ARGV[5] waitlist (0/1) after the commit,
-// ARGV[6] 1 when the commit changed the capacity or the waiting-list
-// setting, ARGV[7] a TTL in milliseconds and ARGV[8] a fresh generation
-// for a counter built here, then pairs of (generation, seats) of holds to
-// give back. A missing counter is built from the commit, which is the
-// authority's state as of its seq (so signups need no rebuild query).
-// taken and waiting are set only when the seq is newer than the counter's,
-// so commits applied out of order (several instances) never step back;
-// capacity and waitlist only when the commit changed them; holds are given
-// back only to the generation they were taken in. Returns 0 when nothing
-// was done (a failed commit and no counter), 2 when the counter was built,
-// else 1.
+// ARGV[6] the activity's updated_at after the commit (unix microseconds:
+// every change of capacity or waitlist moves it forward), ARGV[7] a TTL
+// in milliseconds and ARGV[8] a fresh generation for a counter built
+// here, then pairs of (generation, seats) of holds to give back. A missing
+// counter is built from the commit, which is the authority's state as of
+// its seq (so signups need no rebuild query). Commits applied out of order
+// (several instances) never step back: taken and waiting are set only
+// when the seq is newer than the counter's, capacity and waitlist only
+// when the updated_at is; holds are given back only to the generation they
+// were taken in. Returns 0 when nothing was done (a failed commit and no
+// counter), 2 when the counter was built, else 1.
 var settleScript = redis.NewScript(`
 local seq = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
   redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[4], 'waiting', ARGV[3],
-    'waitlist', ARGV[5], 'seq', ARGV[1], 'gen', ARGV[8])
+    'waitlist', ARGV[5], 'version', ARGV[6], 'seq', ARGV[1], 'gen', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[7])
   return 2
 end
-if seq >= 0 and seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
-  redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[1])
+if seq >= 0 then
+  if seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
+    redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[1])
+  end
+  if tonumber(ARGV[6]) > tonumber(redis.call('HGET', KEYS[1], 'version') or '-1') then
+    redis.call('HSET', KEYS[1], 'capacity', ARGV[4], 'waitlist', ARGV[5], 'version', ARGV[6])
+  end
 end
-if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'capacity', ARGV[4], 'waitlist', ARGV[5]) end
 local gen = redis.call('HGET', KEYS[1], 'gen')
 for i = 9, #ARGV, 2 do
   if ARGV[i] == gen then
@@ -82,13 +88,14 @@ return 1
 //
 // KEYS[1] the counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3] waiting,
 // ARGV[4] waitlist (0/1), ARGV[5] seq, ARGV[6] TTL in milliseconds,
-// ARGV[7] a fresh generation. Returns 1 when written, 0 when a counter was
+// ARGV[7] a fresh generation, ARGV[8] the activity's updated_at (unix
+// microseconds). Returns 1 when written, 0 when a counter was
 // already there. The TTL is set here only: a hot counter is still rebuilt
 // from the authority every TTL.
 var buildScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'waiting', ARGV[3],
-  'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7])
+  'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7], 'version', ARGV[8])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return 1
 `)

@@ -1,6 +1,9 @@
 package registration
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Caller is who makes a request, and which request it is.
 type Caller struct {
@@ -148,13 +151,15 @@ type Commit struct {
 }
 
 // SeatState is an activity's seats at one moment of the authority: as of
-// its event LastSeq.
+// its event LastSeq, and of its settings (Capacity, Waitlist) as of
+// UpdatedAt, which every change of the settings moves forward.
 type SeatState struct {
-	Capacity int
-	Waitlist bool
-	Taken    int
-	Waiting  int
-	LastSeq  int64
+	Capacity  int
+	Waitlist  bool
+	Taken     int
+	Waiting   int
+	LastSeq   int64
+	UpdatedAt time.Time
 }
 
 // DueHold is an awaiting_payment registration whose hold has run out.

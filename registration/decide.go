@@ -401,7 +401,7 @@ func (d *decision) patch(i int, c ActivityCommand) error {
 	if p.Capacity != nil {
 		d.act.Capacity = *p.Capacity
 	}
-	d.act.UpdatedAt = d.st.At
+	d.act.UpdatedAt = settingsChangedAt(d.act.UpdatedAt, d.st.At)
 	d.changed = true
 	if err := d.promote(c.Origin); err != nil {
 		return err
@@ -409,6 +409,20 @@ func (d *decision) patch(i int, c ActivityCommand) error {
 	a := d.activity()
 	d.outcomes[i] = Outcome{Activity: &a, Changed: true}
 	return nil
+}
+
+// settingsChangedAt returns the updated_at of an activity whose settings
+// change at now: now to the microsecond (what PostgreSQL keeps), but
+// always after the last one, so that an activity's updated_at orders the
+// changes of its settings (the display tier applies them in that order,
+// whichever instance's commit reaches it first) even when a transaction's
+// clock reads earlier than the one before it.
+func settingsChangedAt(last, now time.Time) time.Time {
+	now = now.Truncate(time.Microsecond)
+	if !now.After(last) {
+		return last.Truncate(time.Microsecond).Add(time.Microsecond)
+	}
+	return now
 }
 
 // promote gives every free seat to the first in line.

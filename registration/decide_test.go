@@ -295,6 +295,30 @@ func TestDecideCapacityChanges(t *testing.T) {
 	require.Equal(t, "w1", p.Events[1].RegistrationID, "but those waiting are still promoted")
 }
 
+// TestDecideMovesUpdatedAtForwardOnEveryChange: a change of the settings
+// sets updated_at to the transaction's time to the microsecond, and past
+// the last one when that clock reads no later (each change gets its own,
+// later updated_at, which the display tier orders changes by).
+func TestDecideMovesUpdatedAtForwardOnEveryChange(t *testing.T) {
+	t.Parallel()
+	five := 5
+	change := registration.ActivityCommand{Patch: registration.ActivityPatch{Capacity: &five}}
+	st := state(2, false)
+	st.At = at.Add(1500 * time.Nanosecond)
+	st.Activity.UpdatedAt = at.Add(-time.Minute)
+	p := decide(t, st, change)
+	require.Equal(t, at.Add(time.Microsecond), p.Activity.UpdatedAt, "the transaction's time, to the microsecond")
+
+	st.Activity.UpdatedAt = at.Add(time.Minute) // a change by a transaction whose clock ran ahead
+	p = decide(t, st, change, change)
+	require.Equal(t, at.Add(time.Minute+2*time.Microsecond), p.Activity.UpdatedAt)
+	require.Equal(t, at.Add(time.Minute+time.Microsecond), p.Outcomes[0].Activity.UpdatedAt)
+
+	st.At = at
+	p = decide(t, st, signupCmd("n", "new"))
+	require.Equal(t, at.Add(time.Minute), p.Activity.UpdatedAt, "a signup changes no setting")
+}
+
 func TestDecidePromotesFromItsOwnBatchWhenTheListWasEmpty(t *testing.T) {
 	t.Parallel()
 	st := state(1, true, reg("a", "u1", registration.Pending))

@@ -388,7 +388,7 @@ func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string
 			b.Results = p.Outcomes
 			c.Events, c.ActivityChanged = p.Events, p.ActivityChanged
 			c.State = SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist,
-				Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq}
+				Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt}
 			s.metrics.count(p.Events)
 		}
 		commits[i] = c

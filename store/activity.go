@@ -75,8 +75,8 @@ func (s *Store) ListActivities(ctx context.Context, before int64, limit int) ([]
 }
 
 // SeatState returns an activity's seats as of its last event, read in one
-// snapshot: capacity, waiting-list setting, the authority's counts and the
-// last seq.
+// snapshot: capacity, waiting-list setting and updated_at, the authority's
+// counts and the last seq.
 func (s *Store) SeatState(ctx context.Context, activityID string) (registration.SeatState, error) {
 	aid, err := s.activityID(ctx, activityID)
 	if err != nil {
@@ -85,9 +85,9 @@ func (s *Store) SeatState(ctx context.Context, activityID string) (registration.
 	var st registration.SeatState
 	var taken, waiting int64
 	err = s.db.QueryRow(ctx, `
-		SELECT a.capacity, a.waitlist, (`+CountOccupyingSQL+`), (`+countWaitingSQL+`),
+		SELECT a.capacity, a.waitlist, a.updated_at, (`+CountOccupyingSQL+`), (`+countWaitingSQL+`),
 			coalesce((SELECT last_seq FROM activity_state WHERE activity_id = a.id), 0)
-		FROM activity a WHERE a.id = $1`, aid).Scan(&st.Capacity, &st.Waitlist, &taken, &waiting, &st.LastSeq)
-	st.Taken, st.Waiting = int(taken), int(waiting)
+		FROM activity a WHERE a.id = $1`, aid).Scan(&st.Capacity, &st.Waitlist, &st.UpdatedAt, &taken, &waiting, &st.LastSeq)
+	st.Taken, st.Waiting, st.UpdatedAt = int(taken), int(waiting), st.UpdatedAt.UTC()
 	return st, interpret(err)
 }
