@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,9 +10,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Require fails t when a dependency of its own is missing, saying how to
@@ -128,6 +132,73 @@ func (p *process) stop(sig syscall.Signal) {
 	p.kill()
 }
 
+// abandon kills a process that failed to start (SIGKILL to its group)
+// without waiting for its port: another process may hold it.
+func (p *process) abandon() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.cmd = nil
+	}
+}
+
+// pid returns the process's id, 0 when it is not running.
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// errPortTaken says that the port a server was given was taken by another
+// process between FreePort and the server's bind.
+var errPortTaken = errors.New("its port was taken by another process")
+
+// startRedis starts redis-server processes on fresh free ports (those
+// mk builds with the ports it is given) until one listens on its own: a
+// port FreePort found free can be taken by a parallel test before the
+// server binds it, and the server exits while the other process answers
+// on its port.
+func startRedis(t T, mk func(port int) *RedisServer) *RedisServer {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		r := mk(FreePort(t))
+		err := r.p.start()
+		if err == nil {
+			err = r.ownsPort()
+		}
+		if err == nil {
+			return r
+		}
+		r.p.abandon()
+		if attempt == 5 {
+			t.Fatalf("testenv: redis-server on %s: %v", r.Addr, err)
+		}
+	}
+}
+
+// ownsPort checks that the redis-server answering on the server's port is
+// the server's own process.
+func (r *RedisServer) ownsPort() error {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialTimeout: 2 * time.Second})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok && v == strconv.Itoa(r.p.pid()) {
+			return nil
+		}
+	}
+	return errPortTaken
+}
+
 // RedisServer is a private redis-server process with no persistence.
 type RedisServer struct {
 	p *process
@@ -158,13 +229,13 @@ func PrivateRedis(t T) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	Require(t, err == nil, "redis-server")
-	port := FreePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	r := &RedisServer{Addr: addr, p: &process{t: t, name: "redis", addr: addr, argv: []string{
-		bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--protected-mode", "no",
-	}}}
-	r.Start(t)
+	r := startRedis(t, func(port int) *RedisServer {
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		return &RedisServer{Addr: addr, p: &process{t: t, name: "redis", addr: addr, argv: []string{
+			bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--daemonize", "no", "--protected-mode", "no",
+		}}}
+	})
 	t.Cleanup(r.Kill)
 	return r
 }
