@@ -246,6 +246,9 @@ func TestChangeTransactionsTakeLocksInIDOrder(t *testing.T) {
 	}
 	holder, err := pool.Begin(ctx)
 	require.NoError(t, err)
+	// Should the test fail, the lock must not outlive it: the pool waits
+	// for every connection when it closes.
+	t.Cleanup(func() { _ = holder.Rollback(context.Background()) })
 	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(0x43415041), int32(aids[1]))
 	require.NoError(t, err)
 
@@ -259,8 +262,11 @@ func TestChangeTransactionsTakeLocksInIDOrder(t *testing.T) {
 		done <- err
 	}()
 	held := func() map[int64]bool {
+		// This test's database only: parallel tests have databases of
+		// their own, with activities of the same ids.
 		rows, err := pool.Query(ctx, `SELECT objid::bigint FROM pg_locks
-			WHERE locktype = 'advisory' AND classid = $1 AND granted AND pid <> pg_backend_pid()`, int64(0x43415041))
+			WHERE locktype = 'advisory' AND classid = $1 AND granted AND pid <> pg_backend_pid()
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, int64(0x43415041))
 		require.NoError(t, err)
 		out := map[int64]bool{}
 		for rows.Next() {
@@ -289,6 +295,7 @@ func TestLockActivitySerializesWithChanges(t *testing.T) {
 
 	holder, err := pool.Begin(ctx)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Rollback(context.Background()) })
 	require.NoError(t, store.LockActivity(ctx, holder, aid))
 	// What the holder writes directly: the activity's last seq, which the
 	// change transaction must then read and continue from.
