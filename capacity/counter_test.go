@@ -3,6 +3,8 @@ package capacity_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,6 +208,33 @@ func TestSettingsOfCommitsOutOfOrderNeverStepBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 30, st.Capacity)
 	require.Equal(t, second.Activity.UpdatedAt, st.UpdatedAt, "the authority keeps the updated_at the decision made")
+}
+
+// TestSettingsFromManyInstancesEndAtTheAuthoritys: twenty changes of an
+// activity's capacity, committed in turn, reach the display from two
+// instances' counters at once, in any order: afterwards the display shows
+// the authority's capacity, the last change's.
+func TestSettingsFromManyInstancesEndAtTheAuthoritys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := capacity.New(capacity.Config{Redis: b.rdb, Authority: b.store, TTL: time.Minute})
+	ctx := context.Background()
+	id := b.warm(t, 10, false)
+	var commits []registration.Commit
+	for n := range 20 {
+		c := 11 + n
+		commits = append(commits, commitOf(id, b.patch(t, id, time.Now(), registration.ActivityPatch{Capacity: &c})))
+	}
+	var wg sync.WaitGroup
+	for i, n := range rand.Perm(len(commits)) {
+		counter := []*capacity.Counter{b.counter, other}[i%2]
+		wg.Go(func() { counter.Committed(ctx, []registration.Commit{commits[n]}) })
+	}
+	wg.Wait()
+	st, err := b.store.SeatState(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 30, st.Capacity)
+	require.Equal(t, st.Capacity, b.seats(t, id).Capacity, "the display ends at the authority's capacity")
 }
 
 func TestSeatsFallBackToTheAuthorityWithoutRedis(t *testing.T) {

@@ -23,6 +23,7 @@ func TestARedisServerWhosePortIsTakenIsNotTakenForTheOther(t *testing.T) {
 	second := &RedisServer{Addr: first.Addr, p: &process{t: t, name: "redis", addr: first.Addr, argv: []string{
 		bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
 	}}}
+	t.Cleanup(second.p.abandon)
 	require.NoError(t, second.p.start(), "the port answers: the first server")
 	require.ErrorIs(t, second.ownsPort(), errPortTaken)
 	second.p.abandon()
