@@ -106,7 +106,7 @@ func (a *Authenticator) Sign(sub string, admin bool, ttl time.Duration) (string,
 	if len(a.cfg.Secret) == 0 {
 		return "", errors.New("no CAPACITY_JWT_SECRET to sign with")
 	}
-	if n := len(sub); n < 1 || n > registration.MaxUserIDLen {
+	if !registration.ValidUserIDLength(sub) {
 		return "", errors.New("sub must be 1 to 128 characters")
 	}
 	now := a.now()
@@ -152,7 +152,7 @@ func (a *Authenticator) VerifyContext(ctx context.Context, token string) (regist
 	if _, err := jwt.ParseWithClaims(token, &c, a.keyFor(ctx), opts...); err != nil {
 		return registration.Caller{}, unauthenticated("invalid token")
 	}
-	if n := len(c.Subject); n < 1 || n > registration.MaxUserIDLen {
+	if !registration.ValidUserIDLength(c.Subject) {
 		return registration.Caller{}, unauthenticated("token sub must be 1 to 128 characters")
 	}
 	if !validSubject(c.Subject) {

@@ -116,6 +116,10 @@ func TestBadInputSweepAnswersDocumented4xx(t *testing.T) {
 		{name: "hold string", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","capacity":1,"hold_seconds":"60"}`, status: 400, code: inv},
 		{name: "unknown field", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","capacity":1,"seats":3}`, status: 400, code: inv},
 		{name: "unknown field case", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","capacity":1,"Taken":3}`, status: 400, code: inv},
+		{name: "field in another case", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","Capacity":1}`, status: 400, code: inv},
+		{name: "patch field in another case", method: "PATCH", path: acts, token: f.admin, body: `{"CAPACITY":5}`, status: 400, code: inv},
+		{name: "signup field in another case", method: "POST", path: acts + "/registrations", token: f.user, body: `{"Metadata":{}}`, status: 400, code: inv},
+		{name: "status field in another case", method: "POST", path: regs + "/status", token: f.admin, body: `{"Status":"approved"}`, status: 400, code: inv},
 		{name: "missing capacity", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a"}`, status: 400, code: inv},
 		{name: "missing title", method: "POST", path: "/v1/activities", token: f.admin, body: `{"capacity":1}`, status: 400, code: inv},
 		{name: "empty object", method: "POST", path: "/v1/activities", token: f.admin, body: `{}`, status: 400, code: inv},
@@ -149,6 +153,10 @@ func TestBadInputSweepAnswersDocumented4xx(t *testing.T) {
 		{name: "signup metadata too big", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"x":"` + strings.Repeat("a", 5000) + `"}}`, status: 400, code: inv},
 		{name: "signup metadata invalid utf8", method: "POST", path: acts + "/registrations", token: f.user, body: []byte("{\"metadata\":{\"a\":\"\xff\xfe\"}}"), status: 400, code: inv},
 		{name: "signup unknown field", method: "POST", path: acts + "/registrations", token: f.user, body: `{"user_id":"bob"}`, status: 400, code: inv},
+		{name: "signup metadata lone high surrogate", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"a":"\ud800"}}`, status: 400, code: inv},
+		{name: "signup metadata lone low surrogate", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"a":"x\udc00"}}`, status: 400, code: inv},
+		{name: "signup metadata high then letter", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"a":"\ud83dx"}}`, status: 400, code: inv},
+		{name: "signup metadata surrogate in key", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"\ud83d\ud83d":1}}`, status: 400, code: inv},
 		{name: "signup truncated", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"a":`, status: 400, code: inv},
 		{name: "signup array", method: "POST", path: acts + "/registrations", token: f.user, body: `[{}]`, status: 400, code: inv},
 		{name: "idempotency key too long", method: "POST", path: acts + "/registrations", token: f.user, body: `{}`, headers: []string{"Idempotency-Key", strings.Repeat("k", 256)}, status: 400, code: inv},
@@ -209,6 +217,8 @@ func TestBadInputSweepAnswersDocumented4xx(t *testing.T) {
 		{name: "status filter unknown", method: "GET", path: acts + "/registrations?status=bogus", token: f.admin, status: 400, code: inv},
 		{name: "status filter nul", method: "GET", path: acts + "/registrations?status=%00", token: f.admin, status: 400, code: inv},
 		{name: "status filter invalid utf8", method: "GET", path: acts + "/registrations?status=%ff", token: f.admin, status: 400, code: inv},
+		{name: "limit twice", method: "GET", path: acts + "/registrations?limit=1&limit=x", token: f.admin, status: 400, code: inv},
+		{name: "status twice", method: "GET", path: acts + "/registrations?status=pending&status=approved", token: f.admin, status: 400, code: inv},
 		{name: "bad query escape", method: "GET", path: acts + "/registrations?limit=%zz", token: f.admin, status: 400, code: inv},
 		{name: "list missing activity", method: "GET", path: "/v1/activities/" + f.missingA + "/registrations", token: f.admin, status: 404, code: nf},
 		// Oversize bodies.
@@ -297,5 +307,46 @@ func TestRawBytesInPathsAndQueries(t *testing.T) {
 		t.Run(strings.ToValidUTF8(tc.path+"?"+tc.query, "?"), func(t *testing.T) {
 			requireErrorShape(t, apptest.Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}, tc.status, tc.code)
 		})
+	}
+}
+
+// TestBodiesUpTo64KiBAreRead sends bodies of exactly 64 KiB (65,536 bytes),
+// with and without Content-Length: they are read and answered as their
+// content deserves; one byte more is payload_too_large.
+func TestBodiesUpTo64KiBAreRead(t *testing.T) {
+	t.Parallel()
+	f := newSweepFixture(t)
+	padded := func(n int) string {
+		head := `{"title":"limit","capacity":1`
+		return head + strings.Repeat(" ", n-len(head)-1) + "}"
+	}
+	for _, chunked := range []bool{false, true} {
+		for _, tc := range []struct {
+			size   int
+			status int
+		}{{64 << 10, http.StatusCreated}, {64<<10 + 1, http.StatusRequestEntityTooLarge}} {
+			body := padded(tc.size)
+			require.Len(t, body, tc.size)
+			var r io.Reader = strings.NewReader(body)
+			if chunked {
+				r = io.MultiReader(r) // hides the length from the client
+			}
+			req, err := http.NewRequest(http.MethodPost, f.inst.URL+"/v1/activities", r)
+			require.NoError(t, err)
+			if chunked {
+				req.ContentLength = -1
+			}
+			req.Header.Set("Authorization", "Bearer "+f.admin)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := apptest.Client.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if tc.status == http.StatusRequestEntityTooLarge {
+				requireErrorShape(t, apptest.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, tc.status, "payload_too_large")
+				continue
+			}
+			require.Equal(t, tc.status, resp.StatusCode, "%d bytes, chunked %v: %s", tc.size, chunked, b)
+		}
 	}
 }

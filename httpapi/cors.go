@@ -14,15 +14,22 @@ import (
 // corsMaxAge is how long browsers may cache a preflight answer, in seconds.
 const corsMaxAge = "600"
 
-// cors applies the cross-origin policy: reads (GET, HEAD, and the seat
-// stream) from any origin; writes only from the same origin or one of
-// allowed ("*" allows every origin). A write that a browser sends from
+// publicWrites are the routes of the writes that need no token: the note
+// buttons' views and waters.
+var publicWrites = map[string]bool{"/v1/notes/:noteId/views": true, "/v1/notes/:noteId/waters": true}
+
+// cors applies the cross-origin policy: reads (GET, the seat stream
+// among them) from any origin; writes only from the same origin or one of
+// allowed ("*" allows every origin), except that while allowed is empty
+// the public writes come from any origin, so that the note buttons work on
+// every site that includes them. A write that a browser sends from
 // another origin is refused with forbidden rather than merely left
 // unreadable, since simple requests reach the server without a preflight.
 // Requests without an Origin header (not from a browser page) pass.
 func cors(allowed []string) echo.MiddlewareFunc {
-	writeAllowed := func(origin string, r *http.Request) bool {
-		return sameOrigin(origin, r) || slices.Contains(allowed, "*") || slices.Contains(allowed, origin)
+	writeAllowed := func(origin string, c echo.Context) bool {
+		return sameOrigin(origin, c.Request()) || slices.Contains(allowed, "*") || slices.Contains(allowed, origin) ||
+			(len(allowed) == 0 && publicWrites[c.Path()])
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -38,11 +45,11 @@ func cors(allowed []string) echo.MiddlewareFunc {
 			if preflight {
 				method = r.Header.Get(echo.HeaderAccessControlRequestMethod)
 			}
-			read := method == http.MethodGet || method == http.MethodHead
+			read := method == http.MethodGet
 			switch {
 			case read:
 				h.Set(echo.HeaderAccessControlAllowOrigin, "*")
-			case writeAllowed(origin, r):
+			case writeAllowed(origin, c):
 				h.Set(echo.HeaderAccessControlAllowOrigin, origin)
 			case preflight:
 				// No CORS headers: the browser will not send the write.
@@ -56,10 +63,10 @@ func cors(allowed []string) echo.MiddlewareFunc {
 			h.Add(echo.HeaderVary, echo.HeaderAccessControlRequestMethod)
 			h.Add(echo.HeaderVary, echo.HeaderAccessControlRequestHeaders)
 			if read {
-				h.Set(echo.HeaderAccessControlAllowMethods, "GET, HEAD")
+				h.Set(echo.HeaderAccessControlAllowMethods, "GET")
 				h.Set(echo.HeaderAccessControlAllowHeaders, "Last-Event-ID, Cache-Control")
 			} else {
-				h.Set(echo.HeaderAccessControlAllowMethods, "GET, HEAD, POST, PATCH")
+				h.Set(echo.HeaderAccessControlAllowMethods, "GET, POST, PATCH, DELETE")
 				h.Set(echo.HeaderAccessControlAllowHeaders, "Authorization, Content-Type, Idempotency-Key")
 			}
 			h.Set(echo.HeaderAccessControlMaxAge, corsMaxAge)

@@ -41,6 +41,10 @@ func TestCORSReadsFromAnyOriginWritesFromAllowedOnes(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, r.Status)
 	require.Equal(t, "https://notes.example", r.Header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, r.Header.Get("Access-Control-Allow-Methods"), "POST")
+	r = inst.MustDo(t, http.MethodOptions, "/v1/webhooks/w_01J0000000000000000000000", "", nil,
+		"Origin", "https://notes.example", "Access-Control-Request-Method", "DELETE")
+	require.Equal(t, http.StatusNoContent, r.Status)
+	require.Contains(t, r.Header.Get("Access-Control-Allow-Methods"), "DELETE", "an admin page may delete a webhook")
 
 	// Any other origin: refused, and not counted.
 	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", "https://evil.example")
@@ -52,6 +56,32 @@ func TestCORSReadsFromAnyOriginWritesFromAllowedOnes(t *testing.T) {
 	require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"))
 	r = inst.MustDo(t, http.MethodGet, "/v1/notes/cors-note/stats", "", nil)
 	require.JSONEq(t, `{"note_id":"cors-note","views":3,"waters":0}`, string(r.Body))
+}
+
+// TestNoteWritesFromAnyOriginUnlessOriginsAreListed: with no
+// CORS_ALLOWED_ORIGINS, the note buttons record views and waters from a
+// page of any site (its preflight too); other writes still need the
+// page's own origin.
+func TestNoteWritesFromAnyOriginUnlessOriginsAreListed(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	for _, path := range []string{"/v1/notes/any-site/views", "/v1/notes/any-site/waters"} {
+		r := inst.MustDo(t, http.MethodOptions, path, "", nil,
+			"Origin", "https://blog.example", "Access-Control-Request-Method", "POST")
+		require.Equal(t, http.StatusNoContent, r.Status)
+		require.Equal(t, "https://blog.example", r.Header.Get("Access-Control-Allow-Origin"), path)
+		r = inst.MustDo(t, http.MethodPost, path, "", nil, "Origin", "https://blog.example")
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		require.Equal(t, "https://blog.example", r.Header.Get("Access-Control-Allow-Origin"))
+		r = inst.MustDo(t, http.MethodPost, path, "", nil, "Origin", "null") // a file:// page
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
+	r := inst.MustDo(t, http.MethodGet, "/v1/notes/any-site/stats", "", nil)
+	require.JSONEq(t, `{"note_id":"any-site","views":2,"waters":2}`, string(r.Body))
+
+	r = inst.MustDo(t, http.MethodPost, "/v1/activities", inst.Token(t, "admin", true), map[string]any{"title": "t", "capacity": 1},
+		"Origin", "https://blog.example")
+	require.Equal(t, http.StatusForbidden, r.Status, "writes with a token still need an allowed origin")
 }
 
 func TestDemoPageAndSignups(t *testing.T) {
@@ -70,6 +100,15 @@ func TestDemoPageAndSignups(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	require.NotContains(t, string(r.Body), "<b>")
 	require.NotContains(t, string(r.Body), `"><script>`)
+	// Bare: the newest activity and the demo note.
+	newest := off.CreateActivity(t, "newest", 2)
+	r = off.MustDo(t, http.MethodGet, "/demo", "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, string(r.Body), `data-seats-activity="`+newest+`"`)
+	require.NotContains(t, string(r.Body), `data-seats-activity="`+id+`"`)
+	require.Contains(t, string(r.Body), `data-note="demo-note"`)
+	r = off.MustDo(t, http.MethodGet, "/demo?waitlist="+id, "", nil)
+	require.NotContains(t, string(r.Body), `data-seats-activity="`+newest+`"`, "only the activities it names")
 
 	on := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
 	id = on.CreateActivity(t, "demo", 1)

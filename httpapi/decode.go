@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -19,6 +21,10 @@ const contentTypeJSON = "application/json; charset=utf-8"
 
 // maxBodyBytes is the largest request body accepted.
 const maxBodyBytes = 64 << 10
+
+// bodyLimit is maxBodyBytes as echo's BodyLimit reads sizes: "K" would be
+// 1,000 bytes there, "KiB" is 1,024.
+const bodyLimit = "64KiB"
 
 // writeJSON writes v as the JSON response body. Text is written as it is:
 // <, > and & are not turned into \u003c, \u003e and \u0026 (responses are
@@ -82,6 +88,31 @@ func decodeStrict(b []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return capacityd.Errorf(capacityd.EInvalid, "request body must hold a single JSON value")
+	}
+	return exactFields(b, v)
+}
+
+// exactFields refuses a key of the object b that names a field of the
+// struct v points to only when case is ignored, as encoding/json matches
+// them ("Capacity" for "capacity"): it is an unknown field.
+func exactFields(b []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil {
+		return nil // not an object, and decoded into v all the same: null
+	}
+	names := make(map[string]bool, t.Elem().NumField())
+	for f := range t.Elem().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names[cmp.Or(name, f.Name)] = true
+	}
+	for k := range obj {
+		if !names[k] {
+			return capacityd.Errorf(capacityd.EInvalid, "unknown field %q", safeForMessage(k))
+		}
 	}
 	return nil
 }

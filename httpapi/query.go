@@ -77,11 +77,18 @@ func checkQuery(r *http.Request, allowed []string) error {
 	if err != nil {
 		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
 	}
-	var unknown []string
-	for name := range q {
-		if !slices.Contains(allowed, name) {
+	var unknown, repeated []string
+	for name, values := range q {
+		switch {
+		case !slices.Contains(allowed, name):
 			unknown = append(unknown, safeForMessage(name))
+		case len(values) > 1:
+			repeated = append(repeated, name)
 		}
+	}
+	if len(unknown) == 0 && len(repeated) > 0 {
+		slices.Sort(repeated)
+		return capacityd.Errorf(capacityd.EInvalid, "query parameter %s given more than once", strings.Join(repeated, ", "))
 	}
 	if len(unknown) == 0 {
 		return nil

@@ -100,7 +100,7 @@ func New(cfg Config) *Server {
 	e.Use(s.metricsMiddleware(cfg.Registry))
 	e.Use(middleware.RequestID())
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("64K"))
+	e.Use(middleware.BodyLimit(bodyLimit))
 	e.Use(s.deadline)
 	e.Use(cors(cfg.CORSAllowedOrigins), noSniff)
 

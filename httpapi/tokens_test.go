@@ -62,6 +62,7 @@ func badTokens(t *testing.T) map[string]string {
 		"empty sub":           signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "", "exp": exp}),
 		"sub number":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": 42, "exp": exp}),
 		"over-long sub":       signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": strings.Repeat("s", 129), "exp": exp}),
+		"129-character sub":   signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": strings.Repeat("é", 129), "exp": exp}),
 		"nul in sub":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\x00lory", "exp": exp}),
 		"newline in sub":      signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\nlory", "exp": exp}),
 		"roles not an array":  signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": exp, "roles": "admin"}),
@@ -128,6 +129,19 @@ func TestExpLeewayIsAtMost30Seconds(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, at(-2*time.Second), "a small clock skew is tolerated")
 	require.Equal(t, http.StatusUnauthorized, at(-31*time.Second), "leeway must be at most 30s")
 	require.Equal(t, http.StatusUnauthorized, at(-10*time.Minute))
+}
+
+// TestSubIsCountedInCharacters signs up a user whose id is 128
+// characters of two bytes each: a sub's length is counted in characters,
+// as the documented limit and the schema count it.
+func TestSubIsCountedInCharacters(t *testing.T) {
+	t.Parallel()
+	f := newSweepFixture(t)
+	sub := strings.Repeat("é", 128)
+	tok := f.inst.Token(t, sub, false) // minted as capacityd token mints them
+	res, err := client.New(f.inst.URL, tok, apptest.Client).Signup(t.Context(), f.activity, client.SignupOptions{})
+	require.NoError(t, err)
+	require.Equal(t, sub, res.Registration.UserID)
 }
 
 func TestOwnerChecksAnswer404ForOthers(t *testing.T) {

@@ -59,20 +59,34 @@ func (s *Server) widgetAsset(c echo.Context) error {
 	return c.Blob(http.StatusOK, ctype, b)
 }
 
+// demoNote is the note of the demo page when it names none.
+const demoNote = "demo-note"
+
 // demoPage serves the demo page for ?activity=, ?waitlist= (an activity
-// with a waiting list) and ?note=. Ids of the wrong
-// form are left out of the page. The embed snippets name the service by
-// baseURL.
+// with a waiting list) and ?note=. Ids of the wrong form are left out of
+// the page. Without ?activity and ?waitlist it shows the newest activity,
+// if any; without ?note, the note demo-note. The embed snippets name the
+// service by baseURL.
 func (s *Server) demoPage(c echo.Context) error {
-	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups}
-	if id := c.QueryParam("activity"); idPattern.MatchString(id) && id[0] == 'a' {
+	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups, NoteID: demoNote}
+	q := c.QueryParams()
+	if id := q.Get("activity"); idPattern.MatchString(id) && id[0] == 'a' {
 		data.ActivityID = id
 	}
-	if id := c.QueryParam("waitlist"); idPattern.MatchString(id) && id[0] == 'a' {
+	if id := q.Get("waitlist"); idPattern.MatchString(id) && id[0] == 'a' {
 		data.WaitlistID = id
 	}
-	if n := c.QueryParam("note"); demoNotePattern.MatchString(n) {
-		data.NoteID = n
+	if !q.Has("activity") && !q.Has("waitlist") {
+		// Unreachable PostgreSQL only leaves the activity out.
+		if p, err := s.regs.ListActivities(c.Request().Context(), 0, 1); err == nil && len(p.Items) > 0 {
+			data.ActivityID = p.Items[0].ID
+		}
+	}
+	if q.Has("note") {
+		data.NoteID = ""
+		if n := q.Get("note"); demoNotePattern.MatchString(n) {
+			data.NoteID = n
+		}
 	}
 	var buf bytes.Buffer
 	if err := widget.DemoPage.Execute(&buf, data); err != nil {

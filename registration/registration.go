@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/physiciansnet/capacityd"
 )
@@ -56,6 +57,13 @@ const (
 	DefaultListLimit   = 100
 	MaxListLimit       = 500
 )
+
+// ValidUserIDLength reports whether a user id (a token's sub) has 1 to
+// MaxUserIDLen characters, counted as the schema counts them (char_length).
+func ValidUserIDLength(id string) bool {
+	n := utf8.RuneCountInString(id)
+	return n >= 1 && n <= MaxUserIDLen
+}
 
 // Activity is an event with a fixed number of seats. Taken, Remaining and
 // Waiting are the authority's numbers.

@@ -317,7 +317,7 @@ func (s *Service) signupResult(out Outcome, label string) (Registration, bool, e
 }
 
 func validateSignup(in SignupInput) error {
-	if n := len(in.Caller.UserID); n < 1 || n > MaxUserIDLen {
+	if !ValidUserIDLength(in.Caller.UserID) {
 		return capacityd.Errorf(capacityd.EInvalid, "user id must be 1 to %d characters", MaxUserIDLen)
 	}
 	if len(in.Metadata) > MaxMetadataBytes {

@@ -41,6 +41,32 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhook.Webhook, sealedSecr
 	return w, interpret(err)
 }
 
+// ClearSecrets returns the webhooks whose secrets are stored in clear.
+func (s *Store) ClearSecrets(ctx context.Context) ([]webhook.StoredSecret, error) {
+	rows, err := s.db.Query(ctx, `SELECT public_id, secret FROM webhook WHERE get_byte(secret, 0) = 0 ORDER BY id`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (webhook.StoredSecret, error) {
+		var c webhook.StoredSecret
+		return c, row.Scan(&c.WebhookID, &c.Stored)
+	})
+	var clear []webhook.StoredSecret
+	for _, c := range out {
+		if webhook.InClear(c.Stored) {
+			clear = append(clear, c)
+		}
+	}
+	return clear, interpret(err)
+}
+
+// ReplaceSecret stores a webhook's secret in another form if it is still
+// stored as old.
+func (s *Store) ReplaceSecret(ctx context.Context, webhookID string, old, replacement []byte) (bool, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE webhook SET secret = $3 WHERE public_id = $1 AND secret = $2`, webhookID, old, replacement)
+	return tag.RowsAffected() == 1, interpret(err)
+}
+
 // Webhooks returns every webhook, oldest first.
 func (s *Store) Webhooks(ctx context.Context) ([]webhook.Webhook, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+webhookColumns+`

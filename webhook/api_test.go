@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,16 +52,26 @@ func TestWebhookRequestsAreChecked(t *testing.T) {
 		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*", "registration.created"}},
 		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"registration.deleted"}},
 		map[string]any{"url": "http://127.0.0.1:9/hook", "events": "*"},
-		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}, "activity_id": "a_01JD0000000000000000000000"},
 		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}, "activity_id": ""},
 		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}, "secret": "mine"},
 		map[string]any{"url": 42, "events": []string{"*"}},
+		map[string]any{"url": "http://127.0.0.1:99999/hook", "events": []string{"*"}},
+		map[string]any{"url": "http://127.0.0.1:0/hook", "events": []string{"*"}},
 		"not json", "",
 	} {
 		r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", admin, body)
 		require.Equal(t, http.StatusBadRequest, r.Status, "%v: %s", body, r.Body)
 		require.Equal(t, "invalid_request", r.ErrorCode())
 	}
+	for _, missing := range []string{"a_01JD0000000000000000000000", "not-an-id"} {
+		r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", admin,
+			map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}, "activity_id": missing})
+		require.Equal(t, http.StatusNotFound, r.Status, "an activity id that names nothing, whatever its form: %s", r.Body)
+		require.Equal(t, "not_found", r.ErrorCode())
+	}
+	var n int
+	require.NoError(t, inst.App.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook`).Scan(&n))
+	require.Zero(t, n, "no webhook stored")
 	require.Equal(t, http.StatusUnauthorized, inst.MustDo(t, http.MethodPost, "/v1/webhooks", "", ok).Status)
 	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodPost, "/v1/webhooks", user, ok).Status)
 	require.Equal(t, http.StatusForbidden, inst.MustDo(t, http.MethodGet, "/v1/webhooks", user, nil).Status)
@@ -142,17 +153,36 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	require.Equal(t, "pending", ds[0]["state"])
 }
 
-// TestWithoutASecretKeyNoWebhookIsCreated: with no WEBHOOK_SECRET_KEY a
-// webhook cannot be created (its secret could not be protected): 503,
-// saying why, and nothing stored.
-func TestWithoutASecretKeyNoWebhookIsCreated(t *testing.T) {
+// TestWithoutASecretKeySecretsAreKeptInClearThenSealed: a server without
+// WEBHOOK_SECRET_KEY creates webhooks and delivers to them, their secrets
+// stored in clear; the first instance started with the key seals them, and
+// deliveries go on, signed with the same secret.
+func TestWithoutASecretKeySecretsAreKeptInClearThenSealed(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{WebhookSecretKey: []byte{}, WebhookAllowPrivate: true}})
-	r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", inst.Token(t, "admin", true),
-		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}})
-	require.Equal(t, http.StatusServiceUnavailable, r.Status, "%s", r.Body)
-	require.Contains(t, string(r.Body), "WEBHOOK_SECRET_KEY")
-	var n int
-	require.NoError(t, inst.App.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook`).Scan(&n))
-	require.Zero(t, n)
+	plain := setup(t, app.Options{WebhookSecretKey: []byte{}})
+	rc := newReceiver(t, nil)
+	w := register(t, plain, rc, []string{"registration.created"}, nil)
+	stored := func() []byte {
+		var b []byte
+		require.NoError(t, plain.App.Pool.QueryRow(context.Background(),
+			`SELECT secret FROM webhook WHERE public_id = $1`, w.ID).Scan(&b))
+		return b
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(w.Secret, "whsec_"))
+	require.NoError(t, err)
+	require.Equal(t, append([]byte{0}, key...), stored(), "kept in clear")
+
+	act := plain.CreateActivity(t, "clear secrets", 10)
+	signup := "/v1/activities/" + act + "/registrations"
+	do(t, plain, http.MethodPost, signup, plain.Token(t, "u1", false), map[string]any{}, http.StatusCreated)
+	eventually(t, func() bool { return len(rc.deliveries()) == 1 })
+
+	keyed := apptest.Start(t, apptest.Options{DatabaseURL: plain.DatabaseURL, NoRedis: true,
+		App: app.Options{WebhookAllowPrivate: true, WebhookRetryBase: 100 * time.Millisecond, WebhookPollInterval: 100 * time.Millisecond}})
+	eventually(t, func() bool { return stored()[0] == 1 })
+	require.NotContains(t, string(stored()), string(key), "sealed")
+
+	do(t, keyed, http.MethodPost, signup, keyed.Token(t, "u2", false), map[string]any{}, http.StatusCreated)
+	eventually(t, func() bool { return len(rc.counts()) == 2 })
+	require.Empty(t, rc.failures(), "every delivery verifies with the secret shown at creation")
 }

@@ -85,16 +85,18 @@ func (g *Guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 }
 
 // CheckURL refuses, with invalid_request, a webhook URL whose host is or
-// resolves to any address that is not public (unless AllowPrivate), or
-// that does not resolve.
+// resolves to any address that is not public (unless AllowPrivate). A host
+// that does not resolve now (a name not yet published, a DNS outage, a
+// network without DNS) is accepted: every delivery checks the addresses it
+// dials all the same.
 func (g *Guard) CheckURL(ctx context.Context, u *url.URL) error {
 	if g.AllowPrivate {
 		return nil
 	}
 	host := u.Hostname()
 	addrs, err := g.lookup(ctx, host)
-	if err != nil || len(addrs) == 0 {
-		return capacityd.Errorf(capacityd.EInvalid, "field \"url\": host %q does not resolve", safe(host))
+	if err != nil {
+		return nil
 	}
 	for _, a := range addrs {
 		if !Public(a) {

@@ -70,12 +70,25 @@ func TestSealerKeepsSecretsForTheirWebhookOnly(t *testing.T) {
 	_, err = otherKey.Open("wh_A", sealed)
 	require.Error(t, err, "another key opens nothing")
 
+	require.False(t, InClear(sealed))
+
+	// Without a key: kept in clear, which any Sealer opens; a sealed
+	// secret needs the key.
 	none, err := NewSealer(nil)
 	require.NoError(t, err)
-	_, err = none.Seal("wh_A", secret)
-	require.ErrorIs(t, err, ErrNoKey)
+	require.False(t, none.Keyed())
+	clear, err := none.Seal("wh_A", secret)
+	require.NoError(t, err)
+	require.True(t, InClear(clear))
+	require.Equal(t, append([]byte{0}, secret...), clear)
+	for _, sealer := range []*Sealer{none, s, otherKey} {
+		opened, err := sealer.Open("wh_A", clear)
+		require.NoError(t, err)
+		require.Equal(t, secret, opened)
+	}
 	_, err = none.Open("wh_A", sealed)
 	require.ErrorIs(t, err, ErrNoKey)
+	require.False(t, InClear(clear[:len(clear)-1]), "only a whole key")
 
 	for _, bad := range []string{"", "short", base64.StdEncoding.EncodeToString(make([]byte, 16)), "not base64 !!"} {
 		_, err := ParseKey(bad)
@@ -97,10 +110,11 @@ func TestRetryDelaysGrowToAnHour(t *testing.T) {
 	require.Equal(t, MaxRetryDelay, retryDelay(base, 20, 0))
 	require.Equal(t, MaxRetryDelay, retryDelay(base, 1000, 0), "no overflow")
 	for attempt := 1; attempt < 40; attempt++ {
-		lo, hi := retryDelay(base, attempt, 0.999999), retryDelay(base, attempt, 0)
+		lo, hi := retryDelay(base, attempt, 0), retryDelay(base, attempt, 0.999999)
 		require.LessOrEqual(t, hi, MaxRetryDelay)
-		require.GreaterOrEqual(t, lo, hi*8/10-time.Millisecond, "jitter takes at most a fifth")
-		if next := retryDelay(base, attempt+1, 0.999999); hi < MaxRetryDelay/2 {
+		require.GreaterOrEqual(t, lo, base, "no retry comes sooner than the base delay")
+		require.LessOrEqual(t, hi, lo*12/10+time.Millisecond, "jitter adds at most a fifth")
+		if next := retryDelay(base, attempt+1, 0); hi < MaxRetryDelay/2 {
 			require.Greater(t, next, hi, "every delay is longer than the one before, whatever the jitter")
 		}
 	}

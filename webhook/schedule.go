@@ -15,15 +15,16 @@ const (
 )
 
 // retryDelay is the delay after the attempt-th failed attempt: base, 2·base,
-// 4·base, … capped at MaxRetryDelay, each shortened by up to a fifth at
-// random (jitter in [0, 1)) so that the retries of many deliveries spread
-// out. Before the cap every delay is longer than the one before.
+// 4·base, … each lengthened by up to a fifth at random (jitter in [0, 1))
+// so that the retries of many deliveries spread out, and capped at
+// MaxRetryDelay. No delay is shorter than base, and before the cap every
+// delay is longer than the one before.
 func retryDelay(base time.Duration, attempt int, jitter float64) time.Duration {
 	d := min(base, MaxRetryDelay)
 	for i := 1; i < attempt && d < MaxRetryDelay; i++ {
 		d = min(2*d, MaxRetryDelay)
 	}
-	return d - time.Duration(float64(d)*0.2*jitter)
+	return min(d+time.Duration(float64(d)*0.2*jitter), MaxRetryDelay)
 }
 
 // judge decides what an attempt that got status (0: no answer) leads to.

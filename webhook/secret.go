@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -45,24 +46,29 @@ func ParseKey(s string) ([]byte, error) {
 	return nil, errors.New("want 32 bytes in base64 (openssl rand -base64 32)")
 }
 
-// sealVersion is the first byte of a sealed secret: the format, so that a
-// later one (another cipher, a key id) can be told apart.
-const sealVersion = 1
+// The first byte of a stored secret says its format, so that a later one
+// (another cipher, a key id) can be told apart: sealVersion is sealed with
+// AES-256-GCM, clearVersion is the key itself, stored by a server that had
+// no sealing key.
+const (
+	clearVersion = 0
+	sealVersion  = 1
+)
 
-// ErrNoKey means no sealing key is configured: secrets can be neither
-// sealed nor opened.
+// ErrNoKey means no sealing key is configured: a sealed secret cannot be
+// opened.
 var ErrNoKey = errors.New("webhook: no WEBHOOK_SECRET_KEY is configured")
 
 // Sealer protects signing secrets at rest with AES-256-GCM. Each secret is
 // sealed with a random nonce and the webhook's id as additional data, so a
 // sealed secret opens only for its own webhook. The zero Sealer (no key)
-// refuses both.
+// stores secrets in clear, and opens only those.
 type Sealer struct {
 	aead cipher.AEAD
 }
 
 // NewSealer returns a Sealer with a 32-byte key; an empty key gives a
-// Sealer that refuses everything with ErrNoKey.
+// Sealer that keeps secrets in clear.
 func NewSealer(key []byte) (*Sealer, error) {
 	if len(key) == 0 {
 		return &Sealer{}, nil
@@ -81,10 +87,14 @@ func NewSealer(key []byte) (*Sealer, error) {
 	return &Sealer{aead: aead}, nil
 }
 
-// Seal returns version ‖ nonce ‖ ciphertext of the webhook's key.
+// Keyed reports whether the Sealer has a key: whether it seals.
+func (s *Sealer) Keyed() bool { return s.aead != nil }
+
+// Seal returns the stored form of the webhook's key: version ‖ nonce ‖
+// ciphertext, or, without a sealing key, clearVersion ‖ key.
 func (s *Sealer) Seal(webhookID string, key []byte) ([]byte, error) {
 	if s.aead == nil {
-		return nil, ErrNoKey
+		return append([]byte{clearVersion}, key...), nil
 	}
 	nonce := make([]byte, s.aead.NonceSize(), 1+s.aead.NonceSize()+len(key)+s.aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
@@ -94,16 +104,25 @@ func (s *Sealer) Seal(webhookID string, key []byte) ([]byte, error) {
 	return s.aead.Seal(out, nonce, key, []byte(webhookID)), nil
 }
 
-// Open returns the key that Seal sealed for the webhook.
-func (s *Sealer) Open(webhookID string, sealed []byte) ([]byte, error) {
+// InClear reports whether a stored secret is kept in clear.
+func InClear(stored []byte) bool {
+	return len(stored) == 1+secretBytes && stored[0] == clearVersion
+}
+
+// Open returns the key of a stored secret, sealed for the webhook or kept
+// in clear.
+func (s *Sealer) Open(webhookID string, stored []byte) ([]byte, error) {
+	if InClear(stored) {
+		return bytes.Clone(stored[1:]), nil
+	}
 	if s.aead == nil {
 		return nil, ErrNoKey
 	}
 	n := s.aead.NonceSize()
-	if len(sealed) < 1+n || sealed[0] != sealVersion {
+	if len(stored) < 1+n || stored[0] != sealVersion {
 		return nil, errors.New("webhook: the stored secret is not in a known format")
 	}
-	key, err := s.aead.Open(nil, sealed[1:1+n], sealed[1+n:], []byte(webhookID))
+	key, err := s.aead.Open(nil, stored[1:1+n], stored[1+n:], []byte(webhookID))
 	if err != nil {
 		return nil, errors.New("webhook: the stored secret does not open with WEBHOOK_SECRET_KEY (was the key changed?)")
 	}

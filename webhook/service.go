@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 
 	"github.com/oklog/ulid/v2"
 
@@ -41,15 +40,13 @@ func (s *Service) Create(ctx context.Context, in NewWebhook) (Created, error) {
 		return Created{}, err
 	}
 	sealed, err := s.sealer.Seal(id, key)
-	if errors.Is(err, ErrNoKey) {
-		return Created{}, capacityd.Unavailable(err, "webhooks cannot be created: the server has no WEBHOOK_SECRET_KEY to protect their secrets")
-	}
 	if err != nil {
 		return Created{}, err
 	}
 	w, err := s.store.CreateWebhook(ctx, Webhook{ID: id, URL: in.URL, Events: in.Events, ActivityID: in.ActivityID}, sealed)
 	if capacityd.IsCode(err, capacityd.ENotFound) {
-		return Created{}, capacityd.Errorf(capacityd.EInvalid, "field \"activity_id\": activity %s not found", safe(*in.ActivityID))
+		// As everywhere, an activity id that names nothing is not_found.
+		return Created{}, capacityd.Errorf(capacityd.ENotFound, "field \"activity_id\": activity %s not found", safe(*in.ActivityID))
 	}
 	if err != nil {
 		return Created{}, err
@@ -58,6 +55,38 @@ func (s *Service) Create(ctx context.Context, in NewWebhook) (Created, error) {
 		s.dispatcher.Activate()
 	}
 	return Created{Webhook: w, Secret: secret}, nil
+}
+
+// SealClearSecrets seals, when the Sealer has a key, the secrets that a
+// server without one stored in clear, and returns how many it sealed. A
+// secret another instance sealed meanwhile is left as that one wrote it.
+func (s *Service) SealClearSecrets(ctx context.Context) (int, error) {
+	if !s.sealer.Keyed() {
+		return 0, nil
+	}
+	clear, err := s.store.ClearSecrets(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range clear {
+		key, err := s.sealer.Open(c.WebhookID, c.Stored)
+		if err != nil {
+			return n, err
+		}
+		sealed, err := s.sealer.Seal(c.WebhookID, key)
+		if err != nil {
+			return n, err
+		}
+		done, err := s.store.ReplaceSecret(ctx, c.WebhookID, c.Stored, sealed)
+		if err != nil {
+			return n, err
+		}
+		if done {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // List returns every webhook, oldest first, without secrets.

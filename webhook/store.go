@@ -21,6 +21,12 @@ type Store interface {
 	// DeleteWebhook deletes a webhook with its deliveries and attempts,
 	// or returns not_found.
 	DeleteWebhook(ctx context.Context, id string) error
+	// ClearSecrets returns the webhooks whose secrets are stored in clear
+	// (InClear), with them.
+	ClearSecrets(ctx context.Context) ([]StoredSecret, error)
+	// ReplaceSecret stores a webhook's secret in another form, if it is
+	// still stored as old; done reports whether it was.
+	ReplaceSecret(ctx context.Context, webhookID string, old, replacement []byte) (done bool, err error)
 	// Deliveries returns up to limit of a webhook's deliveries, newest
 	// first.
 	Deliveries(ctx context.Context, webhookID string, limit int) ([]Delivery, error)
@@ -43,6 +49,12 @@ type Store interface {
 	// PurgeDeliveries deletes the messages, deliveries and attempts
 	// recorded before t, and returns how many deliveries it deleted.
 	PurgeDeliveries(ctx context.Context, before time.Time) (int64, error)
+}
+
+// StoredSecret is a webhook's secret as it is stored.
+type StoredSecret struct {
+	WebhookID string
+	Stored    []byte
 }
 
 // Claim asks for due deliveries.

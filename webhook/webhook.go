@@ -15,6 +15,7 @@ package webhook
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/physiciansnet/capacityd"
@@ -117,6 +118,11 @@ func parseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" {
 		return nil, capacityd.Errorf(capacityd.EInvalid, `field "url" must be an absolute http or https URL`)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, capacityd.Errorf(capacityd.EInvalid, `field "url" has port %s: a port is 1 to 65535`, safe(p))
+		}
 	}
 	return u, nil
 }

@@ -135,6 +135,9 @@ var serveSettings = []setting{
 			}
 			c.RedisClusterAddrs = append(c.RedisClusterAddrs, a)
 		}
+		if len(c.RedisClusterAddrs) == 0 && strings.TrimSpace(v) != "" {
+			return fmt.Errorf("want host:port addresses, got %q", v)
+		}
 		return nil
 	}},
 	{"LISTEN_ADDR", ":8080", "HTTP listen address", func(c *config, v string) error {
@@ -266,7 +269,7 @@ var serveSettings = []setting{
 		}
 		return nil
 	}},
-	{"WEBHOOK_SECRET_KEY", "", "32 bytes in base64 (openssl rand -base64 32) that seal webhook signing secrets in the database; required to create webhooks and to deliver to them", func(c *config, v string) error {
+	{"WEBHOOK_SECRET_KEY", "", "32 bytes in base64 (openssl rand -base64 32) that seal webhook signing secrets in the database (empty: stored in clear, sealed at the first start with a key)", func(c *config, v string) error {
 		c.WebhookSecretKey = nil
 		if v == "" {
 			return nil

@@ -44,6 +44,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{"bad listen", base, []string{"--listen-addr", "8080"}, "LISTEN_ADDR (--listen-addr)"},
 		{"bad redis", base, []string{"--redis-url", "http://nope"}, "REDIS_URL (--redis-url)"},
 		{"bad cluster", base, []string{"--redis-cluster-addrs", "a:1,b"}, "REDIS_CLUSTER_ADDRS (--redis-cluster-addrs)"},
+		{"cluster of no address", base, []string{"--redis-cluster-addrs", " , ,"}, "REDIS_CLUSTER_ADDRS (--redis-cluster-addrs)"},
 		{"bad pool", base, []string{"--db-max-conns", "1"}, "DB_MAX_CONNS (--db-max-conns)"},
 		{"unknown flag", base, []string{"--nope"}, "flag provided but not defined: -nope"},
 		{"stray argument", base, []string{"extra"}, `unexpected argument "extra"`},

@@ -24,3 +24,16 @@ func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	require.Contains(t, p.Output(), `"msg":"shutting down","timeout":"15s"`)
 	require.Regexp(t, `"msg":"stopped","took":"[0-9.]+(µs|ms|s)"`, p.Output())
 }
+
+// TestServeWithoutAWebhookKeyCreatesWebhooks starts the binary with no
+// WEBHOOK_SECRET_KEY: it warns that webhook secrets are stored in clear,
+// and creates webhooks all the same.
+func TestServeWithoutAWebhookKeyCreatesWebhooks(t *testing.T) {
+	t.Parallel()
+	p := apptest.StartProcess(t, testenv.NewDatabase(t), testenv.RedisURL(), "WEBHOOK_SECRET_KEY=", "WEBHOOK_ALLOW_PRIVATE=true")
+	r, err := apptest.Do(http.MethodPost, p.URL+"/v1/webhooks", p.Token(t, "admin", true),
+		map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"*"}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	require.Contains(t, p.Output(), "WEBHOOK_SECRET_KEY is not set")
+}

@@ -100,6 +100,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if cfg.Dev {
 		log.Warn("--dev: development mode; a built-in JWT secret is used when none is set")
 	}
+	if len(cfg.WebhookSecretKey) == 0 {
+		log.Warn("WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored in clear in the database until a start with the key seals them")
+	}
 	pool, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -67,14 +67,14 @@ func embedPage(lang, other, service, activity, note string) string {
 </body></html>`, lang, other, service, activity, note)
 }
 
-// TestWidgetsOnAnotherOriginWithDefaultSettings embeds both widgets in
-// pages of another origin, in English and in Simplified Chinese, against a
-// service with the default settings: the seat counter is live, and the
-// note buttons show the numbers and say that this site may not record
-// views and waters (never that the server is unreachable).
-func TestWidgetsOnAnotherOriginWithDefaultSettings(t *testing.T) {
+// TestWidgetsOnAnOriginNotListed embeds both widgets in pages of another
+// origin, in English and in Simplified Chinese, against a service whose
+// CORS_ALLOWED_ORIGINS lists other sites only: the seat counter is live,
+// and the note buttons show the numbers and say that this site may not
+// record views and waters (never that the server is unreachable).
+func TestWidgetsOnAnOriginNotListed(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{"https://only.example"}}})
 	a := inst.CreateActivity(t, "Cardiology grand rounds", 3)
 	inst.MustSignup(t, a, "u1")
 	site := newPages(t)
@@ -115,11 +115,24 @@ func TestWidgetsOnAnotherOriginWithDefaultSettings(t *testing.T) {
 }
 
 // TestNoteButtonsOnAnAllowedOrigin embeds the note buttons in pages of an
-// origin the service allows to write, in both languages.
+// origin the service allows to write, in both languages: one that
+// CORS_ALLOWED_ORIGINS lists, and any with the default settings.
 func TestNoteButtonsOnAnAllowedOrigin(t *testing.T) {
 	t.Parallel()
-	site := newPages(t)
-	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{site.srv.URL}}})
+	t.Run("listed", func(t *testing.T) {
+		t.Parallel()
+		site := newPages(t)
+		noteButtonsWork(t, site, apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{site.srv.URL}}}))
+	})
+	t.Run("default settings", func(t *testing.T) {
+		t.Parallel()
+		noteButtonsWork(t, newPages(t), apptest.Start(t, apptest.Options{}))
+	})
+}
+
+// noteButtonsWork embeds the widgets in pages of site and checks that the
+// note buttons record a view per page load and a water per click.
+func noteButtonsWork(t *testing.T, site *pages, inst *apptest.Instance) {
 	a := inst.CreateActivity(t, "Journal club", 5)
 	en := site.add("/en", embedPage("en", "zh", inst.URL, a, "allowed-note"))
 	zh := site.add("/zh", embedPage("zh-Hans", "en", inst.URL, a, "allowed-note"))

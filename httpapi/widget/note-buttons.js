@@ -8,9 +8,9 @@
  * the server answers with. A click while a water is in flight does nothing.
  *
  * Views and waters are writes: the service accepts them from a page of
- * another site only when its CORS_ALLOWED_ORIGINS setting lists that
- * site's origin. Otherwise the buttons still show the numbers and say that
- * this site is not allowed to record them.
+ * any site, unless its CORS_ALLOWED_ORIGINS setting lists sites and not
+ * this one. Then the buttons still show the numbers and say that this site
+ * is not allowed to record them.
  *
  * Text is in English or Simplified Chinese: the element's data-lang, else
  * the page's lang, else the browser's language. No dependencies.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,7 +148,7 @@ func screenshot(t *testing.T, ctx context.Context) []byte {
 	require.NoError(t, err)
 	dir := artifactsDir(t)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	path := filepath.Join(dir, t.Name()+".png")
+	path := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".png")
 	require.NoError(t, os.WriteFile(path, png, 0o644))
 	t.Logf("screenshot: %s", path)
 	return png

@@ -76,9 +76,10 @@ type Options struct {
 	// Auth verifies tokens; nil: HS256 tokens signed with JWTSecret only.
 	Auth *httpapi.Authenticator
 
-	// WebhookSecretKey (32 bytes) seals webhook signing secrets at rest;
-	// nil: no webhook can be created, and existing ones are not delivered
-	// (their attempts fail, and are retried) until it is set.
+	// WebhookSecretKey (32 bytes) seals webhook signing secrets at rest.
+	// Without it, new secrets are stored in clear (StartWorkers seals them
+	// once an instance has the key), and sealed ones cannot be opened:
+	// their attempts fail, and are retried, until it is set.
 	WebhookSecretKey []byte
 	// WebhookAllowPrivate lets webhooks reach loopback, private and
 	// link-local addresses.
@@ -210,6 +211,20 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.Changes.Run(ctx) })
 	a.workers.Go(func() { a.Deliveries.Run(ctx) })
 	a.workers.Go(func() { a.Deliveries.RunPurge(ctx, time.Hour) })
+	a.workers.Go(func() { a.sealClearSecrets(ctx) })
+}
+
+// sealClearSecrets seals, with WEBHOOK_SECRET_KEY, the webhook secrets that
+// a server without the key stored in clear. A failure leaves them in
+// clear, where they still sign deliveries, and is logged.
+func (a *App) sealClearSecrets(ctx context.Context) {
+	n, err := a.Webhooks.SealClearSecrets(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		a.opts.Logger.Error("webhook secrets stored in clear could not be sealed; they stay in clear until the next start", "err", err)
+	case n > 0:
+		a.opts.Logger.Info("webhook secrets stored in clear were sealed with WEBHOOK_SECRET_KEY", "webhooks", n)
+	}
 }
 
 // Shutdown finishes the admission batches and note upserts in flight, then stops the
