@@ -41,9 +41,9 @@ func (s *Store) CreateWebhook(ctx context.Context, w webhook.Webhook, sealedSecr
 	return w, interpret(err)
 }
 
-// ClearSecrets returns the webhooks whose secrets are stored in clear.
-func (s *Store) ClearSecrets(ctx context.Context) ([]webhook.StoredSecret, error) {
-	rows, err := s.db.Query(ctx, `SELECT public_id, secret FROM webhook WHERE get_byte(secret, 0) = 0 ORDER BY id`)
+// StoredSecrets returns every webhook's secret as it is stored.
+func (s *Store) StoredSecrets(ctx context.Context) ([]webhook.StoredSecret, error) {
+	rows, err := s.db.Query(ctx, `SELECT public_id, secret FROM webhook ORDER BY id`)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -51,13 +51,7 @@ func (s *Store) ClearSecrets(ctx context.Context) ([]webhook.StoredSecret, error
 		var c webhook.StoredSecret
 		return c, row.Scan(&c.WebhookID, &c.Stored)
 	})
-	var clear []webhook.StoredSecret
-	for _, c := range out {
-		if webhook.InClear(c.Stored) {
-			clear = append(clear, c)
-		}
-	}
-	return clear, interpret(err)
+	return out, interpret(err)
 }
 
 // ReplaceSecret stores a webhook's secret in another form if it is still

@@ -70,7 +70,7 @@ func TestSealerKeepsSecretsForTheirWebhookOnly(t *testing.T) {
 	_, err = otherKey.Open("wh_A", sealed)
 	require.Error(t, err, "another key opens nothing")
 
-	require.False(t, InClear(sealed))
+	require.False(t, inClear(sealed))
 
 	// Without a key: kept in clear, which any Sealer opens; a sealed
 	// secret needs the key.
@@ -79,7 +79,7 @@ func TestSealerKeepsSecretsForTheirWebhookOnly(t *testing.T) {
 	require.False(t, none.Keyed())
 	clear, err := none.Seal("wh_A", secret)
 	require.NoError(t, err)
-	require.True(t, InClear(clear))
+	require.True(t, inClear(clear))
 	require.Equal(t, append([]byte{0}, secret...), clear)
 	for _, sealer := range []*Sealer{none, s, otherKey} {
 		opened, err := sealer.Open("wh_A", clear)
@@ -88,7 +88,7 @@ func TestSealerKeepsSecretsForTheirWebhookOnly(t *testing.T) {
 	}
 	_, err = none.Open("wh_A", sealed)
 	require.ErrorIs(t, err, ErrNoKey)
-	require.False(t, InClear(clear[:len(clear)-1]), "only a whole key")
+	require.False(t, inClear(clear[:len(clear)-1]), "only a whole key")
 
 	for _, bad := range []string{"", "short", base64.StdEncoding.EncodeToString(make([]byte, 16)), "not base64 !!"} {
 		_, err := ParseKey(bad)

@@ -104,15 +104,15 @@ func (s *Sealer) Seal(webhookID string, key []byte) ([]byte, error) {
 	return s.aead.Seal(out, nonce, key, []byte(webhookID)), nil
 }
 
-// InClear reports whether a stored secret is kept in clear.
-func InClear(stored []byte) bool {
+// inClear reports whether a stored secret is kept in clear.
+func inClear(stored []byte) bool {
 	return len(stored) == 1+secretBytes && stored[0] == clearVersion
 }
 
 // Open returns the key of a stored secret, sealed for the webhook or kept
 // in clear.
 func (s *Sealer) Open(webhookID string, stored []byte) ([]byte, error) {
-	if InClear(stored) {
+	if inClear(stored) {
 		return bytes.Clone(stored[1:]), nil
 	}
 	if s.aead == nil {

@@ -64,12 +64,15 @@ func (s *Service) SealClearSecrets(ctx context.Context) (int, error) {
 	if !s.sealer.Keyed() {
 		return 0, nil
 	}
-	clear, err := s.store.ClearSecrets(ctx)
+	stored, err := s.store.StoredSecrets(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, c := range clear {
+	for _, c := range stored {
+		if !inClear(c.Stored) {
+			continue
+		}
 		key, err := s.sealer.Open(c.WebhookID, c.Stored)
 		if err != nil {
 			return n, err

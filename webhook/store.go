@@ -21,9 +21,8 @@ type Store interface {
 	// DeleteWebhook deletes a webhook with its deliveries and attempts,
 	// or returns not_found.
 	DeleteWebhook(ctx context.Context, id string) error
-	// ClearSecrets returns the webhooks whose secrets are stored in clear
-	// (InClear), with them.
-	ClearSecrets(ctx context.Context) ([]StoredSecret, error)
+	// StoredSecrets returns every webhook's secret as it is stored.
+	StoredSecrets(ctx context.Context) ([]StoredSecret, error)
 	// ReplaceSecret stores a webhook's secret in another form, if it is
 	// still stored as old; done reports whether it was.
 	ReplaceSecret(ctx context.Context, webhookID string, old, replacement []byte) (done bool, err error)

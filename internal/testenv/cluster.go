@@ -42,16 +42,12 @@ func PrivateRedisCluster(t T) *RedisCluster {
 	c := &RedisCluster{}
 	for i := range 6 {
 		n := startRedis(t, func(port int) *RedisServer {
-			addr := "127.0.0.1:" + strconv.Itoa(port)
-			return &RedisServer{Addr: addr, p: &process{t: t, name: "redis-cluster", addr: addr, argv: []string{
-				bin, "--port", strconv.Itoa(port), "--cluster-port", strconv.Itoa(FreePort(t)), "--bind", "127.0.0.1",
+			return redisOn(t, "redis-cluster", bin, port, "--cluster-port", strconv.Itoa(FreePort(t)),
 				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d-%d.conf", i, port)),
 				"--cluster-node-timeout", strconv.FormatInt(clusterNodeTimeout.Milliseconds(), 10),
 				// A replica may take over however long ago it last heard
 				// from its master, and replicas sync at once.
-				"--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0",
-				"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-			}}}
+				"--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0", "--dir", dir)
 		})
 		t.Cleanup(n.Kill)
 		c.Nodes, c.Addrs = append(c.Nodes, n), append(c.Addrs, n.Addr)

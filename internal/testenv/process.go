@@ -229,15 +229,19 @@ func PrivateRedis(t T) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	Require(t, err == nil, "redis-server")
-	r := startRedis(t, func(port int) *RedisServer {
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		return &RedisServer{Addr: addr, p: &process{t: t, name: "redis", addr: addr, argv: []string{
-			bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--daemonize", "no", "--protected-mode", "no",
-		}}}
-	})
+	r := startRedis(t, func(port int) *RedisServer { return redisOn(t, "redis", bin, port) })
 	t.Cleanup(r.Kill)
 	return r
+}
+
+// redisOn returns, not started, a redis-server (the binary bin) without
+// persistence on port of 127.0.0.1, with extra arguments; name names it in
+// errors.
+func redisOn(t T, name, bin string, port int, extra ...string) *RedisServer {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	argv := append([]string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--protected-mode", "no"}, extra...)
+	return &RedisServer{Addr: addr, p: &process{t: t, name: name, addr: addr, argv: argv}}
 }
 
 // PostgresServer is a private PostgreSQL cluster on a free port.

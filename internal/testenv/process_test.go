@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,10 +20,9 @@ func TestARedisServerWhosePortIsTakenIsNotTakenForTheOther(t *testing.T) {
 
 	bin, err := exec.LookPath("redis-server")
 	require.NoError(t, err)
-	port := first.Addr[strings.LastIndexByte(first.Addr, ':')+1:]
-	second := &RedisServer{Addr: first.Addr, p: &process{t: t, name: "redis", addr: first.Addr, argv: []string{
-		bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
-	}}}
+	port, err := strconv.Atoi(first.Addr[strings.LastIndexByte(first.Addr, ':')+1:])
+	require.NoError(t, err)
+	second := redisOn(t, "redis", bin, port)
 	t.Cleanup(second.p.abandon)
 	require.NoError(t, second.p.start(), "the port answers: the first server")
 	require.ErrorIs(t, second.ownsPort(), errPortTaken)
