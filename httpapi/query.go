@@ -70,8 +70,8 @@ func (g *queryGuard) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// checkQuery returns invalid_request when the request's query is malformed
-// or names a parameter not in allowed.
+// checkQuery returns invalid_request when the request's query is
+// malformed, names a parameter not in allowed, or gives one more than once.
 func checkQuery(r *http.Request, allowed []string) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -86,18 +86,17 @@ func checkQuery(r *http.Request, allowed []string) error {
 			repeated = append(repeated, name)
 		}
 	}
-	if len(unknown) == 0 && len(repeated) > 0 {
-		slices.Sort(repeated)
-		return capacityd.Errorf(capacityd.EInvalid, "query parameter %s given more than once", strings.Join(repeated, ", "))
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
 	slices.Sort(unknown)
-	if len(allowed) == 0 {
+	slices.Sort(repeated)
+	switch {
+	case len(unknown) > 0 && len(allowed) == 0:
 		return capacityd.Errorf(capacityd.EInvalid, "unknown query parameter %s: this route takes none",
 			strings.Join(unknown, ", "))
+	case len(unknown) > 0:
+		return capacityd.Errorf(capacityd.EInvalid, "unknown query parameter %s: this route takes %s",
+			strings.Join(unknown, ", "), strings.Join(allowed, ", "))
+	case len(repeated) > 0:
+		return capacityd.Errorf(capacityd.EInvalid, "query parameter %s given more than once", strings.Join(repeated, ", "))
 	}
-	return capacityd.Errorf(capacityd.EInvalid, "unknown query parameter %s: this route takes %s",
-		strings.Join(unknown, ", "), strings.Join(allowed, ", "))
+	return nil
 }
