@@ -98,7 +98,7 @@ func New(cfg Config) *Server {
 	e.IPExtractor = clientAddrExtractor(cfg.TrustedProxies)
 	e.Use(s.accessLog)
 	e.Use(s.metricsMiddleware(cfg.Registry))
-	e.Use(middleware.RequestID())
+	e.Use(clientRequestIDs, middleware.RequestID())
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(bodyLimit))
 	e.Use(s.deadline)

@@ -22,7 +22,16 @@ func (c Caller) Actor() string {
 	return "user:" + c.UserID
 }
 
-func (c Caller) origin() Origin { return Origin{Actor: c.Actor(), RequestID: c.RequestID} }
+// origin is the caller as its commands' events record it. A request id
+// that is not well-formed is never recorded (the HTTP layer replaces it
+// with one of its own before it gets here).
+func (c Caller) origin() Origin {
+	o := Origin{Actor: c.Actor()}
+	if ValidRequestID(c.RequestID) {
+		o.RequestID = c.RequestID
+	}
+	return o
+}
 
 // Origin is who asked for a change and in which request; it is recorded on
 // the change's events.

@@ -191,6 +191,9 @@ func validateFields(title *string, capacity, holdSeconds *int) error {
 		if n := len([]rune(*title)); n < 1 || n > MaxTitleLen {
 			return capacityd.Errorf(capacityd.EInvalid, "title must be 1 to %d characters", MaxTitleLen)
 		}
+		if !storable(*title) {
+			return capacityd.Errorf(capacityd.EInvalid, "title must be valid UTF-8 without NUL characters")
+		}
 	}
 	if capacity != nil && (*capacity < 0 || *capacity > MaxCapacity) {
 		return capacityd.Errorf(capacityd.EInvalid, "capacity must be between 0 and %d", MaxCapacity)

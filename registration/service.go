@@ -122,7 +122,7 @@ func NewService(cfg Config) *Service {
 	// that arrive together (one key: one statement in flight), since a
 	// cancellation or status change must read its registration to find
 	// the activity whose queue it goes to.
-	s.lookups = groupcommit.New(groupcommit.PerKey(s.lookupAll), groupcommit.Options{MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch)})
+	s.lookups = groupcommit.New(s.lookupBatches, groupcommit.Options{MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch)})
 	return s
 }
 
@@ -170,6 +170,9 @@ func (s *Service) ListActivities(ctx context.Context, before int64, limit int) (
 // first in line at once.
 func (s *Service) UpdateActivity(ctx context.Context, id string, p ActivityPatch, c Caller) (Activity, error) {
 	if err := p.Validate(); err != nil {
+		return Activity{}, err
+	}
+	if err := validateCaller(c); err != nil {
 		return Activity{}, err
 	}
 	out, err := s.submit(ctx, id, ActivityCommand{Origin: c.origin(), Patch: p})
@@ -276,8 +279,13 @@ type fullVerdict struct {
 }
 
 // checkFull is the flush of the full checks: one snapshot of the authority
-// for the shed signups of many activities.
+// for the shed signups of many activities. A check that fails on one
+// request's data is made again without it (groupcommit.Isolate).
 func (s *Service) checkFull(ctx context.Context, batches []*groupcommit.Batch[string, string, fullVerdict]) error {
+	return groupcommit.Isolate(s.checkFullOnce, commandsAtFault)(ctx, batches)
+}
+
+func (s *Service) checkFullOnce(ctx context.Context, batches []*groupcommit.Batch[string, string, fullVerdict]) error {
 	checks := make([]FullCheck, len(batches))
 	for i, b := range batches {
 		checks[i] = FullCheck{ActivityID: b.Key, UserIDs: b.Reqs}
@@ -317,8 +325,14 @@ func (s *Service) signupResult(out Outcome, label string) (Registration, bool, e
 }
 
 func validateSignup(in SignupInput) error {
-	if !ValidUserIDLength(in.Caller.UserID) {
-		return capacityd.Errorf(capacityd.EInvalid, "user id must be 1 to %d characters", MaxUserIDLen)
+	if !storable(in.ActivityID) {
+		return ActivityNotFound(in.ActivityID)
+	}
+	if err := validateCaller(in.Caller); err != nil {
+		return err
+	}
+	if !storable(string(in.Metadata)) {
+		return capacityd.Errorf(capacityd.EInvalid, "metadata must be valid UTF-8 without NUL characters")
 	}
 	if len(in.Metadata) > MaxMetadataBytes {
 		return capacityd.Errorf(capacityd.EInvalid, "metadata must be at most %d bytes", MaxMetadataBytes)
@@ -344,6 +358,9 @@ func ValidateIdempotencyKey(k string) error {
 // signup's display hold is given back if the command never reaches a
 // transaction.
 func (s *Service) submit(ctx context.Context, activityID string, c Command) (Outcome, error) {
+	if !storable(activityID) {
+		return Outcome{}, ActivityNotFound(activityID)
+	}
 	out, err := s.queue.Submit(ctx, activityID, c)
 	if errors.Is(err, groupcommit.ErrClosed) || errors.Is(err, groupcommit.ErrWithdrawn) {
 		// Never flushed: its hold goes back here.
@@ -368,33 +385,58 @@ func unavailableIfNotFlushed(err error) error {
 }
 
 // apply is the flush of the change queue: one transaction for the queued
-// commands of many activities, then the observers, then the answers.
+// commands of many activities, then the observers, then the answers. A
+// transaction that fails on one command's data is run again without it
+// (groupcommit.Isolate): only that command is answered with the error.
 func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string, Command, Outcome]) error {
-	in := make([]CommandBatch, len(batches))
-	for i, b := range batches {
-		in[i] = CommandBatch{ActivityID: b.Key, Commands: b.Reqs}
-	}
-	applied, err := s.transact(ctx, in)
-	commits := make([]Commit, len(batches))
-	for i, b := range batches {
-		c := Commit{ActivityID: b.Key, Holds: holdsOf(b.Reqs)}
-		switch {
-		case err != nil:
-			c.Failed = true
-		case applied[i].Err != nil:
-			c.Failed, b.Err = true, applied[i].Err
-		default:
+	var commits []Commit
+	err := groupcommit.Isolate(func(ctx context.Context, part []*groupcommit.Batch[string, Command, Outcome]) error {
+		in := make([]CommandBatch, len(part))
+		for i, b := range part {
+			in[i] = CommandBatch{ActivityID: b.Key, Commands: b.Reqs}
+		}
+		applied, err := s.transact(ctx, in)
+		if err != nil {
+			return err
+		}
+		for i, b := range part {
+			if applied[i].Err != nil {
+				b.Err = applied[i].Err
+				continue
+			}
 			p := applied[i].Plan
 			b.Results = p.Outcomes
-			c.Events, c.ActivityChanged = p.Events, p.ActivityChanged
-			c.State = SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist,
-				Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt}
+			commits = append(commits, Commit{ActivityID: b.Key, Holds: holdsOf(b.Reqs),
+				Events: p.Events, ActivityChanged: p.ActivityChanged,
+				State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist,
+					Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt}})
 			s.metrics.count(p.Events)
 		}
-		commits[i] = c
+		return nil
+	}, commandsAtFault)(ctx, batches)
+	// The holds of the commands that failed go back; those of the
+	// committed ones went with their commits.
+	for _, b := range batches {
+		var failed []Command
+		for j, c := range b.Reqs {
+			if err != nil || b.Err != nil || (b.Errs != nil && b.Errs[j] != nil) {
+				failed = append(failed, c)
+			}
+		}
+		if hs := holdsOf(failed); len(hs) > 0 {
+			commits = append(commits, Commit{ActivityID: b.Key, Failed: true, Holds: hs})
+		}
 	}
 	s.notify(ctx, commits)
 	return err
+}
+
+// commandsAtFault reports whether a change transaction's failure may be the
+// fault of its commands' data (a value the database refuses, or a rule
+// broken): such a transaction is run again without the command at fault.
+// An unavailable database is nobody's fault.
+func commandsAtFault(err error) bool {
+	return !capacityd.IsCode(err, capacityd.EUnavailable)
 }
 
 // transact runs one change transaction and counts it.
@@ -468,6 +510,9 @@ type lookup struct {
 // lookup returns the registration id, read with the lookups of other
 // requests.
 func (s *Service) lookup(ctx context.Context, id string) (Registration, error) {
+	if !storable(id) {
+		return Registration{}, RegistrationNotFound(id)
+	}
 	l, err := s.lookups.Submit(ctx, struct{}{}, id)
 	switch {
 	case err != nil:
@@ -478,7 +523,13 @@ func (s *Service) lookup(ctx context.Context, id string) (Registration, error) {
 	return l.reg, nil
 }
 
-// lookupAll is the flush of the lookups: one statement for all their ids.
+// lookupBatches is the flush of the lookups; a lookup that fails on one
+// request's id is made again without it (groupcommit.Isolate).
+func (s *Service) lookupBatches(ctx context.Context, batches []*groupcommit.Batch[struct{}, string, lookup]) error {
+	return groupcommit.Isolate(groupcommit.PerKey(s.lookupAll), commandsAtFault)(ctx, batches)
+}
+
+// lookupAll looks up the ids of one flush in one statement.
 func (s *Service) lookupAll(ctx context.Context, _ struct{}, ids []string) ([]lookup, error) {
 	regs, err := s.store.GetRegistrations(ctx, slices.Compact(slices.Sorted(slices.Values(ids))))
 	if err != nil {
@@ -500,6 +551,9 @@ func (s *Service) lookupAll(ctx context.Context, _ struct{}, ids []string) ([]lo
 // a freed seat in the same transaction. Cancelling a cancelled or expired
 // registration returns it unchanged and frees nothing.
 func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Registration, error) {
+	if err := validateCaller(c); err != nil {
+		return Registration{}, err
+	}
 	r, err := s.GetRegistration(ctx, id, c)
 	if err != nil || !r.Status.Active() {
 		return r, err
@@ -512,6 +566,9 @@ func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Registration
 func (s *Service) SetStatus(ctx context.Context, id string, to Status, c Caller) (Registration, error) {
 	if !to.Valid() {
 		return Registration{}, capacityd.Errorf(capacityd.EInvalid, `status must be "awaiting_payment" or "approved"`)
+	}
+	if err := validateCaller(c); err != nil {
+		return Registration{}, err
 	}
 	r, err := s.lookup(ctx, id)
 	if err != nil {

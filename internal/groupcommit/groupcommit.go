@@ -23,18 +23,23 @@ import (
 // ErrClosed is returned by Submit after Close has been called.
 var ErrClosed = errors.New("groupcommit: closed")
 
+var errWrongResults = errors.New("groupcommit: flush returned a wrong number of results")
+
 // ErrWithdrawn is returned by Submit when its context ended before a flush
 // took the request: the request was never flushed.
 var ErrWithdrawn = errors.New("groupcommit: withdrawn before it was flushed")
 
 // Batch is the requests of one key taken by a flush, in the order they were
 // submitted. The flush sets Results (one per request, in order) or Err,
-// which fails every request of the batch.
+// which fails every request of the batch. Errs, when set (by Isolate), has
+// one entry per request: a non-nil one fails its request alone, whose
+// Result is then unset.
 type Batch[K comparable, Req, Res any] struct {
 	Key     K
 	Reqs    []Req
 	Results []Res
 	Err     error
+	Errs    []error
 }
 
 // FlushFunc handles one flush: the batches of one or more keys (each key
@@ -291,14 +296,17 @@ func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[
 	for i, b := range batches {
 		berr := firstErr(err, b.Err)
 		if berr == nil && len(b.Results) != len(b.Reqs) {
-			berr = errors.New("groupcommit: flush returned a wrong number of results")
+			berr = errWrongResults
 		}
 		for j, it := range taken[i] {
-			if berr != nil {
+			switch {
+			case berr != nil:
 				it.done <- outcome[Res]{err: berr}
-				continue
+			case b.Errs != nil && b.Errs[j] != nil:
+				it.done <- outcome[Res]{err: b.Errs[j]}
+			default:
+				it.done <- outcome[Res]{res: b.Results[j]}
 			}
-			it.done <- outcome[Res]{res: b.Results[j]}
 		}
 	}
 
