@@ -84,10 +84,26 @@ func TestPoisonedRequestIDsFailNobodyElsesSignup(t *testing.T) {
 			}
 		})
 	}
-	var counts [3]map[int]int
+	// The crowd: 6,000 signups, 256 in flight, spread over the two
+	// instances and three activities (the third fills up).
+	counts := make([]map[int]int, len(crowd))
+	var mu sync.Mutex
 	var crowdWG sync.WaitGroup
-	for i, id := range crowd {
-		crowdWG.Go(func() { counts[i] = apptest.SignupBurst(t, insts, id, fmt.Sprintf("c%d-", i), 2000) })
+	sem := make(chan struct{}, 256)
+	for i := range 6000 {
+		k := i % len(crowd)
+		api := insts[i%2].API(t, fmt.Sprintf("c%d", i), false)
+		sem <- struct{}{}
+		crowdWG.Go(func() {
+			defer func() { <-sem }()
+			status := apptest.SignupStatus(api.Signup(t.Context(), crowd[k], client.SignupOptions{}))
+			mu.Lock()
+			defer mu.Unlock()
+			if counts[k] == nil {
+				counts[k] = map[int]int{}
+			}
+			counts[k][status]++
+		})
 	}
 	crowdWG.Wait()
 	close(stop)
