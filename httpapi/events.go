@@ -28,7 +28,8 @@ func (s *Server) registrationEvents(c echo.Context) error {
 // activityEvents serves the activity's event feed: the events after
 // ?after=, at most ?limit=, and with ?wait= seconds an empty answer waits
 // that long for the next event (a long poll, exempt from the request
-// timeout, that holds no database connection while it waits).
+// timeout, that holds no database connection while it waits). An admin
+// holds at most EventWaitsPerUser long polls at once; wait=0 is not one.
 func (s *Server) activityEvents(c echo.Context) error {
 	id, err := activityID(c)
 	if err != nil {
@@ -55,6 +56,13 @@ func (s *Server) activityEvents(c echo.Context) error {
 			return err
 		}
 		f.Wait = time.Duration(secs) * time.Second
+	}
+	if f.Wait > 0 {
+		release, err := s.takeEventWaitSlot(c)
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), f.Wait+s.cfg.RequestTimeout)
 	defer cancel()

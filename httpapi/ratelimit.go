@@ -146,33 +146,54 @@ func (l *limiter) size() int {
 	return len(l.entries)
 }
 
-// rateLimits are the server's limiters; a nil limiter is off.
+// rateLimits are the server's limiters and caps; a nil one is off.
 type rateLimits struct {
 	publicWrites *limiter
 	signups      *limiter
+	// streams caps the seat streams of each client address, eventWaits the
+	// event feed long polls of each admin.
+	streams    *slots
+	eventWaits *slots
 }
 
-func newRateLimits(public, signups RateLimit, reg prometheus.Registerer) *rateLimits {
+func newRateLimits(cfg Config) *rateLimits {
+	reg := cfg.Registry
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "capacityd_rate_limited_total",
 		Help: "Requests refused with 429 by limit.",
 	}, []string{"limit"})
 	reg.MustRegister(refused)
+	tracked := func(name string, size func() int) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "capacityd_rate_limit_clients",
+			Help:        "Clients a rate limiter tracks.",
+			ConstLabels: prometheus.Labels{"limit": name},
+		}, func() float64 { return float64(size()) }))
+	}
 	rl := &rateLimits{}
 	add := func(name string, l RateLimit) *limiter {
 		if l.Off() {
 			return nil
 		}
 		lim := newLimiter(l, time.Now, refused.WithLabelValues(name))
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "capacityd_rate_limit_clients",
-			Help:        "Clients a rate limiter tracks.",
-			ConstLabels: prometheus.Labels{"limit": name},
-		}, func() float64 { return float64(lim.size()) }))
+		tracked(name, lim.size)
 		return lim
 	}
-	rl.publicWrites = add("public_writes", public)
-	rl.signups = add("signups", signups)
+	addSlots := func(name string, n, def int) *slots {
+		if n < 0 {
+			return nil
+		}
+		if n == 0 {
+			n = def
+		}
+		s := newSlots(n, refused.WithLabelValues(name))
+		tracked(name, s.clients)
+		return s
+	}
+	rl.publicWrites = add("public_writes", cfg.PublicWriteLimit)
+	rl.signups = add("signups", cfg.SignupLimit)
+	rl.streams = addSlots("seat_streams_per_address", cfg.StreamsPerAddress, DefaultStreamsPerAddress)
+	rl.eventWaits = addSlots("event_waits_per_user", cfg.EventWaitsPerUser, DefaultEventWaitsPerUser)
 	return rl
 }
 
@@ -212,6 +233,34 @@ func (s *Server) limitPublicWrites(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// takeStreamSlot takes one of the seat stream slots of the request's client
+// address. It returns the function that gives it back, or a 429 when the
+// address already holds its cap.
+func (s *Server) takeStreamSlot(c echo.Context) (release func(), err error) {
+	if s.limits == nil || s.limits.streams == nil {
+		return func() {}, nil
+	}
+	release, ok := s.limits.streams.acquire(clientKey(c))
+	if !ok {
+		return nil, rateLimited(slotRetryAfter, "seat streams from this address")
+	}
+	return release, nil
+}
+
+// takeEventWaitSlot takes one of the event feed long poll slots of the
+// calling admin. It returns the function that gives it back, or a 429 when
+// the admin already holds the cap.
+func (s *Server) takeEventWaitSlot(c echo.Context) (release func(), err error) {
+	if s.limits == nil || s.limits.eventWaits == nil {
+		return func() {}, nil
+	}
+	release, ok := s.limits.eventWaits.acquire(callerOf(c).UserID)
+	if !ok {
+		return nil, rateLimited(slotRetryAfter, "event feed long polls by this user")
+	}
+	return release, nil
 }
 
 // limitSignups is route middleware, after authenticate, limiting signups

@@ -58,6 +58,12 @@ type Config struct {
 	PublicWriteLimit RateLimit
 	// SignupLimit limits signups per user; the zero value is off.
 	SignupLimit RateLimit
+	// StreamsPerAddress caps the seat streams one client address holds
+	// open (429 beyond); zero: DefaultStreamsPerAddress, negative: no cap.
+	StreamsPerAddress int
+	// EventWaitsPerUser caps the event feed long polls one admin holds
+	// open (429 beyond); zero: DefaultEventWaitsPerUser, negative: no cap.
+	EventWaitsPerUser int
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address (rate limits, access log); empty: the peer's.
 	TrustedProxies []*net.IPNet
@@ -91,7 +97,7 @@ func New(cfg Config) *Server {
 		cfg.PingInterval = defaultPingInterval
 	}
 	s := &Server{cfg: cfg, regs: cfg.Registrations, auth: cfg.Auth, log: cfg.Logger, echo: echo.New(),
-		limits: newRateLimits(cfg.PublicWriteLimit, cfg.SignupLimit, cfg.Registry)}
+		limits: newRateLimits(cfg)}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

@@ -25,14 +25,20 @@ var (
 // seatStream serves GET /v1/activities/{id}/seats/stream: a server-sent
 // event "seats" with the current state at once (also when the client
 // resumes with Last-Event-ID), then one on every change, and a ping comment
-// every PingInterval. Errors (unknown activity, too many streams) are JSON
-// responses sent before the stream starts. The stream ends when the client
-// goes, falls behind, or the server shuts down.
+// every PingInterval. Errors (unknown activity, too many streams from the
+// client's address or on the instance) are JSON responses sent before the
+// stream starts. The stream ends when the client goes, falls behind, or the
+// server shuts down, and gives its address's slot back then.
 func (s *Server) seatStream(c echo.Context) error {
 	id, err := activityID(c)
 	if err != nil {
 		return err
 	}
+	release, err := s.takeStreamSlot(c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	req := c.Request()
 	ctx := req.Context()
 	sub, err := s.cfg.Streams.Subscribe(ctx, id)

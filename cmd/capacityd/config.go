@@ -48,6 +48,8 @@ type config struct {
 	NoteMaxBatch       int
 	StreamMaxClients   int
 	StreamPingInterval time.Duration
+	StreamMaxPerAddr   int
+	EventFeedMaxWaits  int
 	CORSAllowedOrigins []string
 	DemoSignups        bool
 	PublicWriteLimit   httpapi.RateLimit
@@ -242,6 +244,10 @@ var serveSettings = []setting{
 	}},
 	intSetting("NOTE_MAX_BATCH", "1000", "most note increments in one upsert", 1, 100000, func(c *config) *int { return &c.NoteMaxBatch }),
 	intSetting("STREAM_MAX_CLIENTS", "10000", "most seat streams open on this instance (503 beyond)", 1, 1000000, func(c *config) *int { return &c.StreamMaxClients }),
+	intSetting("STREAM_MAX_PER_ADDRESS", strconv.Itoa(httpapi.DefaultStreamsPerAddress), "most seat streams one client address holds open on this instance (429 beyond; 0: no cap)", 0, 1000000,
+		func(c *config) *int { return &c.StreamMaxPerAddr }),
+	intSetting("EVENT_FEED_MAX_WAITS_PER_USER", strconv.Itoa(httpapi.DefaultEventWaitsPerUser), "most event feed long polls (wait of 1s or more) one admin holds open on this instance (429 beyond; 0: no cap)", 0, 1000000,
+		func(c *config) *int { return &c.EventFeedMaxWaits }),
 	durationSetting("STREAM_PING_INTERVAL", "15s", "time between pings on a seat stream", func(c *config) *time.Duration { return &c.StreamPingInterval }),
 	{"CORS_ALLOWED_ORIGINS", "", "comma-separated origins allowed to send writes from a browser (* for any; reads are open to all)", func(c *config, v string) error {
 		c.CORSAllowedOrigins = nil

@@ -133,6 +133,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
 		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
+		// 0 in the environment means no cap; zero in the options would
+		// mean the default.
+		StreamMaxPerAddress: cmp.Or(cfg.StreamMaxPerAddr, -1), EventFeedMaxWaitsPerUser: cmp.Or(cfg.EventFeedMaxWaits, -1),
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
 		TrustedProxies: cfg.TrustedProxies, Auth: auth,
 		WebhookSecretKey: cfg.WebhookSecretKey, WebhookAllowPrivate: cfg.WebhookAllowPrivate,

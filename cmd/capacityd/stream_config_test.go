@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/httpapi"
 )
 
 func TestStreamAndWidgetSettings(t *testing.T) {
@@ -15,16 +17,23 @@ func TestStreamAndWidgetSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 10000, c.StreamMaxClients)
 	require.Equal(t, 15*time.Second, c.StreamPingInterval)
+	require.Equal(t, httpapi.DefaultStreamsPerAddress, c.StreamMaxPerAddr)
+	require.Equal(t, 32, c.StreamMaxPerAddr)
+	require.Equal(t, httpapi.DefaultEventWaitsPerUser, c.EventFeedMaxWaits)
+	require.Equal(t, 8, c.EventFeedMaxWaits)
 	require.Empty(t, c.CORSAllowedOrigins)
 	require.False(t, c.DemoSignups, "demo signups are off by default")
 
 	c, err = loadConfig("serve", serveSettings, []string{
 		"--stream-max-clients", "50", "--stream-ping-interval", "5s",
+		"--stream-max-per-address", "0", "--event-feed-max-waits-per-user", "3",
 		"--cors-allowed-origins", " https://a.example, http://b.example:8080 ,", "--demo-signups", "on",
 	}, envOf(base), io.Discard, nil)
 	require.NoError(t, err)
 	require.Equal(t, 50, c.StreamMaxClients)
 	require.Equal(t, 5*time.Second, c.StreamPingInterval)
+	require.Equal(t, 0, c.StreamMaxPerAddr, "0 turns the cap off")
+	require.Equal(t, 3, c.EventFeedMaxWaits)
 	require.Equal(t, []string{"https://a.example", "http://b.example:8080"}, c.CORSAllowedOrigins)
 	require.True(t, c.DemoSignups)
 
@@ -33,6 +42,8 @@ func TestStreamAndWidgetSettings(t *testing.T) {
 		want string
 	}{
 		{[]string{"--stream-max-clients", "0"}, "STREAM_MAX_CLIENTS (--stream-max-clients)"},
+		{[]string{"--stream-max-per-address", "-1"}, "STREAM_MAX_PER_ADDRESS (--stream-max-per-address)"},
+		{[]string{"--event-feed-max-waits-per-user", "x"}, "EVENT_FEED_MAX_WAITS_PER_USER (--event-feed-max-waits-per-user)"},
 		{[]string{"--stream-ping-interval", "soon"}, "STREAM_PING_INTERVAL (--stream-ping-interval)"},
 		{[]string{"--cors-allowed-origins", "a.example"}, "CORS_ALLOWED_ORIGINS (--cors-allowed-origins)"},
 		{[]string{"--cors-allowed-origins", "https://a.example/path"}, "CORS_ALLOWED_ORIGINS (--cors-allowed-origins)"},

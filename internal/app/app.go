@@ -58,6 +58,14 @@ type Options struct {
 	// StreamPingInterval is the time between pings on a seat stream.
 	// Default 15s.
 	StreamPingInterval time.Duration
+	// StreamMaxPerAddress caps the seat streams one client address holds
+	// open; beyond it a stream is refused with rate_limited. Zero: the
+	// default (httpapi.DefaultStreamsPerAddress); negative: no cap.
+	StreamMaxPerAddress int
+	// EventFeedMaxWaitsPerUser caps the event feed long polls one admin
+	// holds open; beyond it a poll is refused with rate_limited. Zero: the
+	// default (httpapi.DefaultEventWaitsPerUser); negative: no cap.
+	EventFeedMaxWaitsPerUser int
 	// StreamRefreshInterval is how often seat streams are re-read from the
 	// authority while the Redis subscription is down. Default 5s.
 	StreamRefreshInterval time.Duration
@@ -188,6 +196,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Notes:            notes,
 		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit,
 		Streams: streams, PingInterval: opts.StreamPingInterval,
+		StreamsPerAddress: opts.StreamMaxPerAddress, EventWaitsPerUser: opts.EventFeedMaxWaitsPerUser,
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
 		TrustedProxies: opts.TrustedProxies,
 		Webhooks:       hooks,
