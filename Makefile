@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: run test services services-down build vet lint bench bench-quick bench-bin fuzz-smoke vulncheck chaos
+.PHONY: run test services services-down build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
 	@source .data/env && scripts/run.sh
@@ -28,6 +28,13 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# Generated docs: docs/api.md from api/openapi.yaml, docs/configuration.md
+# from the settings table in cmd/capacityd/config.go. Tests fail while
+# either differs from what it is generated from.
+docs:
+	$(GO) generate ./api
+	$(GO) run ./cmd/capacityd config-doc > docs/configuration.md.tmp && mv docs/configuration.md.tmp docs/configuration.md
 
 # Proof of exactness (internal/chaos): `make chaos` runs a long checked
 # history of two real instances under every fault class and prints its
@@ -80,7 +87,7 @@ bench-quick: services bench-bin
 # counts, not durations: a duration-based -fuzztime can end with a spurious
 # "context deadline exceeded" (golang/go#75804, unfixed in Go 1.26).
 # FUZZTIME=<duration or Nx> overrides every target's budget. Longer runs:
-# see README ("Fuzzing").
+# see docs/testing.md ("Fuzzing").
 FUZZTIME ?=
 FUZZ_TARGETS := httpapi:FuzzActivityBody:4000x httpapi:FuzzSignupRequest:2000x httpapi:FuzzStatusChange:2500x \
 	httpapi:FuzzPathAndQuery:3500x httpapi:FuzzListQuery:4500x httpapi:FuzzNoteID:1500x \

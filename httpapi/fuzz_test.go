@@ -6,8 +6,8 @@ package httpapi_test
 // requires a documented answer: never a 5xx (a panic would be one: echo's
 // Recover turns it into a 500), and every 4xx in the error shape.
 //
-// make fuzz-smoke runs each target for a few seconds; see README for longer
-// runs. Seed corpora are in testdata/fuzz/<target>/.
+// make fuzz-smoke runs each target for a few seconds; see docs/testing.md
+// ("Fuzzing") for longer runs. Seed corpora are in testdata/fuzz/<target>/.
 
 import (
 	"bytes"

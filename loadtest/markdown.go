@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -267,45 +266,7 @@ func WriteMarkdownFile(path string, r *Report, m MarkdownMeta) error {
 		f.Close()
 		return fmt.Errorf("loadtest: write %s: %w", path, err)
 	}
-	for _, h := range handRun {
-		text, err := os.ReadFile(filepath.Join(filepath.Dir(path), "docs", h.file))
-		if err != nil {
-			continue
-		}
-		if _, err := io.WriteString(f, h.section(string(text))); err != nil {
-			f.Close()
-			return fmt.Errorf("loadtest: write %s: %w", path, err)
-		}
-	}
 	return f.Close()
-}
-
-// handRunPage is a page of docs/ with results measured by hand, not by
-// make bench, carried into the report.
-type handRunPage struct {
-	file, title, how string
-}
-
-var handRun = []handRunPage{
-	{"spread.md", "Where a spread signup's time went", "Measured by hand (profiles, PostgreSQL's statistics and wait events, before and after the change transactions over many activities)"},
-	{"soak.md", "Soak", "Run by hand (`loadtest soak`, 10 minutes, with Redis and PostgreSQL restarted in the middle)"},
-}
-
-// section carries the page into the report: its title replaced, headings
-// demoted and links to files beside it made relative to the report.
-func (h handRunPage) section(text string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n## %s\n\n%s, not by `make bench`; copied from [docs/%s](docs/%s).\n\n", h.title, h.how, h.file, h.file)
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "# ") {
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			line = "#" + line
-		}
-		b.WriteString(strings.ReplaceAll(line, "](soak-", "](docs/soak-") + "\n")
-	}
-	return b.String()
 }
 
 func sortedKeys(m map[string]*float64) []string {

@@ -118,15 +118,6 @@ func TestTrimFloat(t *testing.T) {
 	require.Equal(t, "0", trimFloat(-0.0001))
 }
 
-func TestSoakSectionDemotesHeadingsAndFixesLinks(t *testing.T) {
-	t.Parallel()
-	got := handRun[1].section("# Soak results\n\n## Run ([j](soak-1.json))\n\n| a |\n")
-	require.Contains(t, got, "\n## Soak\n")
-	require.NotContains(t, got, "# Soak results")
-	require.Contains(t, got, "### Run ([j](docs/soak-1.json))\n")
-	require.Contains(t, got, "| a |\n")
-}
-
 func TestComputeRatiosOfSpreadAndWaitingList(t *testing.T) {
 	t.Parallel()
 	r := sampleReport()

@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return token(args[1:], getenv, stdout, stderr)
 	case "health":
 		return health(args[1:], stdout)
+	case "config-doc": // unlisted: make docs writes docs/configuration.md with it
+		_, err := io.WriteString(stdout, configDoc(serveSettings))
+		return err
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
