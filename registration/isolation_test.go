@@ -61,8 +61,7 @@ func answerOf(o registration.Outcome, err error) answer {
 type commandMaker struct {
 	rng   *rand.Rand
 	n     int
-	regs  map[string][]registration.Registration // per activity, as last answered
-	users map[string]string                      // registration id → owner
+	regs map[string][]registration.Registration // per activity, as last answered
 }
 
 func (m *commandMaker) next(activity string) registration.Command {
