@@ -140,3 +140,40 @@ func TestLimiterConcurrentClients(t *testing.T) {
 	}
 	require.LessOrEqual(t, l.size(), capacity)
 }
+
+func TestWaterLimitOnePerAddressPerNotePerWindow(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	w := newWaterLimit(time.Minute, 100, clock.now)
+	at, ok, _ := w.take("a", "n")
+	require.True(t, ok)
+	_, ok, wait := w.take("a", "n")
+	require.False(t, ok)
+	require.Equal(t, time.Minute, wait)
+	_, ok, _ = w.take("b", "n")
+	require.True(t, ok, "another address")
+	_, ok, _ = w.take("a", "m")
+	require.True(t, ok, "another note")
+	// A water given back (not counted) frees its place at once.
+	w.give("a", "n", at)
+	at, ok, _ = w.take("a", "n")
+	require.True(t, ok)
+	clock.add(59 * time.Second)
+	_, ok, wait = w.take("a", "n")
+	require.False(t, ok)
+	require.Equal(t, time.Second, wait)
+	// A stale give (of an older water) frees nothing.
+	w.give("a", "n", at.Add(-time.Hour))
+	_, ok, _ = w.take("a", "n")
+	require.False(t, ok)
+	clock.add(time.Second)
+	_, ok, _ = w.take("a", "n")
+	require.True(t, ok, "the window passed")
+	// Memory stays bounded: expired pairs go, and past the cap the oldest.
+	clock.add(time.Hour)
+	for i := range 1000 {
+		_, ok, _ := w.take("addr-"+strconv.Itoa(i), "n")
+		require.True(t, ok)
+		require.LessOrEqual(t, w.size(), 100)
+	}
+}
