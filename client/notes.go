@@ -5,6 +5,16 @@ import (
 	"net/http"
 )
 
+// RegisterNote creates a note with zero counts, unless it exists, and
+// returns its counts; created is true when it was new (admin). It is
+// idempotent. A service in the registered notes mode counts views and
+// waters of registered notes only, and answers not_found for any other.
+func (c *Client) RegisterNote(ctx context.Context, noteID string) (s NoteStats, created bool, err error) {
+	status, _, err := c.call(ctx, request{method: http.MethodPut, path: "/v1/notes/" + seg(noteID),
+		ok: []int{http.StatusOK, http.StatusCreated}}, &s)
+	return s, status == http.StatusCreated, err
+}
+
 // RecordView records one view of a note and returns its counts, this view
 // included (public).
 func (c *Client) RecordView(ctx context.Context, noteID string) (NoteStats, error) {
@@ -13,7 +23,8 @@ func (c *Client) RecordView(ctx context.Context, noteID string) (NoteStats, erro
 }
 
 // RecordWater records one water (like) of a note and returns its counts,
-// this water included (public).
+// this water included (public). A second water of a note from one client
+// address within the service's water window is refused with rate_limited.
 func (c *Client) RecordWater(ctx context.Context, noteID string) (NoteStats, error) {
 	var s NoteStats
 	return s, c.post(ctx, "/v1/notes/"+seg(noteID)+"/waters", nil, &s)

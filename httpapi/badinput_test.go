@@ -221,6 +221,16 @@ func TestBadInputSweepAnswersDocumented4xx(t *testing.T) {
 		{name: "status twice", method: "GET", path: acts + "/registrations?status=pending&status=approved", token: f.admin, status: 400, code: inv},
 		{name: "bad query escape", method: "GET", path: acts + "/registrations?limit=%zz", token: f.admin, status: 400, code: inv},
 		{name: "list missing activity", method: "GET", path: "/v1/activities/" + f.missingA + "/registrations", token: f.admin, status: 404, code: nf},
+		// Registering a note.
+		{name: "register note without token", method: "PUT", path: "/v1/notes/n1", status: 401, code: una},
+		{name: "register note as user", method: "PUT", path: "/v1/notes/n1", token: f.user, status: 403, code: forb},
+		{name: "register note bad id", method: "PUT", path: "/v1/notes/a.b", token: f.admin, status: 400, code: inv},
+		{name: "register note over-long id", method: "PUT", path: "/v1/notes/" + long, token: f.admin, status: 400, code: inv},
+		{name: "register note nul id", method: "PUT", path: "/v1/notes/a%00", token: f.admin, status: 400, code: inv},
+		{name: "register note body field", method: "PUT", path: "/v1/notes/n1", token: f.admin, body: `{"id":"n1"}`, status: 400, code: inv},
+		{name: "register note body array", method: "PUT", path: "/v1/notes/n1", token: f.admin, body: `[]`, status: 400, code: inv},
+		{name: "register note oversize", method: "PUT", path: "/v1/notes/n1", token: f.admin, body: strings.Repeat(" ", 65_537), status: 413, code: tooBig},
+		{name: "note wrong method", method: "POST", path: "/v1/notes/n1", token: f.admin, body: `{}`, status: 405, code: "method_not_allowed"},
 		// Oversize bodies.
 		{name: "oversize body", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"` + strings.Repeat("a", 70_000) + `","capacity":1}`, status: 413, code: tooBig},
 		{name: "oversize signup", method: "POST", path: acts + "/registrations", token: f.user, body: strings.Repeat(" ", 65_537), status: 413, code: tooBig},

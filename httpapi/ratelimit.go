@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/lru"
 )
 
 // RateLimit is a token bucket per client: PerSecond requests a second on
@@ -57,29 +58,28 @@ func ParseRateLimit(s string) (RateLimit, error) {
 	return l, nil
 }
 
-// maxLimiterEntries bounds the clients one limiter tracks. Past it, new
-// clients share one bucket until idle entries are evicted.
+// maxLimiterEntries bounds the clients one limiter tracks. Past it, the
+// least recently seen client is forgotten to make room for a new one.
 const maxLimiterEntries = 50_000
 
-// overflowKey names the bucket shared by clients that find the limiter
-// full.
-const overflowKey = "\x00overflow"
-
-// limiter holds one token bucket per client key and evicts the buckets of
-// idle clients, so that its memory stays bounded however many clients come
-// and go. Evicting a bucket idle for longer than it takes to refill is
-// exact: it would be full again anyway.
+// limiter holds one token bucket per client key, at most max of them, and
+// forgets the least recently seen client first: when the table is full, a
+// new client evicts it (so a flood of fresh, perhaps spoofed, addresses
+// costs every other new client nothing: each still gets its own bucket),
+// and a client idle for longer than it takes to refill is dropped anyway.
+// Dropping an idle bucket is exact: it would be full again. Evicting a
+// busier one hands its client a full bucket when it comes back, one burst
+// more than its due; it takes a table's worth of newer clients in between,
+// which is more than any one address can send under the limit itself.
 type limiter struct {
 	limit   rate.Limit
 	burst   int
 	idle    time.Duration
-	max     int
 	now     func() time.Time
 	refused prometheus.Counter
 
-	mu        sync.Mutex
-	entries   map[string]*limiterEntry
-	lastSweep time.Time
+	mu      sync.Mutex
+	entries *lru.Cache[string, *limiterEntry]
 }
 
 type limiterEntry struct {
@@ -88,11 +88,15 @@ type limiterEntry struct {
 }
 
 func newLimiter(l RateLimit, now func() time.Time, refused prometheus.Counter) *limiter {
+	return newLimiterOf(l, maxLimiterEntries, now, refused)
+}
+
+// newLimiterOf is newLimiter tracking at most maxEntries clients.
+func newLimiterOf(l RateLimit, maxEntries int, now func() time.Time, refused prometheus.Counter) *limiter {
 	refill := time.Duration(float64(l.Burst) / l.PerSecond * float64(time.Second))
 	return &limiter{
 		limit: rate.Limit(l.PerSecond), burst: l.Burst, idle: max(refill, 10*time.Second),
-		max: maxLimiterEntries, now: now, refused: refused,
-		entries: make(map[string]*limiterEntry), lastSweep: now(),
+		now: now, refused: refused, entries: lru.New[string, *limiterEntry](maxEntries),
 	}
 }
 
@@ -102,19 +106,12 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.lastSweep) >= l.idle || (len(l.entries) >= l.max && now.Sub(l.lastSweep) >= time.Second) {
-		l.sweep(now)
-	}
-	e, ok := l.entries[key]
+	// Entries are in order of last use: the idle ones are at the back.
+	l.entries.DropOldestWhile(func(_ string, e *limiterEntry) bool { return now.Sub(e.last) >= l.idle })
+	e, ok := l.entries.Get(key)
 	if !ok {
-		if len(l.entries) >= l.max {
-			key = overflowKey
-			e = l.entries[key]
-		}
-		if e == nil {
-			e = &limiterEntry{bucket: rate.NewLimiter(l.limit, l.burst)}
-			l.entries[key] = e
-		}
+		e = &limiterEntry{bucket: rate.NewLimiter(l.limit, l.burst)}
+		l.entries.Add(key, e)
 	}
 	e.last = now
 	r := e.bucket.ReserveN(now, 1)
@@ -129,21 +126,11 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 	return true, 0
 }
 
-// sweep drops the entries idle for longer than it takes to refill.
-func (l *limiter) sweep(now time.Time) {
-	for k, e := range l.entries {
-		if now.Sub(e.last) >= l.idle {
-			delete(l.entries, k)
-		}
-	}
-	l.lastSweep = now
-}
-
 // size returns how many clients the limiter tracks.
 func (l *limiter) size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.entries)
+	return l.entries.Len()
 }
 
 // rateLimits are the server's limiters and caps; a nil one is off.

@@ -56,6 +56,9 @@ type Config struct {
 	// PublicWriteLimit limits note views and waters (and demo signups) per
 	// client IP; the zero value is off.
 	PublicWriteLimit RateLimit
+	// WaterWindow allows one water per client address per note per
+	// window; zero is off.
+	WaterWindow time.Duration
 	// SignupLimit limits signups per user; the zero value is off.
 	SignupLimit RateLimit
 	// StreamsPerAddress caps the seat streams one client address holds
@@ -80,6 +83,8 @@ type Server struct {
 	echo *echo.Echo
 	// limits are the per-client rate limits.
 	limits *rateLimits
+	// waters limits waters per address and note; nil is off.
+	waters *waterLimit
 }
 
 // New returns a Server with every route registered.
@@ -98,6 +103,9 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, regs: cfg.Registrations, auth: cfg.Auth, log: cfg.Logger, echo: echo.New(),
 		limits: newRateLimits(cfg)}
+	if cfg.WaterWindow > 0 {
+		s.waters = newWaterLimit(cfg.WaterWindow, maxWaterEntries, time.Now)
+	}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -132,7 +140,7 @@ func New(cfg Config) *Server {
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
 	if cfg.Notes != nil {
-		s.registerNoteRoutes(v1)
+		s.registerNoteRoutes(v1, admin)
 	}
 	if cfg.Streams != nil {
 		v1.GET("/activities/:id/seats/stream", s.seatStream)

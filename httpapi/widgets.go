@@ -59,8 +59,10 @@ func (s *Server) widgetAsset(c echo.Context) error {
 	return c.Blob(http.StatusOK, ctype, b)
 }
 
-// demoNote is the note of the demo page when it names none.
-const demoNote = "demo-note"
+// DemoNoteID is the note of the demo page when it names none. In the
+// registered notes mode the service registers it at start (see
+// app.App.RegisterDemoNote), so that the demo page works in every mode.
+const DemoNoteID = "demo-note"
 
 // demoPage serves the demo page for ?activity=, ?waitlist= (an activity
 // with a waiting list) and ?note=. Ids of the wrong form are left out of
@@ -68,7 +70,7 @@ const demoNote = "demo-note"
 // if any; without ?note, the note demo-note. The embed snippets name the
 // service by baseURL.
 func (s *Server) demoPage(c echo.Context) error {
-	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups, NoteID: demoNote}
+	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups, NoteID: DemoNoteID}
 	q := c.QueryParams()
 	if id := q.Get("activity"); idPattern.MatchString(id) && id[0] == 'a' {
 		data.ActivityID = id

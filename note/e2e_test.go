@@ -87,7 +87,7 @@ func TestSIGTERMDuringBurstLosesNothing(t *testing.T) {
 	t.Parallel()
 	dbURL := testenv.NewDatabase(t)
 	// Rate limits would refuse most of one client's burst.
-	p := apptest.StartProcess(t, dbURL, "", "RATE_LIMIT_PUBLIC_WRITES=0")
+	p := apptest.StartProcess(t, dbURL, "", "RATE_LIMIT_PUBLIC_WRITES=0", "NOTE_WATER_WINDOW=0s")
 
 	var ok, views, waters, refused atomic.Int64
 	other := make(chan string, 64)

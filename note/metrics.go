@@ -13,6 +13,7 @@ type metrics struct {
 	// Resolved children, so the hot path does no label lookups.
 	committed map[Kind]prometheus.Counter
 	failed    map[Kind]prometheus.Counter
+	unknown   map[Kind]prometheus.Counter
 	upsertOK  prometheus.Counter
 	upsertErr prometheus.Counter
 }
@@ -21,7 +22,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		increments: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "capacityd_note_increments_total",
-			Help: "Note increments by kind (view, water) and result (committed, failed).",
+			Help: "Note increments by kind (view, water) and result (committed, failed, unknown: a note not registered).",
 		}, []string{"kind", "result"}),
 		upserts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "capacityd_note_upserts_total",
@@ -40,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.failed = map[Kind]prometheus.Counter{
 		View:  m.increments.WithLabelValues("view", "failed"),
 		Water: m.increments.WithLabelValues("water", "failed"),
+	}
+	m.unknown = map[Kind]prometheus.Counter{
+		View:  m.increments.WithLabelValues("view", "unknown"),
+		Water: m.increments.WithLabelValues("water", "unknown"),
 	}
 	m.upsertOK = m.upserts.WithLabelValues("ok")
 	m.upsertErr = m.upserts.WithLabelValues("error")

@@ -33,6 +33,11 @@ type Config struct {
 	// statement_timeout (see Store.AddNoteStats). Default
 	// DefaultFlushTimeout.
 	FlushTimeout time.Duration
+	// Mode says which ids count: Open (the zero value) any, Registered
+	// only those registered beforehand.
+	Mode Mode
+	// Now is the clock of the cache of unknown ids; default time.Now.
+	Now func() time.Time
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -51,10 +56,18 @@ type Config struct {
 // with unavailable and counts nothing. A caller whose context ends while
 // its increment is still queued gets unavailable at once and is not
 // counted; once taken by an upsert, it waits for that upsert's outcome.
+//
+// In Registered mode an increment adds to the note's row and creates none:
+// the increment itself (an UPDATE … RETURNING) is the check that the note
+// exists, so a known note costs no query more than in Open mode. An id
+// found unknown is remembered for a few seconds (see unknownIDs), so that
+// repeated increments of it cost no query either.
 type Service struct {
 	store        Store
 	flushTimeout time.Duration
 	metrics      *metrics
+	mode         Mode
+	unknown      *unknownIDs
 	// combine is nil when combining is off.
 	combine *groupcommit.Group[string, Kind, Stats]
 
@@ -71,7 +84,11 @@ func NewService(cfg Config) *Service {
 	if cfg.FlushTimeout <= 0 {
 		cfg.FlushTimeout = DefaultFlushTimeout
 	}
-	s := &Service{store: cfg.Store, flushTimeout: cfg.FlushTimeout, metrics: newMetrics(cfg.Registerer)}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{store: cfg.Store, flushTimeout: cfg.FlushTimeout, metrics: newMetrics(cfg.Registerer),
+		mode: cfg.Mode, unknown: newUnknownIDs(cfg.Now)}
 	if !cfg.CombiningOff {
 		s.combine = groupcommit.New(groupcommit.PerKey(s.flush), groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: cfg.FlushTimeout})
 	}
@@ -102,6 +119,10 @@ func (s *Service) Increment(ctx context.Context, noteID string, kind Kind) (Stat
 	}
 	if err := ctx.Err(); err != nil {
 		return Stats{}, capacityd.Unavailable(err, "the request ended before its increment was queued")
+	}
+	if s.mode == Registered && s.unknown.has(noteID) {
+		s.metrics.unknown[kind].Inc()
+		return Stats{}, NotRegistered(noteID)
 	}
 	if s.combine != nil {
 		return s.submit(ctx, noteID, kind)
@@ -139,6 +160,24 @@ func (s *Service) submit(ctx context.Context, noteID string, kind Kind) (Stats, 
 	return st, err
 }
 
+// Mode returns the service's mode.
+func (s *Service) Mode() Mode { return s.mode }
+
+// Register creates a note with zero counters, unless it exists, and
+// returns its counters; created tells which. It is idempotent, and allowed
+// in every mode (so that notes can be registered before a deployment
+// switches to Registered).
+func (s *Service) Register(ctx context.Context, noteID string) (st Stats, created bool, err error) {
+	if err := ValidateID(noteID); err != nil {
+		return Stats{}, false, err
+	}
+	st, created, err = s.store.RegisterNote(ctx, noteID)
+	if err == nil {
+		s.unknown.forget(noteID)
+	}
+	return st, created, err
+}
+
 // Get returns a note's counters, zero for a note never seen.
 func (s *Service) Get(ctx context.Context, noteID string) (Stats, error) {
 	if err := ValidateID(noteID); err != nil {
@@ -159,7 +198,16 @@ func (s *Service) flush(ctx context.Context, noteID string, kinds []Kind) ([]Sta
 		}
 	}
 	s.metrics.batchSize.Observe(float64(len(kinds)))
-	total, err := s.store.AddNoteStats(ctx, noteID, views, waters)
+	add := s.store.AddNoteStats
+	if s.mode == Registered {
+		add = s.store.AddRegisteredNoteStats
+	}
+	total, err := add(ctx, noteID, views, waters)
+	if capacityd.IsCode(err, capacityd.ENotFound) {
+		s.unknown.add(noteID)
+		s.count(s.metrics.unknown, views, waters)
+		return nil, err
+	}
 	if err != nil {
 		s.metrics.upsertErr.Inc()
 		s.count(s.metrics.failed, views, waters)

@@ -15,6 +15,13 @@ type Store interface {
 	// the database's own timeout, never cancelled from the client side,
 	// which could leave it committed but reported as failed.
 	AddNoteStats(ctx context.Context, noteID string, views, waters int64) (Stats, error)
+	// AddRegisteredNoteStats is AddNoteStats for a note that must have
+	// been registered: for any other it writes nothing and returns a
+	// not_found error (NotRegistered).
+	AddRegisteredNoteStats(ctx context.Context, noteID string, views, waters int64) (Stats, error)
+	// RegisterNote creates noteID with zero counters unless it exists, and
+	// returns its counters; created tells which.
+	RegisterNote(ctx context.Context, noteID string) (st Stats, created bool, err error)
 	// NoteStats returns the counters of noteID, zero for a note never seen.
 	NoteStats(ctx context.Context, noteID string) (Stats, error)
 }

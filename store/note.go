@@ -38,14 +38,27 @@ const noteUpsertBackstop = time.Minute
 // the client gave up on it, and an increment reported as failed must have
 // counted nothing.
 func (s *Store) AddNoteStats(ctx context.Context, noteID string, views, waters int64) (note.Stats, error) {
-	st := note.Stats{NoteID: noteID}
-	err := s.pipelined(ctx, func(t *txn) error {
+	st, _, err := s.addNoteStats(ctx, addNoteStatsSQL, noteID, views, waters)
+	return st, err
+}
+
+// addNoteStats runs query, an increment of a note's counters returning
+// views and waters, as AddNoteStats describes; found is false when it
+// returned no row.
+func (s *Store) addNoteStats(ctx context.Context, query, noteID string, views, waters int64) (st note.Stats, found bool, err error) {
+	st = note.Stats{NoteID: noteID}
+	err = s.pipelined(ctx, func(t *txn) error {
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteUpsertBackstop)
 		defer cancel()
 		b := &pgx.Batch{}
 		t.begin(b, s.timeouts)
-		b.Queue(addNoteStatsSQL, noteID, views, waters).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&st.Views, &st.Waters)
+		b.Queue(query, noteID, views, waters).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&st.Views, &st.Waters)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			found = err == nil
+			return err
 		})
 		if err := t.conn.SendBatch(qctx, b).Close(); err != nil {
 			return err
@@ -53,9 +66,9 @@ func (s *Store) AddNoteStats(ctx context.Context, noteID string, views, waters i
 		return t.commit(qctx, &pgx.Batch{})
 	})
 	if err != nil {
-		return note.Stats{}, err
+		return note.Stats{}, false, err
 	}
-	return st, nil
+	return st, found, nil
 }
 
 // NoteStats returns a note's counters, zero for a note never seen.

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/webhook"
 )
 
@@ -46,6 +47,8 @@ type config struct {
 	DebugAddr          string
 	NoteCombining      bool
 	NoteMaxBatch       int
+	NotesMode          note.Mode
+	WaterWindow        time.Duration
 	StreamMaxClients   int
 	StreamPingInterval time.Duration
 	StreamMaxPerAddr   int
@@ -243,6 +246,19 @@ var serveSettings = []setting{
 		return nil
 	}},
 	intSetting("NOTE_MAX_BATCH", "1000", "most note increments in one upsert", 1, 100000, func(c *config) *int { return &c.NoteMaxBatch }),
+	{"NOTES_MODE", note.DefaultMode.String(), "which note ids count views and waters: open (any; for development) or registered (only those an admin created with PUT /v1/notes/{noteId}; for production)", func(c *config, v string) error {
+		m, err := note.ParseMode(v)
+		c.NotesMode = m
+		return err
+	}},
+	{"NOTE_WATER_WINDOW", strconv.Itoa(int(httpapi.DefaultWaterWindow/time.Second)) + "s", "one water per client address per note per this long, per instance (0s: no limit)", func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > 24*time.Hour {
+			return fmt.Errorf("want a duration from 0s (off) to 24h such as 60s, got %q", v)
+		}
+		c.WaterWindow = d
+		return nil
+	}},
 	intSetting("STREAM_MAX_CLIENTS", "10000", "most seat streams open on this instance (503 beyond)", 1, 1000000, func(c *config) *int { return &c.StreamMaxClients }),
 	intSetting("STREAM_MAX_PER_ADDRESS", strconv.Itoa(httpapi.DefaultStreamsPerAddress), "most seat streams one client address holds open on this instance (429 beyond; 0: no cap)", 0, 1000000,
 		func(c *config) *int { return &c.StreamMaxPerAddr }),

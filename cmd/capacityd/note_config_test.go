@@ -3,8 +3,11 @@ package main
 import (
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/note"
 )
 
 func TestNoteSettings(t *testing.T) {
@@ -14,8 +17,10 @@ func TestNoteSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, c.NoteCombining, "combining is on by default")
 	require.Equal(t, 1000, c.NoteMaxBatch)
+	require.Equal(t, note.Open, c.NotesMode, "open by default, the contract's behaviour")
+	require.Equal(t, time.Minute, c.WaterWindow)
 
-	env := map[string]string{"NOTE_COMBINING": "off", "NOTE_MAX_BATCH": "64"}
+	env := map[string]string{"NOTE_COMBINING": "off", "NOTE_MAX_BATCH": "64", "NOTES_MODE": "registered", "NOTE_WATER_WINDOW": "0s"}
 	for k, v := range base {
 		env[k] = v
 	}
@@ -23,6 +28,8 @@ func TestNoteSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, c.NoteCombining)
 	require.Equal(t, 64, c.NoteMaxBatch)
+	require.Equal(t, note.Registered, c.NotesMode)
+	require.Zero(t, c.WaterWindow, "0s turns the water limit off")
 	c, err = loadConfig("serve", serveSettings, []string{"--note-combining", "on"}, envOf(env), io.Discard, nil)
 	require.NoError(t, err)
 	require.True(t, c.NoteCombining, "the flag overrides the environment")
@@ -35,6 +42,11 @@ func TestNoteSettings(t *testing.T) {
 		{[]string{"--note-combining", ""}, "NOTE_COMBINING (--note-combining)"},
 		{[]string{"--note-max-batch", "0"}, "NOTE_MAX_BATCH (--note-max-batch)"},
 		{[]string{"--note-max-batch", "many"}, "NOTE_MAX_BATCH (--note-max-batch)"},
+		{[]string{"--notes-mode", "signed"}, `NOTES_MODE (--notes-mode): want open or registered, got "signed"`},
+		{[]string{"--notes-mode", ""}, "NOTES_MODE (--notes-mode)"},
+		{[]string{"--note-water-window", "-1s"}, "NOTE_WATER_WINDOW (--note-water-window)"},
+		{[]string{"--note-water-window", "60"}, "NOTE_WATER_WINDOW (--note-water-window)"},
+		{[]string{"--note-water-window", "25h"}, "NOTE_WATER_WINDOW (--note-water-window)"},
 	} {
 		_, err := loadConfig("serve", serveSettings, tc.args, envOf(base), io.Discard, nil)
 		require.Error(t, err, "%v", tc.args)

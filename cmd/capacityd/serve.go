@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		AdmissionGatherAt: cfg.AdmissionGatherAt, AdmissionGatherFor: cmp.Or(cfg.AdmissionGather, -1),
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
+		NotesMode: cfg.NotesMode, WaterWindow: cfg.WaterWindow,
 		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
 		// 0 in the environment means no cap; zero in the options would
@@ -168,6 +169,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	// Seat streams never finish on their own: end them when shutdown
 	// starts, so that it need not wait for them.
 	httpSrv.RegisterOnShutdown(a.Streams.Close)
+	demoCtx, cancelDemo := context.WithTimeout(ctx, 5*time.Second)
+	if err := a.RegisterDemoNote(demoCtx); err != nil {
+		log.Warn("the demo note could not be registered; the demo page's note buttons answer not found until it is", "note", httpapi.DemoNoteID, "err", err)
+	}
+	cancelDemo()
 	a.StartWorkers()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()

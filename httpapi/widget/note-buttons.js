@@ -33,6 +33,8 @@
       water: 'Water',
       unreachable: 'Could not reach the server',
       failed: 'Could not record it; try again later',
+      unknown: 'This note is not registered with the service',
+      limited: 'Too soon to water again; try again later',
       refused: function (origin) { return 'This site (' + origin + ') is not allowed to record views and waters'; }
     },
     zh: {
@@ -42,6 +44,8 @@
       water: '浇水',
       unreachable: '无法连接服务器',
       failed: '记录失败，请稍后再试',
+      unknown: '此笔记未在服务中登记',
+      limited: '浇水太频繁，请稍后再试',
       refused: function (origin) { return '此网站（' + origin + '）未获准记录浏览和浇水'; }
     }
   };
@@ -106,7 +110,7 @@
       st.stats = stats;
       st.error = null;
     }, function (err) {
-      return explain(st, err);
+      return explain(st, err, what);
     }).then(function () { render(st); });
   }
 
@@ -115,13 +119,21 @@
   // for its origin cannot be told from an unreachable server by the write
   // alone (the refusal carries no CORS headers); a read, which every site
   // may make, tells them apart.
-  function explain(st, err) {
+  // A 404 is a note the service does not count (its registered notes
+  // mode), a 429 on a water one too soon after the last from this address.
+  function explain(st, err, what) {
     return call(st.id, 'GET', 'stats').then(function (stats) {
       st.stats = stats;
-      st.error = err.status === 403 || err.network ? 'refused' : 'failed';
+      st.error = err.status === 403 || err.network ? 'refused' : refusal(err, what);
     }, function () {
-      st.error = err.status === 403 ? 'refused' : (err.network ? 'unreachable' : 'failed');
+      st.error = err.status === 403 ? 'refused' : (err.network ? 'unreachable' : refusal(err, what));
     });
+  }
+
+  function refusal(err, what) {
+    if (err.status === 404) { return 'unknown'; }
+    if (err.status === 429 && what === 'waters') { return 'limited'; }
+    return 'failed';
   }
 
   function water(st) {

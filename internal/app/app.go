@@ -52,6 +52,12 @@ type Options struct {
 	NoteCombiningOff bool
 	// NoteMaxBatch caps the increments one note upsert combines. Default 1000.
 	NoteMaxBatch int
+	// NotesMode says which note ids count views and waters: note.Open (the
+	// zero value) any, note.Registered only those an admin registered.
+	NotesMode note.Mode
+	// WaterWindow allows one water per client address per note per window;
+	// zero is off.
+	WaterWindow time.Duration
 	// StreamMaxClients caps the seat streams of this instance; beyond it a
 	// stream is refused with unavailable. Default 10000.
 	StreamMaxClients int
@@ -180,7 +186,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Logger: opts.Logger, Registerer: reg,
 	})
 	notes := note.NewService(note.Config{
-		Store: st, CombiningOff: opts.NoteCombiningOff, MaxBatch: opts.NoteMaxBatch, Registerer: reg,
+		Store: st, CombiningOff: opts.NoteCombiningOff, MaxBatch: opts.NoteMaxBatch, Mode: opts.NotesMode, Registerer: reg,
 	})
 	streams := stream.NewHub(stream.HubConfig{
 		Changes: changes, Seats: counter.Seats, MaxStreams: opts.StreamMaxClients, Registerer: reg,
@@ -194,7 +200,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Registrations: regs, Seats: counter.Seats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
 		Registry: reg, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
-		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit,
+		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, WaterWindow: opts.WaterWindow,
 		Streams: streams, PingInterval: opts.StreamPingInterval,
 		StreamsPerAddress: opts.StreamMaxPerAddress, EventWaitsPerUser: opts.EventFeedMaxWaitsPerUser,
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
@@ -221,6 +227,17 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.Deliveries.Run(ctx) })
 	a.workers.Go(func() { a.Deliveries.RunPurge(ctx, time.Hour) })
 	a.workers.Go(func() { a.sealClearSecrets(ctx) })
+}
+
+// RegisterDemoNote registers the demo page's note (httpapi.DemoNoteID) in
+// the registered notes mode, so that the demo page counts its views and
+// waters there too; in open mode it does nothing. It is idempotent.
+func (a *App) RegisterDemoNote(ctx context.Context) error {
+	if a.Notes.Mode() != note.Registered {
+		return nil
+	}
+	_, _, err := a.Notes.Register(ctx, httpapi.DemoNoteID)
+	return err
 }
 
 // sealClearSecrets seals, with WEBHOOK_SECRET_KEY, the webhook secrets that

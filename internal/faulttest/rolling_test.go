@@ -127,7 +127,7 @@ func (l *rollingLoad) run() {
 func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
 	t.Parallel()
 	db := testenv.NewDatabase(t)
-	env := []string{"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "SHUTDOWN_TIMEOUT=10s",
+	env := []string{"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "NOTE_WATER_WINDOW=0s", "SHUTDOWN_TIMEOUT=10s",
 		"MIGRATE_ON_START=false", "TRUSTED_PROXIES=127.0.0.1/32"}
 	var addrs []string
 	var procs []*apptest.Process

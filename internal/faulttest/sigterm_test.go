@@ -46,7 +46,7 @@ func (c *loadCounts) add(status int, err error) {
 func TestSIGTERMUnderLoadLosesNothing(t *testing.T) {
 	t.Parallel()
 	db := testenv.NewDatabase(t)
-	p := apptest.StartProcess(t, db, testenv.RedisURL(), "RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "SHUTDOWN_TIMEOUT=15s")
+	p := apptest.StartProcess(t, db, testenv.RedisURL(), "RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "NOTE_WATER_WINDOW=0s", "SHUTDOWN_TIMEOUT=15s")
 	admin := p.Token(t, "admin", true)
 	r, err := apptest.Do(http.MethodPost, p.URL+"/v1/activities", admin, map[string]any{"title": "sigterm", "capacity": 1_000_000})
 	require.NoError(t, err)
