@@ -15,7 +15,7 @@ import (
 func (s *Server) registerNoteRoutes(v1 *echo.Group) {
 	v1.POST("/notes/:noteId/views", s.noteView, s.limitPublicWrites)
 	v1.POST("/notes/:noteId/waters", s.noteWater, s.limitPublicWrites)
-	v1.GET("/notes/:noteId/stats", s.noteStats)
+	v1.GET("/notes/:noteId/stats", s.noteStats, s.limitPublicReads)
 }
 
 // noteID returns the note id of the path, validated: 1-128 characters of

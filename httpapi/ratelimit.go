@@ -150,9 +150,10 @@ func (l *limiter) size() int {
 type rateLimits struct {
 	publicWrites *limiter
 	signups      *limiter
+	publicReads  *limiter
 }
 
-func newRateLimits(public, signups RateLimit, reg prometheus.Registerer) *rateLimits {
+func newRateLimits(public, signups, reads RateLimit, reg prometheus.Registerer) *rateLimits {
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "capacityd_rate_limited_total",
 		Help: "Requests refused with 429 by limit.",
@@ -173,6 +174,7 @@ func newRateLimits(public, signups RateLimit, reg prometheus.Registerer) *rateLi
 	}
 	rl.publicWrites = add("public_writes", public)
 	rl.signups = add("signups", signups)
+	rl.publicReads = add("public_reads", reads)
 	return rl
 }
 

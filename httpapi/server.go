@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/internal/activitycache"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/stream"
@@ -58,6 +59,13 @@ type Config struct {
 	PublicWriteLimit RateLimit
 	// SignupLimit limits signups per user; the zero value is off.
 	SignupLimit RateLimit
+	// PublicReadLimit limits, per client IP, the public reads that reach
+	// PostgreSQL: note stats, and reads of an activity (its settings, its
+	// seats, its seat stream) that miss Activities; the zero value is off.
+	PublicReadLimit RateLimit
+	// Activities caches the settings of activities, and the ids that name
+	// none, for the public reads; nil: those read the database every time.
+	Activities *activitycache.Cache
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address (rate limits, access log); empty: the peer's.
 	TrustedProxies []*net.IPNet
@@ -91,7 +99,7 @@ func New(cfg Config) *Server {
 		cfg.PingInterval = defaultPingInterval
 	}
 	s := &Server{cfg: cfg, regs: cfg.Registrations, auth: cfg.Auth, log: cfg.Logger, echo: echo.New(),
-		limits: newRateLimits(cfg.PublicWriteLimit, cfg.SignupLimit, cfg.Registry)}
+		limits: newRateLimits(cfg.PublicWriteLimit, cfg.SignupLimit, cfg.PublicReadLimit, cfg.Registry)}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

@@ -33,6 +33,9 @@ func (s *Server) seatStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.requireActivity(c, id); err != nil {
+		return err
+	}
 	req := c.Request()
 	ctx := req.Context()
 	sub, err := s.cfg.Streams.Subscribe(ctx, id)

@@ -15,6 +15,7 @@ type Store interface {
 	// the database's own timeout, never cancelled from the client side,
 	// which could leave it committed but reported as failed.
 	AddNoteStats(ctx context.Context, noteID string, views, waters int64) (Stats, error)
-	// NoteStats returns the counters of noteID, zero for a note never seen.
-	NoteStats(ctx context.Context, noteID string) (Stats, error)
+	// NotesStats returns the counters of the notes among ids that were
+	// ever counted, in one statement; a note never seen has no entry.
+	NotesStats(ctx context.Context, ids []string) ([]Stats, error)
 }

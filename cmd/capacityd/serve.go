@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		AdmissionGatherAt: cfg.AdmissionGatherAt, AdmissionGatherFor: cmp.Or(cfg.AdmissionGather, -1),
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
-		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,
+		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit, PublicReadLimit: cfg.PublicReadLimit,
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
 		TrustedProxies: cfg.TrustedProxies, Auth: auth,
