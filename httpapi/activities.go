@@ -107,8 +107,15 @@ func (s *Server) seats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.requireActivity(c, id); err != nil {
-		return err
+	// A warm counter answers alone; on a miss the activity must exist
+	// before the counter is rebuilt from the authority.
+	if st, ok := s.cachedSeats(c, id); ok {
+		return writeJSON(c, http.StatusOK, st)
+	}
+	if s.cfg.Activities != nil {
+		if _, err := s.publicActivity(c, id); err != nil {
+			return err
+		}
 	}
 	st, err := s.cfg.Seats(c.Request().Context(), id)
 	if err != nil {

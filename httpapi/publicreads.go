@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -51,13 +52,25 @@ func (s *Server) publicActivity(c echo.Context, id string) (registration.Activit
 }
 
 // requireActivity answers not_found (or rate_limited) before a public
-// read of an activity's seats goes on, the way publicActivity does.
+// read of an activity's seats goes on, the way publicActivity does. A warm
+// display counter shows that the activity exists: then it is not asked.
 func (s *Server) requireActivity(c echo.Context, id string) error {
 	if s.cfg.Activities == nil {
 		return nil
 	}
+	if _, ok := s.cachedSeats(c, id); ok {
+		return nil
+	}
 	_, err := s.publicActivity(c, id)
 	return err
+}
+
+// cachedSeats reads the activity's seats from a warm display counter.
+func (s *Server) cachedSeats(c echo.Context, id string) (capacity.Seats, bool) {
+	if s.cfg.CachedSeats == nil {
+		return capacity.Seats{}, false
+	}
+	return s.cfg.CachedSeats(c.Request().Context(), id)
 }
 
 // optionalAdmin reports whether a request to a public route carries a

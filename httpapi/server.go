@@ -30,7 +30,10 @@ type Config struct {
 	Registrations *registration.Service
 	// Seats reads an activity's live seat display.
 	Seats func(ctx context.Context, activityID string) (capacity.Seats, error)
-	Auth  *Authenticator
+	// CachedSeats reads it from a warm display counter only (ok false
+	// otherwise), without any database query; nil: never warm.
+	CachedSeats func(ctx context.Context, activityID string) (capacity.Seats, bool)
+	Auth        *Authenticator
 	// PingPostgres and PingRedis back /readyz. PingRedis nil means no
 	// display tier is configured.
 	PingPostgres func(context.Context) error

@@ -358,10 +358,8 @@ func xactCommits(t *testing.T, url string) int64 {
 
 func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 	t.Parallel()
-	// The activity's settings stay cached (from its creation) for the
-	// whole test.
 	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
-		WebhookPollInterval: time.Hour, ActivityCacheTTL: time.Hour}})
+		WebhookPollInterval: time.Hour}})
 	id := inst.CreateActivity(t, "quiet", 100)
 	inst.MustSignup(t, id, "u0") // builds the display counter
 	// Statistics reach pg_stat_database within a second of a transaction.
