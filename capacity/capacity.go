@@ -249,6 +249,27 @@ func boolFlag(b bool) int {
 	return 0
 }
 
+// CachedSeats returns the activity's seat display from its counter when
+// the counter is warm (ok), which also shows that the activity exists; ok
+// is false when there is no counter or the display tier cannot answer. It
+// never queries the database.
+func (c *Counter) CachedSeats(ctx context.Context, activityID string) (Seats, bool) {
+	if c.usable() != nil {
+		return Seats{}, false
+	}
+	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting").Result()
+	if err != nil {
+		_ = c.redisError("read", err)
+		return Seats{}, false
+	}
+	c.recovered(ctx)
+	n, ok := parseInts(v)
+	if !ok {
+		return Seats{}, false
+	}
+	return newSeats(activityID, n[2], n[0]+n[1], n[3], SourceCache, c.now()), true
+}
+
 // Seats returns the activity's seat display: from the counter while it is
 // warm (no database query), else from the authority, rebuilding the counter
 // on the way.

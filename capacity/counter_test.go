@@ -250,3 +250,23 @@ func TestSeatsFallBackToTheAuthorityWithoutRedis(t *testing.T) {
 	_, err := c.Reserve(context.Background(), id)
 	require.ErrorIs(t, err, capacity.ErrNoCache)
 }
+
+func TestCachedSeatsAnswersFromAWarmCounterOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.activity(t, 10, false)
+	_, ok := b.counter.CachedSeats(ctx, id)
+	require.False(t, ok, "no counter yet: not warm, and not rebuilt")
+	_, ok = b.counter.CachedSeats(ctx, id)
+	require.False(t, ok)
+	b.admit(t, id, "u1")
+	b.seats(t, id) // a seat read rebuilds it
+	s, ok := b.counter.CachedSeats(ctx, id)
+	require.True(t, ok)
+	require.Equal(t, capacity.SourceCache, s.Source)
+	require.Equal(t, 1, s.Taken)
+	require.Equal(t, 9, s.Remaining)
+	_, ok = b.counter.CachedSeats(ctx, "a_00000000000000000000000000")
+	require.False(t, ok, "an id with no counter")
+}

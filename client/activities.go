@@ -17,7 +17,9 @@ func (c *Client) CreateActivity(ctx context.Context, in NewActivity) (Activity, 
 	return a, err
 }
 
-// GetActivity returns an activity, with authoritative counts (public).
+// GetActivity returns an activity (public): with authoritative seat
+// numbers for an admin, with the live seat display's for anyone else (see
+// Activity.Source).
 func (c *Client) GetActivity(ctx context.Context, id string) (Activity, error) {
 	var a Activity
 	return a, c.get(ctx, "/v1/activities/"+seg(id), nil, &a)

@@ -54,6 +54,13 @@ func TestActivitiesAndSeats(t *testing.T) {
 
 	got, err := user("u").GetActivity(c, a.ID)
 	require.NoError(t, err)
+	require.Contains(t, []string{"cache", "database"}, got.Source, "a non-admin reads the display")
+	got.Source = ""
+	require.Equal(t, a, got)
+	got, err = admin.GetActivity(c, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, "database", got.Source, "an admin reads the authority")
+	got.Source = ""
 	require.Equal(t, a, got)
 
 	title, capacity := "Renamed", 3

@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// Activity is an event with a fixed number of seats. Taken, Remaining and
-// Waiting are authoritative when read with GetActivity.
+// Activity is an event with a fixed number of seats. Read with
+// GetActivity by an admin, Capacity, Taken, Remaining and Waiting are
+// authoritative (Source "database"); read by anyone else, they are the live
+// seat display's, like Seats (Source "cache" or "database").
 type Activity struct {
 	ID          string    `json:"id"`
 	Title       string    `json:"title"`
@@ -18,6 +20,9 @@ type Activity struct {
 	Waiting     int       `json:"waiting"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// Source is set by GetActivity only: where the seat numbers come from,
+	// "cache" (the Redis display) or "database".
+	Source string `json:"source,omitempty"`
 }
 
 // NewActivity is what CreateActivity sends. HoldSeconds 0 takes the

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -36,6 +37,9 @@ func (s *Server) createActivity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Activities != nil {
+		s.cfg.Activities.Created(a)
+	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/activities/"+a.ID)
 	return writeJSON(c, http.StatusCreated, a)
 }
@@ -44,16 +48,40 @@ func activityID(c echo.Context) (string, error) {
 	return pathID(c, "id", "a", registration.ActivityNotFound)
 }
 
+// activityRead is the Activity of GET /v1/activities/{id}, with the
+// source of its seat numbers.
+type activityRead struct {
+	registration.Activity
+	Source string `json:"source"`
+}
+
+// getActivity serves an activity: to an admin with the authority's seat
+// numbers, to anyone else with its settings from the activity cache and
+// its seats from the display tier, like /seats, so that public reads do
+// not reach PostgreSQL unbounded.
 func (s *Server) getActivity(c echo.Context) error {
 	id, err := activityID(c)
 	if err != nil {
 		return err
 	}
-	a, err := s.regs.GetActivity(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	if s.cfg.Activities == nil || s.optionalAdmin(c) {
+		a, err := s.regs.GetActivity(ctx, id)
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, activityRead{Activity: a, Source: capacity.SourceDatabase})
+	}
+	a, err := s.publicActivity(c, id)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, a)
+	st, err := s.cfg.Seats(ctx, id)
+	if err != nil {
+		return err
+	}
+	a.Capacity, a.Taken, a.Remaining, a.Waiting = st.Capacity, st.Taken, st.Remaining, st.Waiting
+	return writeJSON(c, http.StatusOK, activityRead{Activity: a, Source: st.Source})
 }
 
 func (s *Server) patchActivity(c echo.Context) error {
@@ -78,6 +106,16 @@ func (s *Server) seats(c echo.Context) error {
 	id, err := activityID(c)
 	if err != nil {
 		return err
+	}
+	// A warm counter answers alone; on a miss the activity must exist
+	// before the counter is rebuilt from the authority.
+	if st, ok := s.cachedSeats(c, id); ok {
+		return writeJSON(c, http.StatusOK, st)
+	}
+	if s.cfg.Activities != nil {
+		if _, err := s.publicActivity(c, id); err != nil {
+			return err
+		}
 	}
 	st, err := s.cfg.Seats(c.Request().Context(), id)
 	if err != nil {

@@ -89,6 +89,8 @@ func TestActivitiesCreateGetPatch(t *testing.T) {
 
 	got, err := inst.Public().GetActivity(ctx, a.ID)
 	require.NoError(t, err)
+	require.Contains(t, []string{"cache", "database"}, got.Source)
+	got.Source = ""
 	require.Equal(t, a, got)
 
 	got, err = admin.UpdateActivity(ctx, a.ID, client.ActivityPatch{Title: new("Renamed"), HoldSeconds: new(60)})

@@ -19,7 +19,7 @@ func (s *Server) registerNoteRoutes(v1 *echo.Group, admin []echo.MiddlewareFunc)
 	v1.PUT("/notes/:noteId", s.registerNote, admin...)
 	v1.POST("/notes/:noteId/views", s.noteView, s.limitPublicWrites)
 	v1.POST("/notes/:noteId/waters", s.noteWater, s.limitPublicWrites)
-	v1.GET("/notes/:noteId/stats", s.noteStats)
+	v1.GET("/notes/:noteId/stats", s.noteStats, s.limitPublicReads)
 }
 
 // noteID returns the note id of the path, validated: 1-128 characters of

@@ -141,6 +141,8 @@ type rateLimits struct {
 	// event feed long polls of each admin.
 	streams    *slots
 	eventWaits *slots
+	// publicReads limits the public reads that reach PostgreSQL.
+	publicReads *limiter
 }
 
 func newRateLimits(cfg Config) *rateLimits {
@@ -181,6 +183,7 @@ func newRateLimits(cfg Config) *rateLimits {
 	rl.signups = add("signups", cfg.SignupLimit)
 	rl.streams = addSlots("seat_streams_per_address", cfg.StreamsPerAddress, DefaultStreamsPerAddress)
 	rl.eventWaits = addSlots("event_waits_per_user", cfg.EventWaitsPerUser, DefaultEventWaitsPerUser)
+	rl.publicReads = add("public_reads", cfg.PublicReadLimit)
 	return rl
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/internal/activitycache"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/stream"
@@ -29,7 +30,10 @@ type Config struct {
 	Registrations *registration.Service
 	// Seats reads an activity's live seat display.
 	Seats func(ctx context.Context, activityID string) (capacity.Seats, error)
-	Auth  *Authenticator
+	// CachedSeats reads it from a warm display counter only (ok false
+	// otherwise), without any database query; nil: never warm.
+	CachedSeats func(ctx context.Context, activityID string) (capacity.Seats, bool)
+	Auth        *Authenticator
 	// PingPostgres and PingRedis back /readyz. PingRedis nil means no
 	// display tier is configured.
 	PingPostgres func(context.Context) error
@@ -67,6 +71,13 @@ type Config struct {
 	// EventWaitsPerUser caps the event feed long polls one admin holds
 	// open (429 beyond); zero: DefaultEventWaitsPerUser, negative: no cap.
 	EventWaitsPerUser int
+	// PublicReadLimit limits, per client IP, the public reads that reach
+	// PostgreSQL: note stats, and reads of an activity (its settings, its
+	// seats, its seat stream) that miss Activities; the zero value is off.
+	PublicReadLimit RateLimit
+	// Activities caches the settings of activities, and the ids that name
+	// none, for the public reads; nil: those read the database every time.
+	Activities *activitycache.Cache
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address (rate limits, access log); empty: the peer's.
 	TrustedProxies []*net.IPNet

@@ -34,6 +34,9 @@ func (s *Server) seatStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.requireActivity(c, id); err != nil {
+		return err
+	}
 	release, err := s.takeStreamSlot(c)
 	if err != nil {
 		return err

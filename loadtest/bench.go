@@ -236,6 +236,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioTrivial + "+" + ScenarioSeatsRead, b.reads},
 		{ScenarioSSEFanout, b.sseFanout},
 		{ScenarioSignupHot, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot, 64) }},
+		{ScenarioActivityRead, b.activityRead},
 		{ScenarioSignupHotWebhooks, b.signupHotWebhooks},
 		{ScenarioSignupHot256, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot256, 256) }},
 		{ScenarioSignupSpread, b.signupSpread},

@@ -42,6 +42,8 @@ var scenarioDescriptions = map[string]string{
 	ScenarioPromoteStorm:      "POST cancel (as an admin) of the 1,000 seats of a full activity with 5,000 waiting, each promoting the first in line, 64 clients; five such storms one after another, each on an activity of its own (rps: their cancellations over their summed durations)",
 	ScenarioCourseRush:        "20,000 distinct users each signing up for 3 of 300 activities of 50 seats at once (60,000 requests), 256 clients",
 	ScenarioSeatsRead:         "GET seats of the hot activity, cache warm, 64 clients",
+	ScenarioActivityRead:      "signup_hot (64 clients) while 64 more clients read GET /v1/activities/{id} of the hot activity anonymously: its signups",
+	ScenarioActivityReadReads: "the reads of activity_read: GET /v1/activities/{id} of the hot activity without a token, 64 clients",
 	ScenarioTrivial:           "GET /healthz: the HTTP stack's ceiling on this machine, 64 clients",
 	ScenarioViewsHot:          "POST views of one note, combining on, 64 clients",
 	ScenarioViewsNaive:        "the same with NOTE_COMBINING=off (one upsert per request)",
@@ -115,7 +117,7 @@ var checkDescriptions = map[string]string{
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
-var scenarioOrder = []string{ScenarioSignupHot, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+var scenarioOrder = []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush,
 	ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 

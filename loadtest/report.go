@@ -27,6 +27,11 @@ const (
 	// ScenarioSignupHotWebhooks is signup_hot with two webhooks for every
 	// event.
 	ScenarioSignupHotWebhooks = "signup_hot_webhooks"
+	// ScenarioActivityRead is signup_hot while as many more clients read
+	// the hot activity anonymously: its signups; ScenarioActivityReadReads
+	// is its reads.
+	ScenarioActivityRead      = "activity_read"
+	ScenarioActivityReadReads = "activity_read_reads"
 )
 
 // Baseline names, as they appear in the report. The first four are always
@@ -62,6 +67,7 @@ const (
 	RatioViewsHotVsPGUpsert      = "views_hot_vs_pg_upsert"
 	RatioSeatsReadVsTrivial      = "seats_read_vs_trivial"
 	RatioSignupHotWebhooks       = "signup_hot_webhooks_vs_signup_hot"
+	RatioActivityReadVsSignupHot = "activity_read_vs_signup_hot"
 )
 
 // Check names, as they appear in the report. The first eight are always in
@@ -217,6 +223,7 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioViewsHotVsPGUpsert] = ratio(r.scenarioRPS(ScenarioViewsHot), r.Baselines[BaselineNoteUpsert32])
 	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))
 	r.Ratios[RatioSignupHotWebhooks] = ratio(r.scenarioRPS(ScenarioSignupHotWebhooks), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioActivityReadVsSignupHot] = ratio(r.scenarioRPS(ScenarioActivityRead), r.scenarioRPS(ScenarioSignupHot))
 	if added, ok := r.cpuAdded(ScenarioSignupHotWebhooks, ScenarioSignupHot); ok {
 		r.Checks[CheckWebhookCPUAdded] = added
 	}

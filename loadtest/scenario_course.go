@@ -151,7 +151,7 @@ func (b *bench) createActivities(ctx context.Context, title string, n, capacity 
 func (b *bench) takenOf(ctx context.Context, ids []string) ([]int, error) {
 	taken := make([]int, len(ids))
 	for i, id := range ids {
-		a, err := b.api.GetActivity(ctx, id)
+		a, err := b.api.WithToken(b.admin).GetActivity(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("loadtest: read activity %s: %w", id, err)
 		}

@@ -299,7 +299,7 @@ func (b *bench) crowd(ctx context.Context, name string, users, full int, waitlis
 		return nil, err
 	}
 	c.tx = int64(tx1 - tx0)
-	if c.activity, err = b.api.GetActivity(ctx, a.ID); err != nil {
+	if c.activity, err = b.api.WithToken(b.admin).GetActivity(ctx, a.ID); err != nil {
 		return nil, fmt.Errorf("loadtest: read the crowd's activity: %w", err)
 	}
 	return c, nil

@@ -182,7 +182,7 @@ func (c *stormCheck) add(c2 stormCheck) {
 // checkPromotions reads a storm's activity and its whole event feed
 // afterwards.
 func (b *bench) checkPromotions(ctx context.Context, activity string, line []string) (stormCheck, error) {
-	a, err := b.api.GetActivity(ctx, activity)
+	a, err := b.api.WithToken(b.admin).GetActivity(ctx, activity)
 	if err != nil {
 		return stormCheck{}, fmt.Errorf("loadtest: read a promote storm's activity: %w", err)
 	}

@@ -47,7 +47,7 @@ type ServerConfig struct {
 // starts delivering at once without a refresh.
 var benchEnv = []string{
 	"EXPIRY_INTERVAL=1h", "RECONCILE_INTERVAL=1h", "WEBHOOK_BACKLOG_INTERVAL=1h",
-	"RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_SIGNUPS=0", "NOTE_WATER_WINDOW=0s",
+	"RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_PUBLIC_READS=0", "RATE_LIMIT_SIGNUPS=0", "NOTE_WATER_WINDOW=0s",
 	// The stream scenario opens its 1,000 streams from one address.
 	"STREAM_MAX_PER_ADDRESS=0",
 	// signup_hot_webhooks delivers to a receiver on the loopback interface.

@@ -49,7 +49,7 @@ func TestSmoke(t *testing.T) {
 		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
-	for _, s := range []string{ScenarioSignupHot, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+	for _, s := range []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioSeatsRead, ScenarioTrivial} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())

@@ -3,6 +3,7 @@ package note
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 const (
 	DefaultMaxBatch     = 1000
 	DefaultFlushTimeout = 5 * time.Second
+	// DefaultMaxReadBatch caps the note ids one read statement takes.
+	DefaultMaxReadBatch = 1000
 )
 
 // Config configures a Service.
@@ -70,6 +73,9 @@ type Service struct {
 	unknown      *unknownIDs
 	// combine is nil when combining is off.
 	combine *groupcommit.Group[string, Kind, Stats]
+	// reads coalesces the reads of counters: one statement in flight, for
+	// every note read meanwhile.
+	reads *groupcommit.Group[struct{}, string, Stats]
 
 	mu       sync.Mutex
 	closed   bool
@@ -89,6 +95,7 @@ func NewService(cfg Config) *Service {
 	}
 	s := &Service{store: cfg.Store, flushTimeout: cfg.FlushTimeout, metrics: newMetrics(cfg.Registerer),
 		mode: cfg.Mode, unknown: newUnknownIDs(cfg.Now)}
+	s.reads = groupcommit.New(groupcommit.PerKey(s.readAll), groupcommit.Options{MaxBatch: DefaultMaxReadBatch, FlushTimeout: cfg.FlushTimeout})
 	if !cfg.CombiningOff {
 		s.combine = groupcommit.New(groupcommit.PerKey(s.flush), groupcommit.Options{MaxBatch: cfg.MaxBatch, FlushTimeout: cfg.FlushTimeout})
 	}
@@ -178,12 +185,43 @@ func (s *Service) Register(ctx context.Context, noteID string) (st Stats, create
 	return st, created, err
 }
 
-// Get returns a note's counters, zero for a note never seen.
+// Get returns a note's counters, zero for a note never seen, read at the
+// authority: they include every increment acknowledged before Get was
+// called. Concurrent reads share statements, one in flight at a time: a
+// read that arrives while a statement runs waits for the next one, which
+// starts after it arrived, so that public reads cost the database at most
+// one statement at a time however many there are.
 func (s *Service) Get(ctx context.Context, noteID string) (Stats, error) {
 	if err := ValidateID(noteID); err != nil {
 		return Stats{}, err
 	}
-	return s.store.NoteStats(ctx, noteID)
+	st, err := s.reads.Submit(ctx, struct{}{}, noteID)
+	switch {
+	case errors.Is(err, groupcommit.ErrWithdrawn):
+		return Stats{}, capacityd.Unavailable(err, "the request ended before the note's counters were read")
+	case errors.Is(err, groupcommit.ErrClosed):
+		return Stats{}, capacityd.Unavailable(err, "the service is shutting down")
+	case err != nil && !capacityd.IsCode(err, capacityd.EUnavailable):
+		return Stats{}, capacityd.Unavailable(err, "the note's counters could not be read")
+	}
+	return st, err
+}
+
+// readAll is the flush of the reads: one statement for every note read.
+func (s *Service) readAll(ctx context.Context, _ struct{}, ids []string) ([]Stats, error) {
+	found, err := s.store.NotesStats(ctx, slices.Compact(slices.Sorted(slices.Values(ids))))
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]Stats, len(found))
+	for _, st := range found {
+		byID[st.NoteID] = st
+	}
+	out := make([]Stats, len(ids))
+	for i, id := range ids {
+		out[i] = Stats{NoteID: id, Views: byID[id].Views, Waters: byID[id].Waters}
+	}
+	return out, nil
 }
 
 // flush adds a batch of increments of one note in one upsert and answers
@@ -247,6 +285,9 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	if err := s.reads.Close(ctx); err != nil {
+		return err
+	}
 	if s.combine != nil {
 		if err := s.combine.Close(ctx); err != nil {
 			return err

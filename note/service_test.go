@@ -25,6 +25,22 @@ type countingStore struct {
 	*store.Store
 	upserts  atomic.Int64
 	maxBatch atomic.Int64
+	// reads counts the read statements, inFlight and maxInFlight those
+	// running at once.
+	reads, inFlight, maxInFlight atomic.Int64
+}
+
+func (c *countingStore) NotesStats(ctx context.Context, ids []string) ([]note.Stats, error) {
+	c.reads.Add(1)
+	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	for {
+		m := c.maxInFlight.Load()
+		if n <= m || c.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return c.Store.NotesStats(ctx, ids)
 }
 
 func (c *countingStore) AddNoteStats(ctx context.Context, id string, views, waters int64) (note.Stats, error) {
@@ -410,4 +426,36 @@ func TestQueuedIncrementGivesUpAtItsDeadlineAndCountsNothing(t *testing.T) {
 	require.EqualValues(t, 3, v)
 	require.EqualValues(t, 0, w)
 	require.EqualValues(t, 3, b.store.upserts.Load(), "the abandoned batch needed no statement")
+}
+
+func TestConcurrentStatsReadsShareOneStatementAtATime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", store.PoolConfig{MaxConns: 8}, note.Config{})
+	ctx := context.Background()
+	const notes, readers = 10, 500
+	for i := range notes {
+		for range i + 1 {
+			_, err := b.svc.View(ctx, fmt.Sprint("read-", i))
+			require.NoError(t, err)
+		}
+	}
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for r := range readers {
+		done.Go(func() {
+			start.Wait()
+			// Notes 0..9 have 1..10 views; note 10 was never seen.
+			id := r % (notes + 1)
+			st, err := b.svc.Get(ctx, fmt.Sprint("read-", id))
+			want := note.Stats{NoteID: fmt.Sprint("read-", id), Views: int64(id+1) % (notes + 1)}
+			if err != nil || st != want {
+				t.Errorf("read %v, %v; want %v", st, err, want)
+			}
+		})
+	}
+	start.Done()
+	done.Wait()
+	t.Logf("%d concurrent stats reads: %d statements", readers, b.store.reads.Load())
+	require.EqualValues(t, 1, b.store.maxInFlight.Load(), "one read statement at a time")
+	require.Less(t, b.store.reads.Load(), int64(readers/10), "reads share statements")
 }

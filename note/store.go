@@ -22,6 +22,7 @@ type Store interface {
 	// RegisterNote creates noteID with zero counters unless it exists, and
 	// returns its counters; created tells which.
 	RegisterNote(ctx context.Context, noteID string) (st Stats, created bool, err error)
-	// NoteStats returns the counters of noteID, zero for a note never seen.
-	NoteStats(ctx context.Context, noteID string) (Stats, error)
+	// NotesStats returns the counters of the notes among ids that were
+	// ever counted, in one statement; a note never seen has no entry.
+	NotesStats(ctx context.Context, ids []string) ([]Stats, error)
 }

@@ -17,10 +17,12 @@ func TestRateLimitSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, httpapi.RateLimit{PerSecond: 50, Burst: 100}, cfg.PublicWriteLimit, "on by default")
 	require.Equal(t, httpapi.RateLimit{PerSecond: 2, Burst: 10}, cfg.SignupLimit, "on by default")
+	require.Equal(t, httpapi.RateLimit{PerSecond: 100, Burst: 200}, cfg.PublicReadLimit, "on by default")
 
-	cfg, err = loadConfig("serve", serveSettings, []string{"--rate-limit-public-writes", "0", "--rate-limit-signups=0.5:3"}, getenv, io.Discard, nil)
+	cfg, err = loadConfig("serve", serveSettings, []string{"--rate-limit-public-writes", "0", "--rate-limit-signups=0.5:3", "--rate-limit-public-reads=0"}, getenv, io.Discard, nil)
 	require.NoError(t, err)
 	require.True(t, cfg.PublicWriteLimit.Off())
+	require.True(t, cfg.PublicReadLimit.Off())
 	require.Equal(t, httpapi.RateLimit{PerSecond: 0.5, Burst: 3}, cfg.SignupLimit)
 
 	env["RATE_LIMIT_SIGNUPS"] = "lots"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/activitycache"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
@@ -84,6 +85,14 @@ type Options struct {
 	// SignupLimit limits signups per user. The zero values are off.
 	PublicWriteLimit httpapi.RateLimit
 	SignupLimit      httpapi.RateLimit
+	// PublicReadLimit limits, per client IP, the public reads that reach
+	// PostgreSQL (note stats, activity reads that miss the activity
+	// cache); the zero value is off.
+	PublicReadLimit httpapi.RateLimit
+	// ActivityCacheTTL is how long this instance keeps an activity's
+	// settings, and an id found to name no activity, for public reads;
+	// zero: the activitycache package's defaults.
+	ActivityCacheTTL time.Duration
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address; empty: the connection's peer.
 	TrustedProxies []*net.IPNet
@@ -118,6 +127,7 @@ type App struct {
 	Seats         *capacity.Counter
 	Registrations *registration.Service
 	Notes         *note.Service
+	Activities    *activitycache.Cache
 	Changes       *stream.Notifier
 	Streams       *stream.Hub
 	Server        *httpapi.Server
@@ -174,11 +184,14 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		BacklogInterval: opts.WebhookBacklogInterval,
 		Logger:          opts.Logger, Registerer: reg,
 	})
+	activities := activitycache.New(activitycache.Config{
+		Load: st.ActivityRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL, Registerer: reg,
+	})
 	regs := registration.NewService(registration.Config{
 		Store: st, Gate: gate,
-		// The display first, so that announced changes read new numbers;
+		// The caches first, so that announced changes read new numbers;
 		// webhook delivery last.
-		Observers: []registration.Observer{counter, changes, deliveries},
+		Observers: []registration.Observer{activities, counter, changes, deliveries},
 		Changes:   changes, Now: opts.Now,
 		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
 		MaxTransactions: opts.AdmissionMaxTransactions, ChangeTimeout: opts.RequestTimeout,
@@ -197,10 +210,11 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		pingRedis = counter.Ping
 	}
 	srv := httpapi.New(httpapi.Config{
-		Registrations: regs, Seats: counter.Seats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
+		Registrations: regs, Seats: counter.Seats, CachedSeats: counter.CachedSeats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
 		Registry: reg, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
 		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, WaterWindow: opts.WaterWindow,
+		PublicReadLimit: opts.PublicReadLimit, Activities: activities,
 		Streams: streams, PingInterval: opts.StreamPingInterval,
 		StreamsPerAddress: opts.StreamMaxPerAddress, EventWaitsPerUser: opts.EventFeedMaxWaitsPerUser,
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
@@ -209,7 +223,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	})
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
-		Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
+		Activities: activities, Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
 		opts: opts,
 	}, nil
 }
@@ -259,7 +273,7 @@ func (a *App) sealClearSecrets(ctx context.Context) {
 func (a *App) Shutdown(ctx context.Context) error {
 	a.Streams.Close()
 	defer a.Changes.Close()
-	err := errors.Join(a.Registrations.Close(ctx), a.Notes.Close(ctx))
+	err := errors.Join(a.Registrations.Close(ctx), a.Notes.Close(ctx), a.Activities.Close(ctx))
 	if a.stop != nil {
 		a.stop()
 	}

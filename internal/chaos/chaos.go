@@ -130,7 +130,7 @@ func Run(t testing.TB, cfg Config) Result {
 	cfg = withDefaults(cfg)
 	ttl := cfg.SeatTTL
 	c := StartCluster(t, cfg.Nodes, Binary(t, cfg.Tags...),
-		"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "NOTE_WATER_WINDOW=0s", "SEAT_CACHE_TTL="+ttl.String(),
+		"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_PUBLIC_READS=0", "NOTE_WATER_WINDOW=0s", "SEAT_CACHE_TTL="+ttl.String(),
 		"RECONCILE_INTERVAL=1s", "REQUEST_TIMEOUT=5s", "DB_MAX_CONNS=8", "MIGRATE_ON_START=false", "LOG_LEVEL=warn")
 	rec := history.New()
 	rec.Set("seat_cache_ttl", ttl.String())

@@ -1,0 +1,295 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/internal/apptest"
+)
+
+func TestPublicActivityReadComesFromTheDisplayAndAnAdminsFromTheAuthority(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: time.Hour}})
+	id := inst.CreateActivity(t, "display", 10)
+	inst.MustSignup(t, id, "u1")
+	inst.MustSignup(t, id, "u2") // the commits build the display counter
+	ctx := context.Background()
+	// As signups in flight on another instance would: the display shows
+	// three more seats taken than the authority.
+	require.NoError(t, inst.App.Redis.HIncrBy(ctx, capacity.Key(id), "held", 3).Err())
+
+	queries := inst.Queries.Count()
+	for range 20 {
+		a, err := inst.Public().GetActivity(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, "cache", a.Source)
+		require.Equal(t, "display", a.Title)
+		require.Equal(t, 10, a.Capacity)
+		require.Equal(t, 5, a.Taken, "the display's taken")
+		require.Equal(t, 5, a.Remaining)
+		require.Equal(t, 900, a.HoldSeconds)
+	}
+	require.Equal(t, queries, inst.Queries.Count(), "public reads of a cached activity with a warm display send no statement")
+
+	// A user's token does not make the numbers authoritative; an admin's
+	// does.
+	a, err := inst.API(t, "u1", false).GetActivity(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "cache", a.Source)
+	require.Equal(t, 5, a.Taken)
+	a, err = inst.API(t, "admin", true).GetActivity(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "database", a.Source)
+	require.Equal(t, 2, a.Taken, "the authority's taken")
+	require.Equal(t, 8, a.Remaining)
+	// An invalid token is an anonymous caller on a public route.
+	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id, "not-a-token", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	var body client.Activity
+	r.JSON(t, &body)
+	require.Equal(t, "cache", body.Source)
+
+	// Without a display counter, the seats come from the authority, and say
+	// so.
+	require.NoError(t, inst.App.Redis.Del(ctx, capacity.Key(id)).Err())
+	a, err = inst.Public().GetActivity(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "database", a.Source)
+	require.Equal(t, 2, a.Taken)
+}
+
+func TestActivityChangesReachPublicReadsWithinTheTTL(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	db := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: ttl}})
+	other := apptest.Start(t, apptest.Options{DatabaseURL: db.DatabaseURL, App: app.Options{ActivityCacheTTL: ttl}})
+	ctx := context.Background()
+	id := db.CreateActivity(t, "before", 5)
+	db.MustSignup(t, id, "u1")
+	a, err := other.Public().GetActivity(ctx, id) // cached on the other instance
+	require.NoError(t, err)
+	require.Equal(t, "before", a.Title)
+	require.Equal(t, 5, a.Capacity)
+
+	capacity, title := 7, "after"
+	changed, err := db.API(t, "admin", true).UpdateActivity(ctx, id, client.ActivityPatch{Capacity: &capacity, Title: &title})
+	require.NoError(t, err)
+	// The instance that made the change shows it at once.
+	a, err = db.Public().GetActivity(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "after", a.Title)
+	require.Equal(t, 7, a.Capacity)
+	require.Equal(t, 6, a.Remaining)
+	require.Equal(t, changed.UpdatedAt, a.UpdatedAt)
+	// The capacity is the display tier's, shared by every instance: the
+	// other shows it at once too; its settings within the TTL.
+	a, err = other.Public().GetActivity(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 7, a.Capacity)
+	require.Equal(t, 6, a.Remaining)
+	require.Eventually(t, func() bool {
+		a, err := other.Public().GetActivity(ctx, id)
+		return err == nil && a.Title == "after" && a.UpdatedAt.Equal(changed.UpdatedAt)
+	}, 10*ttl, ttl/10)
+}
+
+// randomActivityID returns a well-formed activity id that names nothing.
+func randomActivityID(rng *rand.Rand) string {
+	const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	b := []byte("a_")
+	for range 26 {
+		b = append(b, crockford[rng.IntN(len(crockford))])
+	}
+	return string(b)
+}
+
+func TestUnknownActivityReadsReachPostgresAHandfulOfTimes(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
+		WebhookPollInterval: time.Hour}})
+	// The documented shape, through the checked client.
+	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+randomActivityID(rand.New(rand.NewPCG(1, 1)))+"/seats", "", nil)
+	requireErrorShape(t, r, http.StatusNotFound, "not_found")
+	time.Sleep(1500 * time.Millisecond) // statistics reach pg_stat_database within a second
+	before := xactCommits(t, inst.DatabaseURL)
+
+	// Straight into the handler, so that 10,000 reads are in flight at
+	// once without as many sockets.
+	h := inst.App.Server.Handler()
+	rng := rand.New(rand.NewPCG(2, 2))
+	paths := make([]string, 10_000)
+	for i := range paths {
+		id := randomActivityID(rng)
+		if i%4 == 3 { // malformed: lower case, or the wrong prefix
+			id = strings.ToLower(id)
+			if i%8 == 7 {
+				id = "r" + id[1:]
+			}
+		}
+		switch i % 3 {
+		case 0:
+			paths[i] = "/v1/activities/" + id
+		case 1:
+			paths[i] = "/v1/activities/" + id + "/seats"
+		default:
+			paths[i] = "/v1/activities/" + id + "/seats/stream"
+		}
+	}
+	var start, done sync.WaitGroup
+	start.Add(1)
+	var notFound atomic.Int64
+	statuses := make([]int, len(paths))
+	for i, p := range paths {
+		done.Go(func() {
+			start.Wait()
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, p, nil))
+			statuses[i] = w.Code
+			if w.Code == http.StatusNotFound && strings.Contains(w.Body.String(), `"code":"not_found"`) {
+				notFound.Add(1)
+			}
+		})
+	}
+	start.Done()
+	done.Wait()
+	for i, s := range statuses {
+		require.Equal(t, http.StatusNotFound, s, "%s", paths[i])
+	}
+	require.Equal(t, int64(len(paths)), notFound.Load())
+
+	time.Sleep(1500 * time.Millisecond)
+	n := xactCommits(t, inst.DatabaseURL) - before
+	t.Logf("10,000 reads of unknown activity ids: %d PostgreSQL transactions", n)
+	require.LessOrEqual(t, n, int64(20))
+}
+
+func TestPublicReadsThatReachPostgresAreRateLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: app.Options{
+		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 3}, ActivityCacheTTL: time.Hour,
+	}})
+	known := inst.CreateActivity(t, "known", 10)
+	rng := rand.New(rand.NewPCG(3, 3))
+	unknown := []string{randomActivityID(rng), randomActivityID(rng), randomActivityID(rng), randomActivityID(rng)}
+	for _, id := range unknown[:3] {
+		requireErrorShape(t, inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil), http.StatusNotFound, "not_found")
+	}
+	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+unknown[3], "", nil)
+	requireErrorShape(t, r, http.StatusTooManyRequests, "rate_limited")
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+	// What the caches answer is never limited: an id known to name
+	// nothing, a known activity, its seats and its stream.
+	for range 10 {
+		requireErrorShape(t, inst.MustDo(t, http.MethodGet, "/v1/activities/"+unknown[0], "", nil), http.StatusNotFound, "not_found")
+		a, err := inst.Public().GetActivity(t.Context(), known)
+		require.NoError(t, err)
+		require.Equal(t, "known", a.Title)
+		_, err = inst.Public().Seats(t.Context(), known)
+		require.NoError(t, err)
+	}
+	openStream(t, inst.URL, known).Next(t, time.Second)
+	m := inst.MustDo(t, http.MethodGet, "/metrics", "", nil)
+	require.Contains(t, string(m.Body), `capacityd_rate_limited_total{limit="public_reads"} 1`)
+}
+
+func TestNoteStatsReadsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{
+		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2},
+	}})
+	for range 2 {
+		requireNoteStats(t, inst.MustDo(t, http.MethodGet, "/v1/notes/limited/stats", "", nil), "limited", 0, 0)
+	}
+	requireErrorShape(t, inst.MustDo(t, http.MethodGet, "/v1/notes/limited/stats", "", nil), http.StatusTooManyRequests, "rate_limited")
+	// Increments are not public reads.
+	_, err := inst.Public().RecordView(t.Context(), "limited")
+	require.NoError(t, err)
+}
+
+func TestNoteStatsIncludeEveryAcknowledgedIncrement(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{NoRedis: true})
+	public := inst.Public()
+	ctx := t.Context()
+	notes := []string{"acked-a", "acked-b", "acked-c"}
+	const perNote = 150
+	var acked [3]struct{ views, waters atomic.Int64 }
+	stop := make(chan struct{})
+	var readers, writers sync.WaitGroup
+	var reads atomic.Int64
+	// Readers check every answer against the increments acknowledged
+	// before they asked.
+	for r := range 16 {
+		readers.Go(func() {
+			for i := r; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := i % len(notes)
+				views, waters := acked[n].views.Load(), acked[n].waters.Load()
+				st, err := public.NoteStats(ctx, notes[n])
+				if !assertNoError(t, err) {
+					return
+				}
+				reads.Add(1)
+				if st.Views < views || st.Waters < waters {
+					t.Errorf("%s: read %d views and %d waters after %d and %d were acknowledged", notes[n], st.Views, st.Waters, views, waters)
+					return
+				}
+			}
+		})
+	}
+	for n, id := range notes {
+		for i := range perNote {
+			writers.Go(func() {
+				var err error
+				if i%3 == 0 {
+					_, err = public.RecordWater(ctx, id)
+					if err == nil {
+						acked[n].waters.Add(1)
+					}
+				} else {
+					_, err = public.RecordView(ctx, id)
+					if err == nil {
+						acked[n].views.Add(1)
+					}
+				}
+				assertNoError(t, err)
+			})
+		}
+	}
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	t.Logf("%d stats reads during the increments", reads.Load())
+	for _, id := range notes {
+		st, err := public.NoteStats(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, client.NoteStats{NoteID: id, Views: perNote * 2 / 3, Waters: perNote / 3}, st, fmt.Sprint("note ", id))
+	}
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
