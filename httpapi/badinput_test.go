@@ -117,6 +117,17 @@ func TestBadInputSweepAnswersDocumented4xx(t *testing.T) {
 		{name: "unknown field", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","capacity":1,"seats":3}`, status: 400, code: inv},
 		{name: "unknown field case", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","capacity":1,"Taken":3}`, status: 400, code: inv},
 		{name: "field in another case", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","Capacity":1}`, status: 400, code: inv},
+		// Duplicate keys: encoding/json and jsonb keep the last, other
+		// readers may keep the first.
+		{name: "duplicate capacity", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","capacity":5,"capacity":1000000}`, status: 400, code: inv},
+		{name: "duplicate escaped key", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","capacity":5,"c\u0061pacity":6}`, status: 400, code: inv},
+		{name: "duplicate title", method: "POST", path: "/v1/activities", token: f.admin, body: `{"title":"a","title":"b","capacity":5}`, status: 400, code: inv},
+		{name: "patch duplicate capacity", method: "PATCH", path: acts, token: f.admin, body: `{"capacity":5,"capacity":1000000}`, status: 400, code: inv},
+		{name: "signup duplicate metadata", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{},"metadata":{}}`, status: 400, code: inv},
+		{name: "signup duplicate key in metadata", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"seat":"a","seat":"b"}}`, status: 400, code: inv},
+		{name: "signup duplicate key deep in metadata", method: "POST", path: acts + "/registrations", token: f.user, body: `{"metadata":{"x":[{"k":1,"k":2}]}}`, status: 400, code: inv},
+		{name: "status duplicate", method: "POST", path: regs + "/status", token: f.admin, body: `{"status":"approved","status":"rejected"}`, status: 400, code: inv},
+		{name: "webhook duplicate url", method: "POST", path: "/v1/webhooks", token: f.admin, body: `{"url":"https://example.org/a","url":"https://example.org/b","events":["*"]}`, status: 400, code: inv},
 		{name: "patch field in another case", method: "PATCH", path: acts, token: f.admin, body: `{"CAPACITY":5}`, status: 400, code: inv},
 		{name: "signup field in another case", method: "POST", path: acts + "/registrations", token: f.user, body: `{"Metadata":{}}`, status: 400, code: inv},
 		{name: "status field in another case", method: "POST", path: regs + "/status", token: f.admin, body: `{"Status":"approved"}`, status: 400, code: inv},
