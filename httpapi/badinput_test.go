@@ -235,6 +235,17 @@ func TestBadInputSweepAnswersDocumented4xx(t *testing.T) {
 		{name: "cursor negative", method: "GET", path: acts + "/registrations?cursor=" + b64("r-1"), token: f.admin, status: 400, code: inv},
 		{name: "cursor overflow", method: "GET", path: acts + "/registrations?cursor=" + b64("r99999999999999999999999"), token: f.admin, status: 400, code: inv},
 		{name: "cursor wrong prefix", method: "GET", path: acts + "/registrations?cursor=" + b64("a12"), token: f.admin, status: 400, code: inv},
+		// Cursors carry public ids (never the internal row number) and name
+		// an item of the very listing they are used with.
+		{name: "cursor row number", method: "GET", path: acts + "/registrations?cursor=" + b64("r1"), token: f.admin, status: 400, code: inv},
+		{name: "cursor row number of mine", method: "GET", path: "/v1/me/registrations?cursor=" + b64("r1"), token: f.user, status: 400, code: inv},
+		{name: "cursor row number of activities", method: "GET", path: "/v1/activities?cursor=" + b64("r1"), token: f.admin, status: 400, code: inv},
+		{name: "cursor activity on registrations", method: "GET", path: acts + "/registrations?cursor=" + b64(f.activity), token: f.admin, status: 400, code: inv},
+		{name: "cursor registration on activities", method: "GET", path: "/v1/activities?cursor=" + b64(f.reg), token: f.admin, status: 400, code: inv},
+		{name: "cursor of nothing", method: "GET", path: acts + "/registrations?cursor=" + b64(f.missingR), token: f.admin, status: 400, code: inv},
+		{name: "cursor of no activity", method: "GET", path: "/v1/activities?cursor=" + b64(f.missingA), token: f.admin, status: 400, code: inv},
+		{name: "cursor of another user", method: "GET", path: "/v1/me/registrations?cursor=" + b64(f.reg), token: f.admin, status: 400, code: inv},
+		{name: "cursor padded", method: "GET", path: acts + "/registrations?cursor=" + b64(f.reg) + "%3D", token: f.admin, status: 400, code: inv},
 		{name: "cursor over-long", method: "GET", path: acts + "/registrations?cursor=" + long, token: f.admin, status: 400, code: inv},
 		{name: "status filter unknown", method: "GET", path: acts + "/registrations?status=bogus", token: f.admin, status: 400, code: inv},
 		{name: "status filter nul", method: "GET", path: acts + "/registrations?status=%00", token: f.admin, status: 400, code: inv},
