@@ -48,6 +48,8 @@ type ServerConfig struct {
 var benchEnv = []string{
 	"EXPIRY_INTERVAL=1h", "RECONCILE_INTERVAL=1h", "WEBHOOK_BACKLOG_INTERVAL=1h",
 	"RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_SIGNUPS=0",
+	// The scenarios read /metrics on the service's address.
+	"METRICS_ADDR=api",
 	// signup_hot_webhooks delivers to a receiver on the loopback interface.
 	"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_SECRET_KEY=" + benchWebhookKey,
 }

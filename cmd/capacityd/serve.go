@@ -134,7 +134,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit,
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
-		TrustedProxies: cfg.TrustedProxies, Auth: auth,
+		TrustedProxies: cfg.TrustedProxies, Auth: auth, MetricsElsewhere: cfg.MetricsAddr != httpapi.MetricsOnAPI,
 		WebhookSecretKey: cfg.WebhookSecretKey, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		WebhookRetryBase: cfg.WebhookRetryBase, WebhookTimeout: cfg.WebhookTimeout,
 		WebhookConcurrency: cfg.WebhookConcurrency, WebhookBacklogInterval: cfg.WebhookBacklog,
@@ -154,6 +154,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 			return err
 		}
 		defer stopDebug()
+	}
+	if cfg.MetricsAddr != httpapi.MetricsOnAPI {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, a.Server.MetricsHandler(), log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMetrics()
 	}
 	httpSrv := &http.Server{
 		Handler:           a.Server.Handler(),
