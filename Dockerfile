@@ -23,6 +23,9 @@ FROM ${RUNTIME_IMAGE}
 COPY --from=build /capacityd /capacityd
 USER nonroot:nonroot
 ENV LISTEN_ADDR=:8080
+# /metrics on a listener of its own, for Prometheus on the internal network:
+# never publish this port.
+ENV METRICS_ADDR=:9090
 EXPOSE 8080
 # Ready means PostgreSQL answers (Redis down only degrades). The image has
 # no shell or curl: the binary checks itself.

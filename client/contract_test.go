@@ -139,7 +139,7 @@ func TestContractListsAndFeeds(t *testing.T) {
 	require.Len(t, acts.Items, 1)
 	require.True(t, acts.Items[0].Waitlist)
 	require.Equal(t, 83, acts.Items[0].Remaining)
-	require.Equal(t, "YTE3", *acts.NextCursor)
+	require.Equal(t, "YV8wMUpEUThaQjdRMVczTjhZNlYwSzJINU00Qw", *acts.NextCursor, "the example page of the contract")
 
 	mine, err := cs.client.MyRegistrations(c, client.ListOptions{})
 	require.NoError(t, err)

@@ -109,6 +109,9 @@ func (a *Authenticator) Sign(sub string, admin bool, ttl time.Duration) (string,
 	if !registration.ValidUserIDLength(sub) {
 		return "", errors.New("sub must be 1 to 128 characters")
 	}
+	if !validSubject(sub) {
+		return "", errors.New("sub must be UTF-8 without control, format (such as bidi overrides and zero-width spaces) or separator characters")
+	}
 	now := a.now()
 	c := Claims{RegisteredClaims: jwt.RegisteredClaims{
 		Subject:   sub,
@@ -132,8 +135,9 @@ func (a *Authenticator) Verify(token string) (registration.Caller, error) {
 
 // VerifyContext parses and checks a token: HS256 with the secret (or the
 // previous one during its grace period), or RS256/ES256 with a key of the
-// JWK Set; exp present and not passed (10s leeway); iss and aud as
-// configured; sub of 1 to 128 printable characters. ctx bounds a refetch
+// JWK Set; exp present and not passed (10s leeway); exp, nbf and iat JSON
+// numbers; iss and aud as configured; sub of 1 to 128 characters, none of
+// them control, format or separator characters (see validSubject). ctx bounds a refetch
 // of the JWK Set for an unknown kid.
 func (a *Authenticator) VerifyContext(ctx context.Context, token string) (registration.Caller, error) {
 	var c Claims
@@ -156,7 +160,7 @@ func (a *Authenticator) VerifyContext(ctx context.Context, token string) (regist
 		return registration.Caller{}, unauthenticated("token sub must be 1 to 128 characters")
 	}
 	if !validSubject(c.Subject) {
-		return registration.Caller{}, unauthenticated("token sub must be printable UTF-8")
+		return registration.Caller{}, unauthenticated("token sub must be UTF-8 without control, format or separator characters")
 	}
 	return registration.Caller{UserID: c.Subject, Admin: slices.Contains(c.Roles, "admin")}, nil
 }
@@ -196,14 +200,17 @@ func (a *Authenticator) secrets() jwt.VerificationKeySet {
 }
 
 // validSubject reports whether sub is valid UTF-8 without control
-// characters: PostgreSQL refuses NUL in text, and one such user id would
-// fail a whole admission batch.
+// characters (PostgreSQL refuses NUL in text, and one such user id would
+// fail a whole admission batch), format characters (category Cf: bidi
+// overrides such as U+202E, zero-width spaces and joiners, U+FEFF, soft
+// hyphens, which make one user id display as another) or line and
+// paragraph separators.
 func validSubject(sub string) bool {
 	if !utf8.ValidString(sub) {
 		return false
 	}
 	for _, r := range sub {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
 			return false
 		}
 	}

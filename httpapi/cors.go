@@ -25,7 +25,8 @@ var publicWrites = map[string]bool{"/v1/notes/:noteId/views": true, "/v1/notes/:
 // every site that includes them. A write that a browser sends from
 // another origin is refused with forbidden rather than merely left
 // unreadable, since simple requests reach the server without a preflight.
-// Requests without an Origin header (not from a browser page) pass.
+// Requests without an Origin header (not from a browser page) pass, and
+// /metrics gets no CORS headers at all.
 func cors(allowed []string) echo.MiddlewareFunc {
 	writeAllowed := func(origin string, c echo.Context) bool {
 		return sameOrigin(origin, c.Request()) || slices.Contains(allowed, "*") || slices.Contains(allowed, origin) ||
@@ -35,7 +36,9 @@ func cors(allowed []string) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
 			origin := r.Header.Get(echo.HeaderOrigin)
-			if origin == "" {
+			if origin == "" || c.Path() == "/metrics" {
+				// /metrics is for Prometheus, never for a browser page:
+				// no CORS headers, so no page of another origin reads it.
 				return next(c)
 			}
 			h := c.Response().Header()

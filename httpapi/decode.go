@@ -79,7 +79,8 @@ func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
 }
 
 // decodeStrict decodes b into v, translating decoder errors into
-// invalid_request messages that say what is wrong.
+// invalid_request messages that say what is wrong. A key named twice in
+// any object of b is refused (see noDuplicateKeys).
 func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -88,6 +89,9 @@ func decodeStrict(b []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return capacityd.Errorf(capacityd.EInvalid, "request body must hold a single JSON value")
+	}
+	if err := noDuplicateKeys(b); err != nil {
+		return err
 	}
 	return exactFields(b, v)
 }

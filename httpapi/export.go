@@ -107,7 +107,7 @@ func (s *Server) listActivities(c echo.Context) error {
 	if err != nil {
 		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
 	}
-	limit, before, err := pageQuery(q)
+	limit, before, err := pageQuery(q, registration.ActivityCursor)
 	if err != nil {
 		return err
 	}

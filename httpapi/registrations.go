@@ -193,7 +193,7 @@ func (s *Server) listRegistrations(c echo.Context) error {
 		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
 	}
 	f := registration.ListFilter{ActivityID: id, Status: registration.Status(q.Get("status"))}
-	if f.Limit, f.After, err = pageQuery(q); err != nil {
+	if f.Limit, f.After, err = pageQuery(q, registration.RegistrationCursor); err != nil {
 		return err
 	}
 	page, err := s.regs.ListRegistrations(c.Request().Context(), f)
@@ -203,16 +203,18 @@ func (s *Server) listRegistrations(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, page)
 }
 
-// pageQuery reads the limit and cursor of a registration listing.
-func pageQuery(q url.Values) (limit int, after int64, err error) {
+// pageQuery reads the limit and cursor of a listing whose items' ids start
+// with prefix (registration.ActivityCursor or RegistrationCursor): the
+// cursor is returned as the public id it names.
+func pageQuery(q url.Values, prefix string) (limit int, after string, err error) {
 	if v, ok := q["limit"]; ok {
 		if limit, err = intParam("limit", v[0], 1, registration.MaxListLimit); err != nil {
-			return 0, 0, err
+			return 0, "", err
 		}
 	}
 	if v, ok := q["cursor"]; ok {
-		if after, err = registration.DecodeCursor(v[0]); err != nil {
-			return 0, 0, err
+		if after, err = registration.DecodeCursor(v[0], prefix); err != nil {
+			return 0, "", err
 		}
 	}
 	return limit, after, nil
@@ -233,7 +235,7 @@ func (s *Server) myRegistrations(c echo.Context) error {
 		return capacityd.Errorf(capacityd.EInvalid, "malformed query string")
 	}
 	f := registration.UserFilter{UserID: callerOf(c).UserID}
-	if f.Limit, f.Before, err = pageQuery(q); err != nil {
+	if f.Limit, f.Before, err = pageQuery(q, registration.RegistrationCursor); err != nil {
 		return err
 	}
 	page, err := s.regs.UserRegistrations(c.Request().Context(), f)

@@ -40,6 +40,9 @@ type Config struct {
 	PingRedis    func(context.Context) error
 	// Registry receives the HTTP metrics and is served on /metrics.
 	Registry *prometheus.Registry
+	// MetricsElsewhere leaves /metrics out of the API's routes (404
+	// there): it is served on a listener of its own (see MetricsHandler).
+	MetricsElsewhere bool
 	// RequestTimeout bounds every request but streams. Default 10s.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
@@ -131,7 +134,9 @@ func New(cfg Config) *Server {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+	if !cfg.MetricsElsewhere {
+		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+	}
 
 	v1 := e.Group("/v1")
 	user := s.authenticate

@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,12 @@ func badTokens(t *testing.T) map[string]string {
 		"expired 31s ago":     signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": time.Now().Add(-31 * time.Second).Unix()}),
 		"no exp":              signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory"}),
 		"exp as string":       signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": "tomorrow"}),
+		"exp numeric string":  signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": strconv.FormatInt(exp, 10)}),
+		"exp null":            signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": nil}),
+		"exp bool":            signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": true}),
+		"nbf numeric string":  signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": exp, "nbf": "1"}),
+		"nbf object":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": exp, "nbf": map[string]int{"t": 1}}),
+		"iat numeric string":  signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": exp, "iat": "1"}),
 		"exp huge":            signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": 1e300}),
 		"not yet valid":       signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": exp, "nbf": time.Now().Add(time.Hour).Unix()}),
 		"no sub":              signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"exp": exp}),
@@ -64,6 +71,16 @@ func badTokens(t *testing.T) map[string]string {
 		"over-long sub":       signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": strings.Repeat("s", 129), "exp": exp}),
 		"129-character sub":   signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": strings.Repeat("é", 129), "exp": exp}),
 		"nul in sub":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\x00lory", "exp": exp}),
+		"RLO in sub":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\u202elory", "exp": exp}),
+		"LRI in sub":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "\u2066mallory", "exp": exp}),
+		"zero-width in sub":   signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\u200blory", "exp": exp}),
+		"ZWJ in sub":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\u200dlory", "exp": exp}),
+		"BOM in sub":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "\ufeffmallory", "exp": exp}),
+		"soft hyphen in sub":  signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\u00adlory", "exp": exp}),
+		"line sep in sub":     signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\u2028lory", "exp": exp}),
+		"DEL in sub":          signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\u007flory", "exp": exp}),
+		"C1 control in sub":   signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\u0085lory", "exp": exp}),
+		"tag char in sub":     signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory\U000e0041", "exp": exp}),
 		"newline in sub":      signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mal\nlory", "exp": exp}),
 		"roles not an array":  signJWT(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "mallory", "exp": exp, "roles": "admin"}),
 		"tampered payload":    parts[0] + "." + enc([]byte(`{"sub":"mallory","exp":99999999999,"roles":["admin"]}`)) + "." + parts[2],

@@ -80,7 +80,7 @@ func (s *Server) demoPage(c echo.Context) error {
 	}
 	if !q.Has("activity") && !q.Has("waitlist") {
 		// Unreachable PostgreSQL only leaves the activity out.
-		if p, err := s.regs.ListActivities(c.Request().Context(), 0, 1); err == nil && len(p.Items) > 0 {
+		if p, err := s.regs.ListActivities(c.Request().Context(), "", 1); err == nil && len(p.Items) > 0 {
 			data.ActivityID = p.Items[0].ID
 		}
 	}

@@ -50,6 +50,8 @@ var benchEnv = []string{
 	"RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_PUBLIC_READS=0", "RATE_LIMIT_SIGNUPS=0", "NOTE_WATER_WINDOW=0s",
 	// The stream scenario opens its 1,000 streams from one address.
 	"STREAM_MAX_PER_ADDRESS=0",
+	// The scenarios read /metrics on the service's address.
+	"METRICS_ADDR=api",
 	// signup_hot_webhooks delivers to a receiver on the loopback interface.
 	"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_SECRET_KEY=" + benchWebhookKey,
 }

@@ -7,9 +7,7 @@
 package registration
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -139,7 +137,7 @@ type Page struct {
 type ListFilter struct {
 	ActivityID string
 	Status     Status // empty: all statuses
-	After      int64  // Seq of the last item of the previous page
+	After      string // public id of the last item of the previous page; "": from the first
 	Limit      int
 }
 
@@ -147,26 +145,8 @@ type ListFilter struct {
 // first.
 type UserFilter struct {
 	UserID string
-	Before int64 // Seq of the last item of the previous page; 0: from the newest
+	Before string // public id of the last item of the previous page; "": from the newest
 	Limit  int
-}
-
-// EncodeCursor returns the opaque cursor for the page after seq.
-func EncodeCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("r" + strconv.FormatInt(seq, 10)))
-}
-
-// DecodeCursor parses a cursor made by EncodeCursor.
-func DecodeCursor(s string) (int64, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) < 2 || b[0] != 'r' {
-		return 0, capacityd.Errorf(capacityd.EInvalid, "malformed cursor")
-	}
-	seq, err := strconv.ParseInt(string(b[1:]), 10, 64)
-	if err != nil || seq < 0 {
-		return 0, capacityd.Errorf(capacityd.EInvalid, "malformed cursor")
-	}
-	return seq, nil
 }
 
 // Validate checks a new activity against the API's ranges and fills

@@ -151,7 +151,7 @@ func (s *Service) GetActivity(ctx context.Context, id string) (Activity, error) 
 }
 
 // ListActivities returns one page of the activities, newest first.
-func (s *Service) ListActivities(ctx context.Context, before int64, limit int) (ActivityPage, error) {
+func (s *Service) ListActivities(ctx context.Context, before string, limit int) (ActivityPage, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
 		return ActivityPage{}, err
@@ -161,7 +161,7 @@ func (s *Service) ListActivities(ctx context.Context, before int64, limit int) (
 		return ActivityPage{}, err
 	}
 	var p ActivityPage
-	p.Items, p.NextCursor = cutPage(items, limit, func(a Activity) int64 { return a.Seq })
+	p.Items, p.NextCursor = cutPage(items, limit, func(a Activity) string { return a.ID })
 	return p, nil
 }
 
@@ -636,14 +636,14 @@ func pageLimit(n int) (int, error) {
 // pageOf cuts registrations (read with one extra) to a page of limit.
 func pageOf(items []Registration, limit int) Page {
 	var p Page
-	p.Items, p.NextCursor = cutPage(items, limit, func(r Registration) int64 { return r.Seq })
+	p.Items, p.NextCursor = cutPage(items, limit, func(r Registration) string { return r.ID })
 	return p
 }
 
 // cutPage cuts items, read with one extra, to limit (never nil, so that
 // an empty page is an empty list) and returns the cursor of the next page
 // when the extra one was there.
-func cutPage[T any](items []T, limit int, seq func(T) int64) ([]T, *string) {
+func cutPage[T any](items []T, limit int, id func(T) string) ([]T, *string) {
 	if items == nil {
 		return []T{}, nil
 	}
@@ -651,7 +651,7 @@ func cutPage[T any](items []T, limit int, seq func(T) int64) ([]T, *string) {
 		return items, nil
 	}
 	items = items[:limit]
-	c := EncodeCursor(seq(items[limit-1]))
+	c := EncodeCursor(id(items[limit-1]))
 	return items, &c
 }
 

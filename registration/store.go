@@ -15,8 +15,9 @@ type Store interface {
 	// Waiting.
 	GetActivity(ctx context.Context, id string) (Activity, error)
 	// ListActivities returns up to limit activities created before the one
-	// of seq before (0: the newest), newest first.
-	ListActivities(ctx context.Context, before int64, limit int) ([]Activity, error)
+	// of public id before ("": from the newest), newest first, or
+	// UnknownCursor when before names no activity.
+	ListActivities(ctx context.Context, before string, limit int) ([]Activity, error)
 
 	// Apply runs one change transaction for the queued commands of one or
 	// more activities: it takes their admission locks in a fixed order

@@ -56,7 +56,13 @@ fi
 ADMIN=$("$BIN" token --sub admin --admin --ttl 24h)
 USER_TOKEN=$("$BIN" token --sub alice --ttl 24h)
 
-"$BIN" serve --demo-signups on --listen-addr "$ADDR" &
+# /metrics on the same address for local use, unless METRICS_ADDR gives it
+# a listener of its own (as in production, where it defaults to
+# 127.0.0.1:9090).
+METRICS=${METRICS_ADDR:-api}
+METRICS_URL="$BASE/metrics"
+[ "$METRICS" = api ] || METRICS_URL="http://$METRICS/metrics"
+"$BIN" serve --demo-signups on --listen-addr "$ADDR" --metrics-addr "$METRICS" &
 PID=$!
 trap 'kill -TERM $PID 2>/dev/null; wait $PID' INT TERM
 
@@ -98,7 +104,7 @@ cat <<MSG
 capacityd is running on $BASE (Ctrl-C stops it)
 
   demo page:     $BASE/demo?activity=$DEMO&waitlist=$WAITLIST&note=demo-note
-  metrics:       $BASE/metrics
+  metrics:       $METRICS_URL
 
   admin token:   export ADMIN=$ADMIN
   user token:    export USER_TOKEN=$USER_TOKEN

@@ -61,8 +61,12 @@ func (s *Store) GetActivity(ctx context.Context, id string) (registration.Activi
 }
 
 // ListActivities returns up to limit activities created before the one of
-// seq before (0: the newest), newest first.
-func (s *Store) ListActivities(ctx context.Context, before int64, limit int) ([]registration.Activity, error) {
+// public id cursor ("": from the newest), newest first.
+func (s *Store) ListActivities(ctx context.Context, cursor string, limit int) ([]registration.Activity, error) {
+	before, err := s.activityAfter(ctx, cursor)
+	if err != nil {
+		return nil, err
+	}
 	if before == 0 {
 		before = 1<<63 - 1
 	}

@@ -84,13 +84,17 @@ const getRegistrationsSQL = `SELECT ` + withPosition + `
 	FROM registration r JOIN activity a ON a.id = r.activity_id WHERE r.public_id = ANY($1)`
 
 // ListRegistrations returns up to f.Limit registrations of an activity
-// created after f.After, in creation order.
+// created after the one of public id f.After, in creation order.
 func (s *Store) ListRegistrations(ctx context.Context, f registration.ListFilter) ([]registration.Registration, error) {
 	aid, err := s.activityID(ctx, f.ActivityID)
 	if err != nil {
 		return nil, err
 	}
-	q, args := activityPage(withPosition, aid, f.After, f.Limit, f.Status)
+	after, err := s.registrationAfterInActivity(ctx, f.After, aid)
+	if err != nil {
+		return nil, err
+	}
+	q, args := activityPage(withPosition, aid, after, f.Limit, f.Status)
 	return s.collect(ctx, q, args...)
 }
 
@@ -154,9 +158,13 @@ func (s *Store) ExportRegistrations(ctx context.Context, activityID string, stat
 }
 
 // UserRegistrations returns up to f.Limit of a user's registrations over
-// all activities, newest first, created before f.Before (0: the newest).
+// all activities, newest first, created before the one of public id
+// f.Before ("": the newest).
 func (s *Store) UserRegistrations(ctx context.Context, f registration.UserFilter) ([]registration.Registration, error) {
-	before := f.Before
+	before, err := s.registrationAfterOfUser(ctx, f.Before, f.UserID)
+	if err != nil {
+		return nil, err
+	}
 	if before == 0 {
 		before = 1<<63 - 1
 	}

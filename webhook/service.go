@@ -92,18 +92,24 @@ func (s *Service) SealClearSecrets(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// List returns every webhook, oldest first, without secrets.
+// List returns every webhook, oldest first, without secrets and with
+// any credentials in their URLs redacted.
 func (s *Service) List(ctx context.Context) ([]Webhook, error) {
 	ws, err := s.store.Webhooks(ctx)
 	if ws == nil {
 		ws = []Webhook{}
 	}
+	for i := range ws {
+		ws[i] = ws[i].redacted()
+	}
 	return ws, err
 }
 
-// Get returns a webhook without its secret.
+// Get returns a webhook without its secret, and with any credentials in
+// its URL redacted.
 func (s *Service) Get(ctx context.Context, id string) (Webhook, error) {
-	return s.store.Webhook(ctx, id)
+	w, err := s.store.Webhook(ctx, id)
+	return w.redacted(), err
 }
 
 // Delete deletes a webhook: nothing more is delivered to it.

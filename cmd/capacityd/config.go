@@ -45,6 +45,7 @@ type config struct {
 	AdmissionGatherAt  int
 	AdmissionGather    time.Duration
 	DebugAddr          string
+	MetricsAddr        string
 	NoteCombining      bool
 	NoteMaxBatch       int
 	NotesMode          note.Mode
@@ -233,6 +234,15 @@ var serveSettings = []setting{
 			}
 		}
 		c.DebugAddr = v
+		return nil
+	}},
+	{"METRICS_ADDR", httpapi.DefaultMetricsAddr, "host:port of a separate listener serving /metrics, without CORS headers (" + httpapi.MetricsOnAPI + ": on the API's listener instead, also without them; keep it private)", func(c *config, v string) error {
+		if v != httpapi.MetricsOnAPI {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return fmt.Errorf("want host:port such as 127.0.0.1:9090, or %s, got %q", httpapi.MetricsOnAPI, v)
+			}
+		}
+		c.MetricsAddr = v
 		return nil
 	}},
 	{"NOTE_COMBINING", "on", "combine concurrent increments of a note into one upsert (on or off)", func(c *config, v string) error {

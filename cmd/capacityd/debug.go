@@ -28,3 +28,17 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 	log.Info("profiles served", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
 }
+
+// serveMetrics serves h (/metrics) on addr, a listener of its own (see
+// METRICS_ADDR), and returns a function that closes it.
+func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("METRICS_ADDR: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics served", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
+}

@@ -138,7 +138,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		// mean the default.
 		StreamMaxPerAddress: cmp.Or(cfg.StreamMaxPerAddr, -1), EventFeedMaxWaitsPerUser: cmp.Or(cfg.EventFeedMaxWaits, -1),
 		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
-		TrustedProxies: cfg.TrustedProxies, Auth: auth,
+		TrustedProxies: cfg.TrustedProxies, Auth: auth, MetricsElsewhere: cfg.MetricsAddr != httpapi.MetricsOnAPI,
 		WebhookSecretKey: cfg.WebhookSecretKey, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		WebhookRetryBase: cfg.WebhookRetryBase, WebhookTimeout: cfg.WebhookTimeout,
 		WebhookConcurrency: cfg.WebhookConcurrency, WebhookBacklogInterval: cfg.WebhookBacklog,
@@ -158,6 +158,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 			return err
 		}
 		defer stopDebug()
+	}
+	if cfg.MetricsAddr != httpapi.MetricsOnAPI {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, a.Server.MetricsHandler(), log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMetrics()
 	}
 	httpSrv := &http.Server{
 		Handler:           a.Server.Handler(),

@@ -81,6 +81,9 @@ type Options struct {
 	CORSAllowedOrigins []string
 	// DemoSignups enables the demo page's "sign up a random user" endpoint.
 	DemoSignups bool
+	// MetricsElsewhere leaves /metrics out of the API's routes: the caller
+	// serves Server.MetricsHandler on a listener of its own.
+	MetricsElsewhere bool
 	// PublicWriteLimit limits note views and waters per client IP;
 	// SignupLimit limits signups per user. The zero values are off.
 	PublicWriteLimit httpapi.RateLimit
@@ -211,7 +214,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	}
 	srv := httpapi.New(httpapi.Config{
 		Registrations: regs, Seats: counter.Seats, CachedSeats: counter.CachedSeats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
-		Registry: reg, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
+		Registry: reg, MetricsElsewhere: opts.MetricsElsewhere, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
 		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, WaterWindow: opts.WaterWindow,
 		PublicReadLimit: opts.PublicReadLimit, Activities: activities,

@@ -90,7 +90,10 @@ func StartProcessAt(t testing.TB, addr, databaseURL, redisURL string, env ...str
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+databaseURL, "REDIS_URL="+redisURL, "LISTEN_ADDR="+addr,
-		"CAPACITY_JWT_SECRET="+Secret)
+		"CAPACITY_JWT_SECRET="+Secret,
+		// /metrics on the instance's own address (tests read it there),
+		// and no two instances contending for the default metrics port.
+		"METRICS_ADDR=api")
 	cmd.Env = append(cmd.Env, env...)
 	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -74,7 +74,9 @@ func StartNode(t testing.TB, name, bin string, env ...string) *Node {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	n := &Node{Name: name, URL: "http://" + addr, bin: bin, out: &apptest.SyncBuffer{},
-		env: append(append(os.Environ(), "LISTEN_ADDR="+addr, "CAPACITY_JWT_SECRET="+apptest.Secret), env...)}
+		// METRICS_ADDR=api: /metrics on the node's address, and no two
+		// nodes contending for the default metrics port.
+		env: append(append(os.Environ(), "LISTEN_ADDR="+addr, "CAPACITY_JWT_SECRET="+apptest.Secret, "METRICS_ADDR=api"), env...)}
 	t.Cleanup(func() {
 		n.Kill()
 		if t.Failed() {
