@@ -24,19 +24,32 @@ import (
 // so the display errs towards fewer seats left. Every script below is one
 // atomic step on it.
 
-// reserveScript holds a seat for a signup.
+// admitLua is the Lua form of registration.Admit, the one admission rule
+// (a Redis script cannot call Go): a signup takes a seat only when one is
+// free and nobody waits; else it joins the waiting list when the activity
+// keeps one; else it is refused as full. taken is the counter's taken +
+// held. It is written here once, and TestTheGateAdmitsAsTheRule requires it
+// to answer as registration.Admit on the same counts: change both together.
+const admitLua = `
+local function admit(capacity, taken, waiting, waitlist)
+  if capacity - taken >= 1 and waiting == 0 then return 'seat' end
+  if waitlist then return 'waitlist' end
+  return 'full'
+end
+`
+
+// reserveScript holds a seat for a signup, as admitLua answers on the
+// counter's fields.
 //
 // KEYS[1] the counter. Returns {-1} when the counter is missing (it never
-// creates it), {-3} when the signup joins the waiting list (the activity
-// keeps one, and someone waits or no seat is free), {-2} when taken+held
-// >= capacity, else {1, gen} after adding one to held.
-var reserveScript = redis.NewScript(`
+// creates it), {-3} when the signup joins the waiting list, {-2} when it
+// is refused as full, else {1, gen} after adding one to held.
+var reserveScript = redis.NewScript(admitLua + `
 local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen')
 if not v[1] or not v[3] then return {-1} end
-local taken, held, capacity = tonumber(v[1]), tonumber(v[2] or '0'), tonumber(v[3])
-local full = taken + held >= capacity
-if v[5] == '1' and (full or tonumber(v[4] or '0') > 0) then return {-3} end
-if full then return {-2} end
+local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0'), tonumber(v[4] or '0'), v[5] == '1')
+if a == 'waitlist' then return {-3} end
+if a == 'full' then return {-2} end
 redis.call('HINCRBY', KEYS[1], 'held', 1)
 return {1, v[6]}
 `)

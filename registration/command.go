@@ -185,13 +185,20 @@ type FullCheck struct {
 }
 
 // FullAnswer is the authority's answer to a FullCheck, all read at one
-// snapshot.
+// snapshot: the counts (not a verdict: the Service applies Admit to them)
+// and the users who already hold a place.
 type FullAnswer struct {
-	// Full is true when every seat is taken (taken >= capacity).
-	Full bool
+	// Capacity is the activity's capacity, Taken its occupying
+	// registrations, Waiting the length of its waiting list.
+	Capacity, Taken, Waiting int
 	// Waitlist is the activity's waiting-list setting.
 	Waitlist bool
 	// Holders maps the users that hold an active registration of the
 	// activity to its id.
 	Holders map[string]string
+}
+
+// Counts returns the answer's counts, for Admit.
+func (a FullAnswer) Counts() Counts {
+	return Counts{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist}
 }

@@ -89,15 +89,16 @@ var errShortQueue = errors.New("registration: the waiting list's head was read t
 // is the one copy of the rules of every seat change:
 //
 //   - a signup takes a free seat only when nobody waits; else it joins the
-//     waiting list when the activity keeps one, else it is refused as full;
+//     waiting list when the activity keeps one, else it is refused as full
+//     (Admit, the one admission rule);
 //     a user with an active registration gets already_registered, and an
 //     Idempotency-Key's first outcome is replayed;
 //   - a cancellation frees the seat (or the place on the list) of a
 //     registration its owner or an admin may see; cancelling a cancelled
 //     or expired registration changes nothing;
 //   - status changes follow pending → awaiting_payment → approved, and a
-//     late payment admits an expired registration again only if a seat is
-//     free (which implies that nobody waits);
+//     late payment admits an expired registration again only if Admit
+//     gives it a seat (a seat is free and nobody waits);
 //   - an expiry ends an awaiting_payment hold that is due at now;
 //   - a capacity change never evicts anyone;
 //   - every seat that a release or a capacity raise frees goes at once to
@@ -238,13 +239,13 @@ func (d *decision) signup(i int, c SignupCommand) {
 		ID: c.RegistrationID, ActivityID: d.act.ID, UserID: c.UserID, Metadata: c.Metadata,
 		CreatedAt: d.st.At,
 	}
-	switch {
-	case d.free() > 0 && d.waiting() == 0:
+	switch Admit(d.counts()) {
+	case AdmitSeat:
 		r.Status = Pending
 		d.act.Taken++
 		d.inserted[r.ID] = true
 		d.record(r, EventCreated, nil, c.Origin)
-	case d.act.Waitlist:
+	case AdmitWaitlist:
 		r.Status = Waitlisted
 		d.inserted[r.ID] = true
 		// The join order is the order of the waitlisted events: record
@@ -271,6 +272,11 @@ func (d *decision) signup(i int, c SignupCommand) {
 }
 
 func (d *decision) waiting() int { return d.act.Waiting }
+
+// counts returns the activity's counts as they stand, for Admit.
+func (d *decision) counts() Counts {
+	return Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Waiting: d.act.Waiting, Waitlist: d.act.Waitlist}
+}
 
 func (d *decision) changedOutcome(r *Registration) Outcome {
 	snapshot := *r
@@ -355,7 +361,8 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 			d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
 			return nil
 		}
-		if d.free() <= 0 || d.waiting() > 0 {
+		// A re-admission takes a seat or nothing: it never joins the line.
+		if Admit(d.counts()) != AdmitSeat {
 			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID)}
 			return nil
 		}

@@ -42,8 +42,8 @@ func (s *Service) ApplyBatches(ctx context.Context, in []CommandBatch) ([][]Outc
 
 // FullVerdict is one user's answer of a full check.
 type FullVerdict struct {
-	Full, Waitlist bool
-	Holder         string
+	Counts Counts
+	Holder string
 }
 
 // CheckFullBatches runs one flush of the full checks.
@@ -56,7 +56,7 @@ func (s *Service) CheckFullBatches(ctx context.Context, in []FullCheck) ([][]Ful
 	out := make([][]FullVerdict, len(res))
 	for i, r := range res {
 		for _, v := range r {
-			out[i] = append(out[i], FullVerdict{Full: v.full, Waitlist: v.waitlist, Holder: v.holder})
+			out[i] = append(out[i], FullVerdict{Counts: v.counts, Holder: v.holder})
 		}
 	}
 	return out, errs

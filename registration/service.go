@@ -252,9 +252,9 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 // is full for the user, in one read-only snapshot shared with the other
 // signups the gate shed meanwhile. It returns the refusal (activity_full,
 // or already_registered for a user who holds or waits for a place), a
-// failure, or nil when the signup must go on to the activity's queue: a
-// seat is free (the gate's holds were not all admissions in flight) or the
-// activity keeps a waiting list.
+// failure, or nil when the signup must go on to the activity's queue:
+// Admit, on the authority's counts, gives it a seat (the gate's holds were
+// not all admissions in flight) or a place on the waiting list.
 func (s *Service) confirmFull(ctx context.Context, activityID, userID string) error {
 	v, err := s.checks.Submit(ctx, activityID, userID)
 	switch {
@@ -264,7 +264,7 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string) er
 	case v.holder != "":
 		s.metrics.signups.WithLabelValues("already_registered").Inc()
 		return AlreadyRegistered(activityID, v.holder)
-	case v.full && !v.waitlist:
+	case Admit(v.counts) == AdmitFull:
 		s.metrics.signups.WithLabelValues("full_gate").Inc()
 		return ActivityFull(activityID)
 	}
@@ -272,10 +272,11 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string) er
 	return nil
 }
 
-// fullVerdict is one user's answer from a FullAnswer.
+// fullVerdict is one user's answer from a FullAnswer: the activity's
+// counts and the user's active registration, if any.
 type fullVerdict struct {
-	full, waitlist bool
-	holder         string
+	counts Counts
+	holder string
 }
 
 // checkFull is the flush of the full checks: one snapshot of the authority
@@ -298,7 +299,7 @@ func (s *Service) checkFullOnce(ctx context.Context, batches []*groupcommit.Batc
 		a := answers[i]
 		b.Results = make([]fullVerdict, len(b.Reqs))
 		for j, u := range b.Reqs {
-			b.Results[j] = fullVerdict{full: a.Full, waitlist: a.Waitlist, holder: a.Holders[u]}
+			b.Results[j] = fullVerdict{counts: a.Counts(), holder: a.Holders[u]}
 		}
 	}
 	return nil

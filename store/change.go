@@ -548,9 +548,10 @@ func (c *eventsOf) queue(b *pgx.Batch) {
 }
 
 // CheckFull answers each check from one snapshot of the authority (one
-// statement), without a lock: whether the activity's seats are all
-// taken, whether it keeps a waiting list, and which of the users hold an
-// active registration of it.
+// statement), without a lock: the activity's capacity, occupying and
+// waitlisted registrations and waiting-list setting (the caller applies
+// registration.Admit to them), and which of the users hold an active
+// registration of it.
 func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) ([]registration.FullAnswer, error) {
 	out := make([]registration.FullAnswer, len(checks))
 	index := make(map[int64][]int, len(checks))
@@ -586,19 +587,20 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 			WHERE r.status IN `+active+`)
 		SELECT a.id, a.capacity, a.waitlist,
 			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status IN `+occupying+`),
+			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
 			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}')
 		FROM activity a WHERE a.id = ANY($1)`, aids, pairAIDs, pairUsers)
 	if err != nil {
 		return nil, interpret(err)
 	}
-	var aid, taken int64
+	var aid, taken, waiting int64
 	var capacity int
 	var waitlist bool
 	var users, regs []string
-	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &taken, &users, &regs}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &taken, &waiting, &users, &regs}, func() error {
 		for _, i := range index[aid] {
-			out[i].Full, out[i].Waitlist = int(taken) >= capacity, waitlist
+			out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
 			for k, u := range users {
 				out[i].Holders[u] = regs[k]
 			}

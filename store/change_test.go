@@ -188,18 +188,29 @@ func TestCheckFullAnswersFromTheAuthority(t *testing.T) {
 	s := store.New(testenv.DB(t))
 	acts := createActivities(t, s, 2, 1)
 	ctx := context.Background()
-	holder := signupOf("holder")
-	_, err := s.Apply(ctx, []registration.CommandBatch{{ActivityID: acts[0], Commands: []registration.Command{holder}}}, time.Now())
+	lined, err := s.CreateActivity(ctx, newID("a"), registration.NewActivity{Title: "store lined", Capacity: 1, HoldSeconds: 900, Waitlist: true})
+	require.NoError(t, err)
+	holder, seated, waiter := signupOf("holder"), signupOf("seated"), signupOf("waiter")
+	_, err = s.Apply(ctx, []registration.CommandBatch{
+		{ActivityID: acts[0], Commands: []registration.Command{holder}},
+		{ActivityID: lined.ID, Commands: []registration.Command{seated, waiter}},
+	}, time.Now())
 	require.NoError(t, err)
 	ans, err := s.CheckFull(ctx, []registration.FullCheck{
 		{ActivityID: acts[0], UserIDs: []string{"holder", "other"}},
 		{ActivityID: acts[1], UserIDs: []string{"holder"}},
+		{ActivityID: lined.ID, UserIDs: []string{"waiter", "other"}},
 	})
 	require.NoError(t, err)
-	require.True(t, ans[0].Full)
+	require.Equal(t, registration.Counts{Capacity: 1, Taken: 1}, ans[0].Counts())
+	require.Equal(t, registration.AdmitFull, registration.Admit(ans[0].Counts()))
 	require.Equal(t, map[string]string{"holder": holder.RegistrationID}, ans[0].Holders)
-	require.False(t, ans[1].Full)
+	require.Equal(t, registration.Counts{Capacity: 1}, ans[1].Counts())
+	require.Equal(t, registration.AdmitSeat, registration.Admit(ans[1].Counts()))
 	require.Empty(t, ans[1].Holders)
+	require.Equal(t, registration.Counts{Capacity: 1, Taken: 1, Waiting: 1, Waitlist: true}, ans[2].Counts())
+	require.Equal(t, registration.AdmitWaitlist, registration.Admit(ans[2].Counts()))
+	require.Equal(t, map[string]string{"waiter": waiter.RegistrationID}, ans[2].Holders, "one who waits holds a place too")
 }
 
 func TestClaimDueHoldsSkipsRowsOthersHold(t *testing.T) {

@@ -1,0 +1,104 @@
+package capacity_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// gateCase is a display counter's fields.
+type gateCase struct {
+	capacity, taken, held, waiting int
+	waitlist                       bool
+}
+
+func (c gateCase) String() string {
+	return fmt.Sprintf("capacity %d, taken %d, held %d, waiting %d, waitlist %t", c.capacity, c.taken, c.held, c.waiting, c.waitlist)
+}
+
+// gateCases are the named cases (free seats 0, 1, several; taken + held
+// over capacity; someone waiting or not; capacity 0), each with the
+// waiting list on and off, and then every small combination.
+func gateCases() []gateCase {
+	var out []gateCase
+	for _, on := range []bool{false, true} {
+		out = append(out,
+			gateCase{capacity: 5, taken: 2, waitlist: on},             // several free
+			gateCase{capacity: 5, taken: 2, held: 2, waitlist: on},    // one free, counting holds
+			gateCase{capacity: 5, taken: 4, waitlist: on},             // one free
+			gateCase{capacity: 5, taken: 3, held: 2, waitlist: on},    // none free: holds fill it
+			gateCase{capacity: 5, taken: 5, waitlist: on},             // none free
+			gateCase{capacity: 5, taken: 4, held: 3, waitlist: on},    // taken + held over capacity
+			gateCase{capacity: 5, taken: 7, waitlist: on},             // taken over capacity (lowered)
+			gateCase{capacity: 5, taken: 2, waiting: 1, waitlist: on}, // free, but someone waits
+			gateCase{capacity: 5, taken: 5, waiting: 3, waitlist: on}, // full, and a line
+			gateCase{capacity: 0, waitlist: on},                       // capacity 0
+			gateCase{capacity: 0, waiting: 1, waitlist: on},
+		)
+	}
+	for seats := range 3 {
+		for taken := range 4 {
+			for held := range 3 {
+				for waiting := range 3 {
+					for _, on := range []bool{false, true} {
+						out = append(out, gateCase{seats, taken, held, waiting, on})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestTheGateAdmitsAsTheRule: the reserve script's Lua form of the
+// admission rule gives, on a counter's fields, the answer that
+// registration.Admit gives on the same counts (taken + held as Taken).
+func TestTheGateAdmitsAsTheRule(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	counter := capacity.New(capacity.Config{Redis: rdb, TTL: time.Minute})
+	ctx := context.Background()
+	base := fmt.Sprintf("a_admit_%d", time.Now().UnixNano()+seq.Add(1))
+	for i, c := range gateCases() {
+		id := fmt.Sprintf("%s_%d", base, i)
+		key := capacity.Key(id)
+		waitlist := "0"
+		if c.waitlist {
+			waitlist = "1"
+		}
+		require.NoError(t, rdb.HSet(ctx, key, "taken", c.taken, "held", c.held, "capacity", c.capacity,
+			"waiting", c.waiting, "waitlist", waitlist, "seq", 1, "version", 1, "gen", "g1").Err())
+		require.NoError(t, rdb.PExpire(ctx, key, time.Minute).Err())
+		t.Cleanup(func() { rdb.Del(context.Background(), key) })
+
+		want := registration.Admit(registration.Counts{Capacity: c.capacity, Taken: c.taken + c.held,
+			Waiting: c.waiting, Waitlist: c.waitlist})
+		hold, err := counter.Reserve(ctx, id)
+		var got registration.Admission
+		switch {
+		case err == nil:
+			got = registration.AdmitSeat
+			require.Equal(t, "g1", hold.Gen, c.String())
+		case errors.Is(err, registration.ErrGateWaitlist):
+			got = registration.AdmitWaitlist
+		case errors.Is(err, registration.ErrGateFull):
+			got = registration.AdmitFull
+		default:
+			t.Fatalf("%v: the gate answered %v", c, err)
+		}
+		require.Equal(t, want, got, "%v: registration.Admit says %v, the gate %v", c, want, got)
+		held := c.held
+		if got == registration.AdmitSeat {
+			held++
+		}
+		require.Equal(t, fmt.Sprint(held), bundle{rdb: rdb}.fields(t, id)["held"], "%v: a hold only for a seat", c)
+	}
+}

@@ -1,0 +1,72 @@
+package registration
+
+// Counts are what the admission rule looks at: an activity's seats and
+// waiting list, as the one who asks sees them.
+//
+// A request for several seats at once would add a field here (the seats
+// requested, zero meaning one) that Admit compares with the free seats;
+// today every signup asks for one seat.
+type Counts struct {
+	// Capacity is the activity's capacity.
+	Capacity int
+	// Taken is the seats taken: occupying registrations at the authority;
+	// for the display tier's gate, taken + held (seats held for signups in
+	// flight). It may exceed Capacity (a lowered capacity never evicts).
+	Taken int
+	// Waiting is the length of the waiting list.
+	Waiting int
+	// Waitlist is the activity's waiting-list setting.
+	Waitlist bool
+}
+
+// Admission is the admission rule's answer for one signup.
+type Admission int
+
+// The answers of Admit.
+const (
+	// AdmitSeat: the signup takes a seat.
+	AdmitSeat Admission = iota + 1
+	// AdmitWaitlist: the signup joins the end of the waiting list.
+	AdmitWaitlist
+	// AdmitFull: the signup is refused (activity_full).
+	AdmitFull
+)
+
+// String names the answer.
+func (a Admission) String() string {
+	switch a {
+	case AdmitSeat:
+		return "seat"
+	case AdmitWaitlist:
+		return "waitlist"
+	case AdmitFull:
+		return "full"
+	}
+	return "unknown"
+}
+
+// Admit is the one admission rule: whether a signup gets a seat, a place
+// in line or a refusal. A signup takes a seat only when one is free and
+// nobody waits (the line is served first); else it joins the waiting list
+// when the activity keeps one; else it is refused as full.
+//
+// Every admission decision follows it:
+//   - Decide, at the authority, for each signup (and for a late payment's
+//     re-admission, which takes a seat or nothing);
+//   - the Service's full check (confirmFull), on the counts of one
+//     read-only snapshot of the authority, before anyone is refused;
+//   - the display tier's gate, a Redis script that cannot call Go: its Lua
+//     form is written once, beside the reserve script in capacity's
+//     scripts.go, on the counter's fields (Taken = taken + held), and a
+//     test in the capacity package requires both forms to give the same
+//     answers. Change them together.
+func Admit(c Counts) Admission {
+	switch {
+	case c.Capacity-c.Taken >= 1 && c.Waiting == 0:
+		return AdmitSeat
+	case c.Waitlist:
+		return AdmitWaitlist
+	default:
+		return AdmitFull
+	}
+}
