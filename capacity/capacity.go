@@ -156,10 +156,11 @@ func New(cfg Config) *Counter {
 // Cluster slot.
 func Key(activityID string) string { return "seats:{" + activityID + "}" }
 
-// Reserve holds one seat of the activity for a signup in flight. It
-// implements registration.Gate: registration.ErrGateFull when every seat
-// is taken or held, registration.ErrGateWaitlist when the signup joins the
-// waiting list, ErrNoCounter when the activity has no counter (the
+// Reserve holds one seat of the activity for a signup in flight, deciding
+// by registration.Admit on the counter's taken + held (the Lua form of the
+// rule, in scripts.go). It implements registration.Gate:
+// registration.ErrGateFull when the rule refuses, registration.ErrGateWaitlist
+// when the signup joins the waiting list, ErrNoCounter when the activity has no counter (the
 // authority decides, and its commit builds the counter: see Committed),
 // and a wrapped Redis error when the display tier cannot answer.
 func (c *Counter) Reserve(ctx context.Context, activityID string) (registration.Hold, error) {
