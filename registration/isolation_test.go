@@ -59,8 +59,8 @@ func answerOf(o registration.Outcome, err error) answer {
 // commandMaker makes random commands of every kind against what it has
 // seen of the twins' registrations.
 type commandMaker struct {
-	rng   *rand.Rand
-	n     int
+	rng  *rand.Rand
+	n    int
 	regs map[string][]registration.Registration // per activity, as last answered
 }
 
