@@ -53,6 +53,10 @@ type Config struct {
 	UnknownTTL time.Duration
 	// MaxEntries bounds each of the two maps; default DefaultMaxEntries.
 	MaxEntries int
+	// LoadTimeout bounds one batched load, so that a read waiting for it
+	// answers near its request's deadline when the database is silent;
+	// default groupcommit's.
+	LoadTimeout time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Registerer receives the metrics; nil: none.
@@ -102,7 +106,7 @@ func New(cfg Config) *Cache {
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(c.reads)
 	}
-	c.lookups = groupcommit.New(groupcommit.PerKey(c.lookupAll), groupcommit.Options{MaxBatch: DefaultMaxBatch})
+	c.lookups = groupcommit.New(groupcommit.PerKey(c.lookupAll), groupcommit.Options{MaxBatch: DefaultMaxBatch, FlushTimeout: cfg.LoadTimeout})
 	return c
 }
 

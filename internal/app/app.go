@@ -189,6 +189,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	})
 	activities := activitycache.New(activitycache.Config{
 		Load: st.ActivityRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL, Registerer: reg,
+		LoadTimeout: opts.RequestTimeout,
 	})
 	regs := registration.NewService(registration.Config{
 		Store: st, Gate: gate,
