@@ -32,25 +32,8 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// Sources of a Seats reading.
-const (
-	SourceCache    = "cache"
-	SourceDatabase = "database"
-)
-
-// Seats is the live seat display of an activity.
-type Seats struct {
-	ActivityID string    `json:"activity_id"`
-	Capacity   int       `json:"capacity"`
-	Taken      int       `json:"taken"`
-	Remaining  int       `json:"remaining"`
-	Waiting    int       `json:"waiting"`
-	Source     string    `json:"source"`
-	AsOf       time.Time `json:"as_of"`
-}
-
-func newSeats(id string, capacity, taken, waiting int, source string, now time.Time) Seats {
-	return Seats{ActivityID: id, Capacity: capacity, Taken: taken, Remaining: max(0, capacity-taken),
+func newSeats(id string, capacity, taken, waiting int, source string, now time.Time) registration.Seats {
+	return registration.Seats{ActivityID: id, Capacity: capacity, Taken: taken, Remaining: max(0, capacity-taken),
 		Waiting: waiting, Source: source, AsOf: now.UTC().Truncate(time.Second)}
 }
 
@@ -254,46 +237,46 @@ func boolFlag(b bool) int {
 // the counter is warm (ok), which also shows that the activity exists; ok
 // is false when there is no counter or the display tier cannot answer. It
 // never queries the database.
-func (c *Counter) CachedSeats(ctx context.Context, activityID string) (Seats, bool) {
+func (c *Counter) CachedSeats(ctx context.Context, activityID string) (registration.Seats, bool) {
 	if c.usable() != nil {
-		return Seats{}, false
+		return registration.Seats{}, false
 	}
 	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting").Result()
 	if err != nil {
 		_ = c.redisError("read", err)
-		return Seats{}, false
+		return registration.Seats{}, false
 	}
 	c.recovered(ctx)
 	n, ok := parseInts(v)
 	if !ok {
-		return Seats{}, false
+		return registration.Seats{}, false
 	}
-	return newSeats(activityID, n[2], n[0]+n[1], n[3], SourceCache, c.now()), true
+	return newSeats(activityID, n[2], n[0]+n[1], n[3], registration.SourceCache, c.now()), true
 }
 
 // Seats returns the activity's seat display: from the counter while it is
 // warm (no database query), else from the authority, rebuilding the counter
 // on the way.
-func (c *Counter) Seats(ctx context.Context, activityID string) (Seats, error) {
+func (c *Counter) Seats(ctx context.Context, activityID string) (registration.Seats, error) {
 	if c.usable() == nil {
 		v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting").Result()
 		if err == nil {
 			c.recovered(ctx)
 			if n, ok := parseInts(v); ok {
-				return newSeats(activityID, n[2], n[0]+n[1], n[3], SourceCache, c.now()), nil
+				return newSeats(activityID, n[2], n[0]+n[1], n[3], registration.SourceCache, c.now()), nil
 			}
 			return c.rebuild(ctx, activityID)
 		}
 		_ = c.redisError("read", err)
 		if ctx.Err() != nil {
-			return Seats{}, capacityd.Unavailable(ctx.Err(), "the request ended before the seats were read")
+			return registration.Seats{}, capacityd.Unavailable(ctx.Err(), "the request ended before the seats were read")
 		}
 	}
 	st, err := c.authority.SeatState(ctx, activityID)
 	if err != nil {
-		return Seats{}, err
+		return registration.Seats{}, err
 	}
-	return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, SourceDatabase, c.now()), nil
+	return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, registration.SourceDatabase, c.now()), nil
 }
 
 // parseInts parses the fields of an HMGET, all integers; ok is false when
@@ -316,7 +299,7 @@ func parseInts(v []any) ([]int, bool) {
 
 // rebuild reads the activity at the authority and writes the counter if it
 // is still missing. One rebuild per activity runs at a time in this process.
-func (c *Counter) rebuild(ctx context.Context, activityID string) (Seats, error) {
+func (c *Counter) rebuild(ctx context.Context, activityID string) (registration.Seats, error) {
 	v, err, _ := c.rebuilds.Do(activityID, func() (any, error) {
 		st, err := c.authority.SeatState(ctx, activityID)
 		if err != nil {
@@ -328,12 +311,12 @@ func (c *Counter) rebuild(ctx context.Context, activityID string) (Seats, error)
 		if err != nil {
 			_ = c.redisError("rebuild", err)
 		}
-		return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, SourceDatabase, c.now()), nil
+		return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, registration.SourceDatabase, c.now()), nil
 	})
 	if err != nil {
-		return Seats{}, err
+		return registration.Seats{}, err
 	}
-	return v.(Seats), nil
+	return v.(registration.Seats), nil
 }
 
 // Ping checks that the display tier answers.

@@ -88,7 +88,7 @@ func (b bundle) fields(t *testing.T, id string) map[string]string {
 	return m
 }
 
-func (b bundle) seats(t *testing.T, id string) capacity.Seats {
+func (b bundle) seats(t *testing.T, id string) registration.Seats {
 	t.Helper()
 	s, err := b.counter.Seats(context.Background(), id)
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestACommitBuildsTheCounterThatHoldsUntilFull(t *testing.T) {
 	require.ErrorIs(t, err, registration.ErrGateFull, "taken 1 + held 2 of 3")
 	s := b.seats(t, id)
 	require.Equal(t, [4]int{3, 3, 0, 0}, [4]int{s.Capacity, s.Taken, s.Remaining, s.Waiting})
-	require.Equal(t, capacity.SourceCache, s.Source)
+	require.Equal(t, registration.SourceCache, s.Source)
 }
 
 func TestCommittedSetsTheAuthoritysCountsAndGivesHoldsBack(t *testing.T) {
@@ -245,7 +245,7 @@ func TestSeatsFallBackToTheAuthorityWithoutRedis(t *testing.T) {
 	id := b.activity(t, 4, true)
 	b.admit(t, id, "x")
 	s := b.seats(t, id)
-	require.Equal(t, capacity.SourceDatabase, s.Source)
+	require.Equal(t, registration.SourceDatabase, s.Source)
 	require.Equal(t, [3]int{4, 1, 3}, [3]int{s.Capacity, s.Taken, s.Remaining})
 	_, err := c.Reserve(context.Background(), id)
 	require.ErrorIs(t, err, capacity.ErrNoCache)
@@ -264,7 +264,7 @@ func TestCachedSeatsAnswersFromAWarmCounterOnly(t *testing.T) {
 	b.seats(t, id) // a seat read rebuilds it
 	s, ok := b.counter.CachedSeats(ctx, id)
 	require.True(t, ok)
-	require.Equal(t, capacity.SourceCache, s.Source)
+	require.Equal(t, registration.SourceCache, s.Source)
 	require.Equal(t, 1, s.Taken)
 	require.Equal(t, 9, s.Remaining)
 	_, ok = b.counter.CachedSeats(ctx, "a_00000000000000000000000000")

@@ -6,7 +6,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/physiciansnet/capacityd"
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -70,7 +69,7 @@ func (s *Server) getActivity(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(c, http.StatusOK, activityRead{Activity: a, Source: capacity.SourceDatabase})
+		return writeJSON(c, http.StatusOK, activityRead{Activity: a, Source: registration.SourceDatabase})
 	}
 	a, err := s.publicActivity(c, id)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/stream"
 )
 
@@ -95,7 +96,7 @@ func TestRedisClusterFailoverMidBurst(t *testing.T) {
 		for _, inst := range []*apptest.Instance{a, b} {
 			s, err := inst.Public().Seats(t.Context(), id)
 			require.NoError(t, err)
-			if s.Source != capacity.SourceCache || s.Taken != 150 {
+			if s.Source != registration.SourceCache || s.Taken != 150 {
 				return false
 			}
 		}

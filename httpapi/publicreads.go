@@ -5,7 +5,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -66,9 +65,9 @@ func (s *Server) requireActivity(c echo.Context, id string) error {
 }
 
 // cachedSeats reads the activity's seats from a warm display counter.
-func (s *Server) cachedSeats(c echo.Context, id string) (capacity.Seats, bool) {
+func (s *Server) cachedSeats(c echo.Context, id string) (registration.Seats, bool) {
 	if s.cfg.CachedSeats == nil {
-		return capacity.Seats{}, false
+		return registration.Seats{}, false
 	}
 	return s.cfg.CachedSeats(c.Request().Context(), id)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/internal/activitycache"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/registration"
@@ -29,10 +28,10 @@ import (
 type Config struct {
 	Registrations *registration.Service
 	// Seats reads an activity's live seat display.
-	Seats func(ctx context.Context, activityID string) (capacity.Seats, error)
+	Seats func(ctx context.Context, activityID string) (registration.Seats, error)
 	// CachedSeats reads it from a warm display counter only (ok false
 	// otherwise), without any database query; nil: never warm.
-	CachedSeats func(ctx context.Context, activityID string) (capacity.Seats, bool)
+	CachedSeats func(ctx context.Context, activityID string) (registration.Seats, bool)
 	Auth        *Authenticator
 	// PingPostgres and PingRedis back /readyz. PingRedis nil means no
 	// display tier is configured.

@@ -20,6 +20,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // sseEvent is one server-sent event, or a comment when Comment is set.
@@ -28,9 +29,9 @@ type sseEvent struct {
 	At                       time.Time
 }
 
-func (e sseEvent) seats(t *testing.T) capacity.Seats {
+func (e sseEvent) seats(t *testing.T) registration.Seats {
 	t.Helper()
-	var s capacity.Seats
+	var s registration.Seats
 	require.NoError(t, json.Unmarshal([]byte(e.Data), &s), "data %q", e.Data)
 	return s
 }
@@ -157,7 +158,7 @@ func TestSeatStreamSendsCurrentStateAtOnce(t *testing.T) {
 	ev := c.Next(t, time.Second)
 	require.NotEmpty(t, ev.ID)
 	s := ev.seats(t)
-	require.Equal(t, capacity.Seats{ActivityID: id, Capacity: 10, Taken: 1, Remaining: 9, Source: s.Source, AsOf: s.AsOf}, s)
+	require.Equal(t, registration.Seats{ActivityID: id, Capacity: 10, Taken: 1, Remaining: 9, Source: s.Source, AsOf: s.AsOf}, s)
 
 	// A client resuming with Last-Event-ID gets the current state at once.
 	inst.MustSignup(t, id, "u2")
@@ -391,7 +392,7 @@ func TestSeatStreamWithoutRedisStillServesAndRefreshes(t *testing.T) {
 	id := inst.CreateActivity(t, "no redis", 3)
 	c := openStream(t, inst.URL, id)
 	ev := c.Next(t, time.Second)
-	require.Equal(t, capacity.SourceDatabase, ev.seats(t).Source)
+	require.Equal(t, registration.SourceDatabase, ev.seats(t).Source)
 	inst.MustSignup(t, id, "u1")
 	c.NextTaken(t, 1, 2*time.Second)
 }
@@ -407,7 +408,7 @@ func TestSeatStreamFollowsRedisOutages(t *testing.T) {
 	rs.Kill()
 	inst.MustSignup(t, id, "u1")
 	ev := c.NextTaken(t, 1, 3*time.Second)
-	require.Equal(t, capacity.SourceDatabase, ev.seats(t).Source)
+	require.Equal(t, registration.SourceDatabase, ev.seats(t).Source)
 
 	rs.Start(t)
 	require.Eventually(t, inst.App.Changes.Healthy, 10*time.Second, 20*time.Millisecond)
@@ -416,7 +417,7 @@ func TestSeatStreamFollowsRedisOutages(t *testing.T) {
 	require.Eventually(t, func() bool {
 		s, err := inst.Public().Seats(t.Context(), id)
 		require.NoError(t, err)
-		return s.Source == capacity.SourceCache
+		return s.Source == registration.SourceCache
 	}, 10*time.Second, 50*time.Millisecond)
 	inst.MustSignup(t, id, "u2")
 	c.NextTaken(t, 2, 2*time.Second)

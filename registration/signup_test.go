@@ -17,6 +17,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // authorityTaken counts the occupying registrations of an activity straight
@@ -76,7 +77,7 @@ func TestSignupsWithoutRedisAreExact(t *testing.T) {
 	require.Equal(t, 50, authorityTaken(t, inst, id))
 	seats, err := inst.Public().Seats(t.Context(), id)
 	require.NoError(t, err)
-	require.Equal(t, capacity.SourceDatabase, seats.Source)
+	require.Equal(t, registration.SourceDatabase, seats.Source)
 	require.Equal(t, 0, seats.Remaining)
 }
 
@@ -98,7 +99,7 @@ func TestWarmSeatReadsRunNoDatabaseQuery(t *testing.T) {
 		wg.Go(func() {
 			s, err := public.Seats(t.Context(), id)
 			require.NoError(t, err)
-			require.Equal(t, capacity.SourceCache, s.Source)
+			require.Equal(t, registration.SourceCache, s.Source)
 			require.Equal(t, 10, s.Taken)
 			require.Equal(t, 20, s.Remaining)
 		})

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/physiciansnet/capacityd"
-	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // Hub defaults.
@@ -26,7 +26,7 @@ const (
 
 // SeatsFunc reads the current seat display of an activity, as
 // capacity.Counter.Seats does.
-type SeatsFunc func(ctx context.Context, activityID string) (capacity.Seats, error)
+type SeatsFunc func(ctx context.Context, activityID string) (registration.Seats, error)
 
 // HubConfig configures a Hub.
 type HubConfig struct {
@@ -79,7 +79,7 @@ type topic struct {
 	subs map[*Subscriber]struct{}
 	// lastSeats are the seats of the last event sent (valid when sent):
 	// a read with the same numbers sends nothing.
-	lastSeats capacity.Seats
+	lastSeats registration.Seats
 	sent      bool
 }
 
@@ -240,7 +240,7 @@ func (h *Hub) runTopic(t *topic, changed <-chan struct{}, unwatch func()) {
 // blocking: a subscriber whose buffer is full is dropped. Nothing is sent
 // when the numbers are those last sent (a re-read on a timer, or a change
 // that left them as they were); it reports whether an event went out.
-func (h *Hub) broadcast(t *topic, seats capacity.Seats) bool {
+func (h *Hub) broadcast(t *topic, seats registration.Seats) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if t.sent && sameNumbers(t.lastSeats, seats) {
@@ -260,12 +260,12 @@ func (h *Hub) broadcast(t *topic, seats capacity.Seats) bool {
 	return true
 }
 
-func sameNumbers(a, b capacity.Seats) bool {
+func sameNumbers(a, b registration.Seats) bool {
 	return a.Capacity == b.Capacity && a.Taken == b.Taken && a.Waiting == b.Waiting && a.Source == b.Source
 }
 
 // encode returns seats as one server-sent event with a fresh id.
-func (h *Hub) encode(seats capacity.Seats) []byte {
+func (h *Hub) encode(seats registration.Seats) []byte {
 	data, _ := json.Marshal(seats)
 	b := make([]byte, 0, len(data)+48)
 	b = append(b, "event: seats\nid: "...)

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd"
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/stream"
 )
 
@@ -26,13 +26,13 @@ type fakeSeats struct {
 	reads atomic.Int64
 }
 
-func (f *fakeSeats) read(_ context.Context, id string) (capacity.Seats, error) {
+func (f *fakeSeats) read(_ context.Context, id string) (registration.Seats, error) {
 	f.reads.Add(1)
 	if strings.HasPrefix(id, "missing") {
-		return capacity.Seats{}, capacityd.Errorf(capacityd.ENotFound, "activity %s not found", id)
+		return registration.Seats{}, capacityd.Errorf(capacityd.ENotFound, "activity %s not found", id)
 	}
 	t := int(f.taken.Load())
-	return capacity.Seats{ActivityID: id, Capacity: 1000, Taken: t, Remaining: 1000 - t, Source: "cache"}, nil
+	return registration.Seats{ActivityID: id, Capacity: 1000, Taken: t, Remaining: 1000 - t, Source: "cache"}, nil
 }
 
 type hubBundle struct {
@@ -72,12 +72,12 @@ func publish(t *testing.T, rdb redis.UniversalClient, id string) {
 }
 
 // eventSeats decodes the data of one encoded event.
-func eventSeats(t *testing.T, ev []byte) capacity.Seats {
+func eventSeats(t *testing.T, ev []byte) registration.Seats {
 	t.Helper()
 	_, data, ok := bytes.Cut(ev, []byte("\ndata: "))
 	require.True(t, ok, "event %q has data", ev)
 	require.True(t, bytes.HasSuffix(data, []byte("\n\n")), "event %q ends with a blank line", ev)
-	var s capacity.Seats
+	var s registration.Seats
 	require.NoError(t, json.Unmarshal(bytes.TrimSpace(data), &s))
 	return s
 }
@@ -127,7 +127,7 @@ func TestHubCoalescesBurstsAndEndsExact(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 
-	var events []capacity.Seats
+	var events []registration.Seats
 	var times []time.Time
 	stop := make(chan struct{})
 	collected := make(chan struct{})
