@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
-	"golang.org/x/sync/errgroup"
 )
 
 // readClients is the concurrency of the read and views scenarios.

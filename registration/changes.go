@@ -1,0 +1,178 @@
+package registration
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/groupcommit"
+)
+
+// submit queues a command on its activity and waits for its outcome. A
+// signup's display hold is given back if the command never reaches a
+// transaction.
+func (s *Service) submit(ctx context.Context, activityID string, c Command) (Outcome, error) {
+	if !storable(activityID) {
+		return Outcome{}, ActivityNotFound(activityID)
+	}
+	out, err := s.queue.Submit(ctx, activityID, c)
+	if errors.Is(err, groupcommit.ErrClosed) || errors.Is(err, groupcommit.ErrWithdrawn) {
+		// Never flushed: its hold goes back here.
+		if sc, ok := c.(SignupCommand); ok && sc.Hold.Held() {
+			s.notify(context.WithoutCancel(ctx), []Commit{{ActivityID: activityID, Failed: true, Holds: []Hold{sc.Hold}}})
+		}
+	}
+	return out, unavailableIfNotFlushed(err)
+}
+
+// unavailableIfNotFlushed turns the errors of a request that no flush took
+// (the service closing, or the request's deadline passing while it waited
+// in its queue) into unavailable: nothing was written.
+func unavailableIfNotFlushed(err error) error {
+	switch {
+	case errors.Is(err, groupcommit.ErrClosed):
+		return capacityd.Unavailable(err, "the service is shutting down")
+	case errors.Is(err, groupcommit.ErrWithdrawn):
+		return capacityd.Unavailable(err, "the request's deadline passed while it waited in its queue; nothing was written")
+	}
+	return err
+}
+
+// apply is the flush of the change queue: one transaction for the queued
+// commands of many activities, then the observers, then the answers. A
+// transaction that fails on one command's data is run again without it
+// (groupcommit.Isolate): only that command is answered with the error.
+func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string, Command, Outcome]) error {
+	var commits []Commit
+	err := groupcommit.Isolate(func(ctx context.Context, part []*groupcommit.Batch[string, Command, Outcome]) error {
+		in := make([]CommandBatch, len(part))
+		for i, b := range part {
+			in[i] = CommandBatch{ActivityID: b.Key, Commands: b.Reqs}
+		}
+		applied, err := s.transact(ctx, in)
+		if err != nil {
+			return err
+		}
+		for i, b := range part {
+			if applied[i].Err != nil {
+				b.Err = applied[i].Err
+				continue
+			}
+			p := applied[i].Plan
+			b.Results = p.Outcomes
+			commits = append(commits, Commit{ActivityID: b.Key, Holds: holdsOf(b.Reqs),
+				Events: p.Events, ActivityChanged: p.ActivityChanged,
+				State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist,
+					Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt}})
+			s.metrics.count(p.Events)
+		}
+		return nil
+	}, commandsAtFault)(ctx, batches)
+	// The holds of the commands that failed go back; those of the
+	// committed ones went with their commits.
+	for _, b := range batches {
+		var failed []Command
+		for j, c := range b.Reqs {
+			if err != nil || b.Err != nil || (b.Errs != nil && b.Errs[j] != nil) {
+				failed = append(failed, c)
+			}
+		}
+		if hs := holdsOf(failed); len(hs) > 0 {
+			commits = append(commits, Commit{ActivityID: b.Key, Failed: true, Holds: hs})
+		}
+	}
+	s.notify(ctx, commits)
+	return err
+}
+
+// commandsAtFault reports whether a change transaction's failure may be the
+// fault of its commands' data (a value the database refuses, or a rule
+// broken): such a transaction is run again without the command at fault.
+// An unavailable database is nobody's fault.
+func commandsAtFault(err error) bool {
+	return !capacityd.IsCode(err, capacityd.EUnavailable)
+}
+
+// transact runs one change transaction and counts it.
+func (s *Service) transact(ctx context.Context, in []CommandBatch) ([]Applied, error) {
+	start := time.Now()
+	n := 0
+	for _, b := range in {
+		n += len(b.Commands)
+	}
+	applied, err := s.store.Apply(ctx, in, s.now())
+	s.metrics.batchSize.Observe(float64(n))
+	s.metrics.batchActivities.Observe(float64(len(in)))
+	s.metrics.batchSeconds.Observe(time.Since(start).Seconds())
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.metrics.transactions.WithLabelValues(result).Inc()
+	return applied, err
+}
+
+func holdsOf(cmds []Command) []Hold {
+	var hs []Hold
+	for _, c := range cmds {
+		if sc, ok := c.(SignupCommand); ok && sc.Hold.Held() {
+			hs = append(hs, sc.Hold)
+		}
+	}
+	return hs
+}
+
+// notify tells every observer about commits, in order.
+func (s *Service) notify(ctx context.Context, commits []Commit) {
+	for _, o := range s.observers {
+		o.Committed(ctx, commits)
+	}
+}
+
+// changeOf submits a command that names an existing registration and
+// returns the registration after it.
+func (s *Service) changeOf(ctx context.Context, r Registration, c Command) (Registration, error) {
+	out, err := s.submit(ctx, r.ActivityID, c)
+	if err != nil {
+		return Registration{}, err
+	}
+	if out.Err != nil {
+		return Registration{}, out.Err
+	}
+	return *out.Registration, nil
+}
+
+// Cancel cancels a registration its owner or an admin may see: it frees
+// the seat, or the place on the waiting list, and the first in line takes
+// a freed seat in the same transaction. Cancelling a cancelled or expired
+// registration returns it unchanged and frees nothing.
+func (s *Service) Cancel(ctx context.Context, id string, c Caller) (Registration, error) {
+	if err := validateCaller(c); err != nil {
+		return Registration{}, err
+	}
+	r, err := s.GetRegistration(ctx, id, c)
+	if err != nil || !r.Status.Active() {
+		return r, err
+	}
+	return s.changeOf(ctx, r, CancelCommand{Origin: c.origin(), RegistrationID: id, Caller: c})
+}
+
+// SetStatus moves a registration to awaiting_payment or approved; see
+// Decide for the transitions allowed.
+func (s *Service) SetStatus(ctx context.Context, id string, to Status, c Caller) (Registration, error) {
+	if !to.Valid() {
+		return Registration{}, capacityd.Errorf(capacityd.EInvalid, `status must be "awaiting_payment" or "approved"`)
+	}
+	if err := validateCaller(c); err != nil {
+		return Registration{}, err
+	}
+	r, err := s.lookup(ctx, id)
+	if err != nil {
+		return Registration{}, err
+	}
+	if to != AwaitingPayment && to != Approved {
+		return Registration{}, InvalidTransition(r, to)
+	}
+	return s.changeOf(ctx, r, StatusCommand{Origin: c.origin(), RegistrationID: id, To: to})
+}

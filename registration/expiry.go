@@ -1,0 +1,76 @@
+package registration
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/physiciansnet/capacityd/internal/loop"
+)
+
+// expiryBatch is how many due holds one claim takes.
+const expiryBatch = 500
+
+// ExpireDue expires the awaiting_payment holds that are past due: it
+// claims them in batches, then applies them as commands on their
+// activities' queues, where the first in line takes each freed seat. It
+// returns how many it expired.
+func (s *Service) ExpireDue(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		due, err := s.store.ClaimDueHolds(ctx, s.now(), expiryBatch)
+		if err != nil || len(due) == 0 {
+			return total, err
+		}
+		n, err := s.expire(ctx, due)
+		total += n
+		s.metrics.expired.Add(float64(n))
+		if err != nil || len(due) < expiryBatch || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// expire submits one expiry per due hold, all at once, and counts those
+// that expired (another instance may have been first).
+func (s *Service) expire(ctx context.Context, due []DueHold) (int, error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	n := 0
+	origin := Origin{Actor: ActorSystem}
+	for _, d := range due {
+		wg.Go(func() {
+			out, err := s.submit(ctx, d.ActivityID, ExpireCommand{Origin: origin, RegistrationID: d.RegistrationID})
+			mu.Lock()
+			defer mu.Unlock()
+			if err = cmp.Or(err, out.Err); err != nil {
+				errs = append(errs, err)
+			} else if out.Changed {
+				n++
+			}
+		})
+	}
+	wg.Wait()
+	return n, errors.Join(errs...)
+}
+
+// RunExpiry calls ExpireDue every interval until ctx ends. Every instance
+// runs it.
+func (s *Service) RunExpiry(ctx context.Context, every time.Duration) {
+	loop.Every(ctx, every, s.log, "expire holds", func(ctx context.Context) error {
+		_, err := s.ExpireDue(ctx)
+		return err
+	})
+}
+
+// RunOutcomePurge deletes idempotency records older than 24 hours (plus a
+// margin) every interval until ctx ends.
+func (s *Service) RunOutcomePurge(ctx context.Context, every time.Duration) {
+	loop.Every(ctx, every, s.log, "purge idempotency keys", func(ctx context.Context) error {
+		_, err := s.store.PurgeOutcomes(ctx, s.now().Add(-25*time.Hour))
+		return err
+	})
+}

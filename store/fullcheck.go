@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/physiciansnet/capacityd/registration"
+)
+
+// CheckFull answers each check from one snapshot of the authority (one
+// statement), without a lock: the activity's capacity, occupying and
+// waitlisted registrations and waiting-list setting (the caller applies
+// registration.Admit to them), and which of the users hold an active
+// registration of it.
+func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) ([]registration.FullAnswer, error) {
+	out := make([]registration.FullAnswer, len(checks))
+	index := make(map[int64][]int, len(checks))
+	var aids, pairAIDs []int64
+	var pairUsers []string
+	public := make([]string, len(checks))
+	for i, c := range checks {
+		public[i] = c.ActivityID
+	}
+	ids, err := s.activityIDs(ctx, public)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range checks {
+		aid, ok := ids[c.ActivityID]
+		if !ok {
+			return nil, registration.ActivityNotFound(c.ActivityID)
+		}
+		if _, ok := index[aid]; !ok {
+			aids = append(aids, aid)
+		}
+		index[aid] = append(index[aid], i)
+		out[i].Holders = make(map[string]string)
+		for _, u := range c.UserIDs {
+			pairAIDs, pairUsers = append(pairAIDs, aid), append(pairUsers, u)
+		}
+	}
+	rows, err := s.db.Query(ctx, `
+		WITH h AS (
+			SELECT r.activity_id, r.user_id, r.public_id
+			FROM unnest($2::bigint[], $3::text[]) AS k(aid, uid)
+			JOIN registration r ON r.activity_id = k.aid AND r.user_id = k.uid
+			WHERE r.status IN `+active+`)
+		SELECT a.id, a.capacity, a.waitlist,
+			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status IN `+occupying+`),
+			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
+			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
+			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}')
+		FROM activity a WHERE a.id = ANY($1)`, aids, pairAIDs, pairUsers)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	var aid, taken, waiting int64
+	var capacity int
+	var waitlist bool
+	var users, regs []string
+	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &taken, &waiting, &users, &regs}, func() error {
+		for _, i := range index[aid] {
+			out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
+			for k, u := range users {
+				out[i].Holders[u] = regs[k]
+			}
+		}
+		return nil
+	})
+	return out, interpret(err)
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// txn is a transaction sent in pipelined batches: its first batch begins
+// it (and learns its id), its last commits it, so that neither BEGIN nor
+// COMMIT costs a round trip of its own.
+type txn struct {
+	conn       *pgx.Conn
+	xid        int64
+	committing bool
+}
+
+// begin queues BEGIN, the transaction's own timeouts (behind a pooler the
+// session's may be missing) and the query of its id, first in b.
+func (t *txn) begin(b *pgx.Batch, timeouts []string) {
+	b.Queue("BEGIN")
+	for _, q := range timeouts {
+		b.Queue(q)
+	}
+	b.Queue(currentXactSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid) })
+}
+
+// commit queues COMMIT last in b and sends b.
+func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
+	b.Queue("COMMIT")
+	t.committing = true
+	return t.conn.SendBatch(ctx, b).Close()
+}
+
+// pipelined runs f on a connection of the pool for one txn. If f fails
+// with the transaction still open, it is rolled back; a connection left in
+// an unknown state is closed rather than returned to the pool. If the
+// connection failed while the COMMIT was on its way, the transaction's
+// outcome is asked for on another connection (commitOutcome): a commit
+// that happened is a success, so that an error always means that nothing
+// was written (unless PostgreSQL cannot even be asked).
+func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return interpret(err)
+	}
+	defer pc.Release()
+	t := &txn{conn: pc.Conn()}
+	pid := t.conn.PgConn().PID()
+	err = f(t)
+	if err == nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if t.conn.PgConn().TxStatus() != 'I' {
+		if _, rerr := t.conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			_ = t.conn.Close(rctx)
+		}
+	}
+	if t.committing && t.xid != 0 && inDoubt(err) {
+		if committed, known := s.commitOutcome(ctx, t.xid, pid); known && committed {
+			return nil
+		}
+	}
+	return interpret(err)
+}
+
+// genericPlans makes every prepared statement after it in its transaction
+// (an explicit one, or the implicit one of a pipelined batch) run with its
+// generic plan, planned once per connection. PostgreSQL's default plans a
+// statement again at each execution until its generic plan looks no
+// dearer, and a statement over a list of ids never does (its custom plan
+// knows the list's length): planning cost more than running these. Only
+// statements whose generic plan is tested (plan_test.go) run under it.
+const genericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// readGeneric sends the reads queue adds in one round trip, with their
+// generic plans (genericPlans), in the batch's implicit transaction.
+func (s *Store) readGeneric(ctx context.Context, queue func(b *pgx.Batch)) error {
+	b := &pgx.Batch{}
+	b.Queue(genericPlans)
+	queue(b)
+	return interpret(s.db.SendBatch(ctx, b).Close())
+}
