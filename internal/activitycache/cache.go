@@ -38,6 +38,15 @@ const (
 	DefaultMaxEntries = 50_000
 	// DefaultMaxBatch caps the ids one lookup statement takes.
 	DefaultMaxBatch = 5000
+	// A crowd of lookups gathers: after a statement that took at least
+	// gatherAt ids, the next waits until as many more have queued, or for
+	// gatherFor. A crowd of reads of ids the instance does not know (ids
+	// that name nothing, sent to make the database work) then costs a
+	// statement per gatherFor, however it trickles in; the few lookups of
+	// quiet times (an activity's settings reloaded after their TTL) never
+	// wait.
+	gatherAt  = 8
+	gatherFor = 100 * time.Millisecond
 )
 
 // Loader reads the activities among ids that exist (their settings; seat
@@ -106,7 +115,9 @@ func New(cfg Config) *Cache {
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(c.reads)
 	}
-	c.lookups = groupcommit.New(groupcommit.PerKey(c.lookupAll), groupcommit.Options{MaxBatch: DefaultMaxBatch, FlushTimeout: cfg.LoadTimeout})
+	c.lookups = groupcommit.New(groupcommit.PerKey(c.lookupAll), groupcommit.Options{
+		MaxBatch: DefaultMaxBatch, FlushTimeout: cfg.LoadTimeout, GatherAt: gatherAt, GatherFor: gatherFor,
+	})
 	return c
 }
 
