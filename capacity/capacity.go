@@ -111,10 +111,14 @@ type Counter struct {
 	active   map[string]time.Time // activity id → last change seen here
 }
 
+// DefaultTTL is the lifetime of a display counter before it is rebuilt
+// from the authority (SEAT_CACHE_TTL).
+const DefaultTTL = 60 * time.Second
+
 // New returns a Counter.
 func New(cfg Config) *Counter {
 	if cfg.TTL <= 0 {
-		cfg.TTL = 60 * time.Second
+		cfg.TTL = DefaultTTL
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -100,10 +100,14 @@ type Server struct {
 	waters *waterLimit
 }
 
+// DefaultRequestTimeout is the deadline of every request but streams
+// (REQUEST_TIMEOUT).
+const DefaultRequestTimeout = 10 * time.Second
+
 // New returns a Server with every route registered.
 func New(cfg Config) *Server {
 	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 10 * time.Second
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -22,6 +22,8 @@ const (
 	DefaultMaxTransactions = 1
 	DefaultGatherAt        = 64
 	DefaultGatherFor       = 50 * time.Millisecond
+	// DefaultChangeTimeout bounds one change transaction (Config.ChangeTimeout).
+	DefaultChangeTimeout = 10 * time.Second
 )
 
 // Config configures a Service.
@@ -106,7 +108,7 @@ func NewService(cfg Config) *Service {
 		MaxBatch:     cmp.Or(cfg.MaxBatch, DefaultMaxBatch),
 		MaxKeys:      cmp.Or(cfg.MaxActivities, DefaultMaxActivities),
 		MaxFlushes:   cmp.Or(cfg.MaxTransactions, DefaultMaxTransactions),
-		FlushTimeout: cmp.Or(cfg.ChangeTimeout, 10*time.Second),
+		FlushTimeout: cmp.Or(cfg.ChangeTimeout, DefaultChangeTimeout),
 		GatherAt:     cmp.Or(cfg.GatherAt, DefaultGatherAt),
 		GatherFor:    max(cmp.Or(cfg.GatherFor, DefaultGatherFor), 0),
 		GatherEnded:  s.metrics.gatherEnded,

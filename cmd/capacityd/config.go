@@ -14,8 +14,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/note"
+	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/webhook"
 )
 
@@ -191,7 +193,7 @@ var serveSettings = []setting{
 		c.JWTAudience = v
 		return nil
 	}},
-	durationSetting("SEAT_CACHE_TTL", "60s", "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
+	durationSetting("SEAT_CACHE_TTL", defaultDuration(capacity.DefaultTTL), "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
 	durationSetting("SHUTDOWN_TIMEOUT", "15s", "how long SIGTERM waits for in-flight work", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
 	{"LOG_LEVEL", "info", "least severe log level written: debug, info, warn or error", func(c *config, v string) error {
 		l, err := parseLogLevel(v)
@@ -212,14 +214,14 @@ var serveSettings = []setting{
 	}},
 	boolSetting("MIGRATE_ON_START", "true", "apply pending migrations before serving (false: run capacityd migrate as its own step)", func(c *config) *bool { return &c.MigrateOnStart }),
 	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
-	durationSetting("REQUEST_TIMEOUT", "10s", "deadline of every request but streams; also bounds one change transaction (a change still queued at its deadline is withdrawn: 503, nothing written)", func(c *config) *time.Duration { return &c.RequestTimeout }),
+	durationSetting("REQUEST_TIMEOUT", defaultDuration(httpapi.DefaultRequestTimeout), "deadline of every request but streams; also bounds one change transaction (a change still queued at its deadline is withdrawn: 503, nothing written)", func(c *config) *time.Duration { return &c.RequestTimeout }),
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
-	intSetting("ADMISSION_MAX_BATCH", "1000", "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
-	intSetting("ADMISSION_MAX_ACTIVITIES", "256", "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.AdmissionMaxActs }),
-	intSetting("ADMISSION_MAX_TRANSACTIONS", "1", "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.AdmissionMaxTx }),
-	intSetting("ADMISSION_GATHER_AT", "64", "a change transaction that took at least this many commands of one activity makes the activity's next one gather (see ADMISSION_GATHER)", 1, 100000, func(c *config) *int { return &c.AdmissionGatherAt }),
-	{"ADMISSION_GATHER", "50ms", "longest a crowded activity's next change transaction waits for as many commands as its last one took (0s: never waits)", func(c *config, v string) error {
+	intSetting("ADMISSION_MAX_BATCH", strconv.Itoa(registration.DefaultMaxBatch), "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
+	intSetting("ADMISSION_MAX_ACTIVITIES", strconv.Itoa(registration.DefaultMaxActivities), "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.AdmissionMaxActs }),
+	intSetting("ADMISSION_MAX_TRANSACTIONS", strconv.Itoa(registration.DefaultMaxTransactions), "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.AdmissionMaxTx }),
+	intSetting("ADMISSION_GATHER_AT", strconv.Itoa(registration.DefaultGatherAt), "a change transaction that took at least this many commands of one activity makes the activity's next one gather (see ADMISSION_GATHER)", 1, 100000, func(c *config) *int { return &c.AdmissionGatherAt }),
+	{"ADMISSION_GATHER", defaultDuration(registration.DefaultGatherFor), "longest a crowded activity's next change transaction waits for as many commands as its last one took (0s: never waits)", func(c *config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > time.Second {
 			return fmt.Errorf("want a duration from 0s to 1s such as 50ms, got %q", v)
@@ -445,4 +447,14 @@ func settingsNamed(names ...string) []setting {
 		}
 	}
 	return out
+}
+
+// defaultDuration writes a package's default duration as the settings
+// table shows it: whole seconds as "60s", anything else as Go writes it
+// ("50ms").
+func defaultDuration(d time.Duration) string {
+	if d >= time.Second && d%time.Second == 0 {
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	}
+	return d.String()
 }
