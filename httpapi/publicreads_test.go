@@ -23,7 +23,10 @@ import (
 
 func TestPublicActivityReadComesFromTheDisplayAndAnAdminsFromTheAuthority(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: time.Hour}})
+	// The instance's background work (expiry, reconciliation, webhook
+	// polls) is put off, so that its statements are the reads' alone.
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: time.Hour,
+		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour}})
 	id := inst.CreateActivity(t, "display", 10)
 	inst.MustSignup(t, id, "u1")
 	inst.MustSignup(t, id, "u2") // the commits build the display counter
