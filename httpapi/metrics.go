@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"net"
 	"net/http"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -23,4 +25,22 @@ func (s *Server) MetricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// onlyLocal serves h on the API's listener only to a client on this
+// machine that connects straight to it: a loopback peer, with no header a
+// proxy adds. The operator's own curl and a scraper on the host get the
+// metrics there as well as on their own listener; anyone else, proxies'
+// clients included, gets 404 as for a route that does not exist.
+func onlyLocal(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		ip := net.ParseIP(host)
+		if err != nil || ip == nil || !ip.IsLoopback() ||
+			r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != "" {
+			return echo.ErrNotFound
+		}
+		return h(c)
+	}
 }

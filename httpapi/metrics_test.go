@@ -36,13 +36,26 @@ func TestMetricsHaveNoCORSHeaders(t *testing.T) {
 }
 
 // TestMetricsElsewhereLeavesThemOffTheAPI: with MetricsElsewhere the API
-// answers /metrics with 404, and MetricsHandler serves them, without CORS
-// headers, and nothing else.
+// answers /metrics with 404 to every client but one on this machine that
+// comes straight (no proxy's header), and MetricsHandler serves them,
+// without CORS headers, and nothing else.
 func TestMetricsElsewhereLeavesThemOffTheAPI(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{MetricsElsewhere: true}})
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip"} {
+		r := inst.MustDo(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example", h, "for=203.0.113.7")
+		requireErrorShape(t, r, http.StatusNotFound, "not_found")
+	}
 	r := inst.MustDo(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example")
-	requireErrorShape(t, r, http.StatusNotFound, "not_found")
+	require.Equal(t, http.StatusOK, r.Status, "a client on this machine, straight to the listener")
+	require.Contains(t, string(r.Body), "capacityd_http_requests_total{")
+	requireNoCORS(t, r.Header)
+	// Not from this machine: the handler as a remote peer reaches it.
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.RemoteAddr = "203.0.113.7:40000"
+	w := httptest.NewRecorder()
+	inst.App.Server.Handler().ServeHTTP(w, req)
+	require.Equal(t, http.StatusNotFound, w.Code)
 
 	srv := httptest.NewServer(inst.App.Server.MetricsHandler())
 	defer srv.Close()

@@ -39,8 +39,10 @@ type Config struct {
 	PingRedis    func(context.Context) error
 	// Registry receives the HTTP metrics and is served on /metrics.
 	Registry *prometheus.Registry
-	// MetricsElsewhere leaves /metrics out of the API's routes (404
-	// there): it is served on a listener of its own (see MetricsHandler).
+	// MetricsElsewhere keeps /metrics off the API's listener for anyone
+	// but a client on this machine that comes straight, not through a
+	// proxy (404 to all others): it is served on a listener of its own
+	// (see MetricsHandler).
 	MetricsElsewhere bool
 	// RequestTimeout bounds every request but streams. Default 10s.
 	RequestTimeout time.Duration
@@ -137,9 +139,11 @@ func New(cfg Config) *Server {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	if !cfg.MetricsElsewhere {
-		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+	metrics := echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	if cfg.MetricsElsewhere {
+		metrics = onlyLocal(metrics)
 	}
+	e.GET("/metrics", metrics)
 
 	v1 := e.Group("/v1")
 	user := s.authenticate

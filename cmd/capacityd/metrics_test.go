@@ -44,9 +44,9 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	p := apptest.StartProcess(t, testenv.NewDatabase(t), testenv.RedisURL(), "METRICS_ADDR="+metricsAddr)
 
-	r, err := apptest.Do(http.MethodGet, p.URL+"/metrics", "", nil, "Origin", "https://elsewhere.example")
+	r, err := apptest.Do(http.MethodGet, p.URL+"/metrics", "", nil, "Origin", "https://elsewhere.example", "X-Forwarded-For", "203.0.113.7")
 	require.NoError(t, err)
-	require.Equal(t, http.StatusNotFound, r.Status, "no /metrics on the API's listener: %s", r.Body)
+	require.Equal(t, http.StatusNotFound, r.Status, "no /metrics on the API's listener through a proxy: %s", r.Body)
 	require.Equal(t, "not_found", r.ErrorCode())
 
 	get := func(path string) (*http.Response, string) {
