@@ -87,11 +87,17 @@ func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string
 }
 
 // commandsAtFault reports whether a change transaction's failure may be the
-// fault of its commands' data (a value the database refuses, or a rule
-// broken): such a transaction is run again without the command at fault.
-// An unavailable database is nobody's fault.
+// fault of one of its commands' data (a value the database refuses, or an
+// unexpected error): such a transaction is run again without the command
+// at fault. An unavailable database is nobody's fault, and an answer such
+// as not_found (an activity that does not exist) is every command's of the
+// batch alike: neither is split.
 func commandsAtFault(err error) bool {
-	return !capacityd.IsCode(err, capacityd.EUnavailable)
+	switch capacityd.ErrorCode(err) {
+	case capacityd.EInvalid, capacityd.EInternal:
+		return true
+	}
+	return false
 }
 
 // transact runs one change transaction and counts it.

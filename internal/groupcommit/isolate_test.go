@@ -183,3 +183,19 @@ func TestIsolateSplitsAKeysFailedBatch(t *testing.T) {
 	require.Equal(t, []int{30, 0, 40, 50}, bad.Results)
 	require.Equal(t, []error{nil, errPoison, nil, nil}, bad.Errs)
 }
+
+// An error blame does not claim for a key's batch (a refusal shared by all
+// its requests) is not split: the batch is flushed once.
+func TestIsolateLeavesAnUnblamedBatchErrorWhole(t *testing.T) {
+	t.Parallel()
+	notFound := errors.New("no such key")
+	calls := 0
+	flush := groupcommit.Isolate(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
+		calls++
+		return nil, notFound
+	}), blamePoison)
+	b := &groupcommit.Batch[string, int, int]{Key: "gone", Reqs: []int{1, 2, 3, 4, 5, 6, 7, 8}}
+	require.NoError(t, flush(context.Background(), []*groupcommit.Batch[string, int, int]{b}))
+	require.ErrorIs(t, b.Err, notFound)
+	require.Equal(t, 1, calls)
+}
