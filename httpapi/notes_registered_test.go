@@ -23,10 +23,8 @@ import (
 // many client addresses), with the water window given (0: off).
 func startRegistered(t *testing.T, waterWindow time.Duration) *apptest.Instance {
 	t.Helper()
-	nets, err := httpapi.ParseTrustedProxies("127.0.0.0/8,::1")
-	require.NoError(t, err)
-	return apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{
-		NotesMode: note.Registered, WaterWindow: waterWindow, TrustedProxies: nets,
+	return behindLoopbackProxy(t, apptest.Options{NoRedis: true, App: app.Options{
+		NotesMode: note.Registered, WaterWindow: waterWindow,
 	}})
 }
 

@@ -18,15 +18,21 @@ import (
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
-// cappedInstance starts an instance that trusts the test client
-// (127.0.0.1) as a reverse proxy, so that X-Forwarded-For names the client
-// address each request comes from, with opts otherwise.
+// behindLoopbackProxy starts an instance, with o otherwise, that trusts
+// the loopback as a reverse proxy: X-Forwarded-For then names the client
+// address each of the test's requests comes from.
+func behindLoopbackProxy(t *testing.T, o apptest.Options) *apptest.Instance {
+	t.Helper()
+	nets, err := httpapi.ParseTrustedProxies("127.0.0.0/8,::1")
+	require.NoError(t, err)
+	o.App.TrustedProxies = nets
+	return apptest.Start(t, o)
+}
+
+// cappedInstance starts an instance behind the loopback proxy with opts.
 func cappedInstance(t *testing.T, opts app.Options) *apptest.Instance {
 	t.Helper()
-	nets, err := httpapi.ParseTrustedProxies("127.0.0.1/32")
-	require.NoError(t, err)
-	opts.TrustedProxies = nets
-	return apptest.Start(t, apptest.Options{App: opts})
+	return behindLoopbackProxy(t, apptest.Options{App: opts})
 }
 
 // checkedStreams opens streams through the API description check, without
