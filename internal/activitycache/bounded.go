@@ -1,18 +1,17 @@
 package activitycache
 
-import "time"
+import (
+	"time"
 
-// sweepEvery is the least time between two sweeps of a full map for
-// expired entries.
-const sweepEvery = time.Second
+	"github.com/physiciansnet/capacityd/internal/lru"
+)
 
-// bounded is a map of entries that expire, of at most max entries: a full
-// map first drops its expired entries (at most once per sweepEvery), then
-// arbitrary ones. Not safe for concurrent use.
+// bounded is a map of entries that expire, of at most max entries (an
+// lru.Cache): putting into a full map first drops the expired entries at
+// the least recently used end, then the least recently used one. Not safe
+// for concurrent use.
 type bounded[V any] struct {
-	max       int
-	entries   map[string]entry[V]
-	lastSweep time.Time
+	entries *lru.Cache[string, entry[V]]
 }
 
 type entry[V any] struct {
@@ -21,12 +20,12 @@ type entry[V any] struct {
 }
 
 func newBounded[V any](max int) *bounded[V] {
-	return &bounded[V]{max: max, entries: make(map[string]entry[V])}
+	return &bounded[V]{entries: lru.New[string, entry[V]](max)}
 }
 
 // get returns the entry of key if it has not expired at now.
 func (b *bounded[V]) get(key string, now time.Time) (V, bool) {
-	e, ok := b.entries[key]
+	e, ok := b.entries.Get(key)
 	if !ok || !now.Before(e.until) {
 		var zero V
 		return zero, false
@@ -36,26 +35,13 @@ func (b *bounded[V]) get(key string, now time.Time) (V, bool) {
 
 // put sets the entry of key until until, making room if the map is full.
 func (b *bounded[V]) put(key string, v V, until, now time.Time) {
-	if _, ok := b.entries[key]; !ok && len(b.entries) >= b.max {
-		if now.Sub(b.lastSweep) >= sweepEvery {
-			b.lastSweep = now
-			for k, e := range b.entries {
-				if !now.Before(e.until) {
-					delete(b.entries, k)
-				}
-			}
-		}
-		for k := range b.entries {
-			if len(b.entries) < b.max {
-				break
-			}
-			delete(b.entries, k)
-		}
+	if b.entries.Len() >= b.entries.Cap() {
+		b.entries.DropOldestWhile(func(_ string, e entry[V]) bool { return !now.Before(e.until) })
 	}
-	b.entries[key] = entry[V]{v: v, until: until}
+	b.entries.Add(key, entry[V]{v: v, until: until})
 }
 
-func (b *bounded[V]) remove(key string) { delete(b.entries, key) }
+func (b *bounded[V]) remove(key string) { b.entries.Remove(key) }
 
 // len returns the number of entries, expired ones included.
-func (b *bounded[V]) len() int { return len(b.entries) }
+func (b *bounded[V]) len() int { return b.entries.Len() }

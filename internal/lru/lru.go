@@ -1,6 +1,7 @@
 // Package lru is a bounded map that forgets its least recently used entry
 // when full: the memory of per-client state (rate limits, one water per
-// address and note) stays bounded however many clients come.
+// address and note) and of caches (activities, unknown ids) stays bounded
+// however many clients come.
 //
 // A Cache is not safe for concurrent use; its owner holds a lock around it.
 // The standard library's container/list keeps the order, so the package
