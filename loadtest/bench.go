@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/launch"
 )
 
 // Config is one benchmark run.
@@ -86,7 +87,7 @@ type bench struct {
 	rdb    *redis.Client
 	db     *pgx.Conn
 	mon    *Monitor
-	server *Server
+	server *launch.Process
 	api    *API
 	// sseActivity is the stream scenario's activity, made ahead of time.
 	sseActivity string
@@ -156,7 +157,7 @@ func (b *bench) open(ctx context.Context) error {
 func (b *bench) close() {
 	ctx := context.Background()
 	if b.server != nil {
-		b.server.Stop()
+		b.server.Stop(stopGrace)
 	}
 	if b.api != nil {
 		b.api.Close()
@@ -190,7 +191,7 @@ func (b *bench) tokens(scenario string, n int) ([]string, error) {
 func (b *bench) startService(ctx context.Context, url string, env ...string) error {
 	if url == "" {
 		if b.cfg.Binary == "" {
-			bin, err := BuildCapacityd(ctx, b.cfg.BuildDir)
+			bin, err := launch.Build(ctx, launch.BuildOptions{Dir: b.cfg.BuildDir})
 			if err != nil {
 				return err
 			}
@@ -217,7 +218,7 @@ func (b *bench) startService(ctx context.Context, url string, env ...string) err
 
 func (b *bench) stopService() {
 	if b.server != nil {
-		b.server.Stop()
+		b.server.Stop(stopGrace)
 		b.server = nil
 	}
 }

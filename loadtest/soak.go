@@ -166,7 +166,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
+	defer srv.Stop(stopGrace)
 	c, err := NewAPI(srv.URL)
 	if err != nil {
 		return nil, err

@@ -1,55 +1,27 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/launch"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
-
-var builds sync.Map // build tags → *build
-
-type build struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
 
 // Binary builds cmd/capacityd with the given build tags (none: the
 // release build) once per test process and returns its path.
 func Binary(t testing.TB, tags ...string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(strings.Join(tags, ","), &build{})
-	b := v.(*build)
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "capacityd-chaos-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, "capacityd")
-		args := []string{"build", "-o", b.path}
-		if len(tags) > 0 {
-			args = append(args, "-tags", strings.Join(tags, ","))
-		}
-		cmd := exec.Command("go", append(args, "github.com/physiciansnet/capacityd/cmd/capacityd")...)
-		b.out, b.err = cmd.CombinedOutput()
-	})
-	if b.err != nil {
-		t.Fatalf("chaos: build capacityd %v: %v\n%s", tags, b.err, b.out)
+	bin, err := launch.Build(context.Background(), launch.BuildOptions{Tags: tags})
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
 	}
-	return b.path
+	return bin
 }
 
 // Node is one capacityd instance run as a real process on a fixed port,
@@ -57,14 +29,12 @@ func Binary(t testing.TB, tags ...string) string {
 type Node struct {
 	Name string
 	URL  string
-	bin  string
-	env  []string
-	out  *apptest.SyncBuffer
+	cfg  launch.Config // Addr fixed: every run listens at URL
 
+	// mu keeps a start and a kill of the node apart.
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	runs int
+	proc *launch.Process
+	runs atomic.Int64
 }
 
 // StartNode starts `capacityd serve` from bin with env (NAME=value
@@ -73,14 +43,12 @@ type Node struct {
 func StartNode(t testing.TB, name, bin string, env ...string) *Node {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	n := &Node{Name: name, URL: "http://" + addr, bin: bin, out: &apptest.SyncBuffer{},
-		// METRICS_ADDR=api: /metrics on the node's address, and no two
-		// nodes contending for the default metrics port.
-		env: append(append(os.Environ(), "LISTEN_ADDR="+addr, "CAPACITY_JWT_SECRET="+apptest.Secret, "METRICS_ADDR=api"), env...)}
+	n := &Node{Name: name, URL: "http://" + addr, cfg: launch.Config{Binary: bin, Addr: addr, Output: &launch.Output{},
+		Env: append([]string{"CAPACITY_JWT_SECRET=" + apptest.Secret}, env...)}}
 	t.Cleanup(func() {
 		n.Kill()
 		if t.Failed() {
-			t.Logf("%s output:\n%s", name, tail(n.out.String(), 8000))
+			t.Logf("%s output:\n%s", name, n.cfg.Output.Tail(8000))
 		}
 	})
 	if err := n.Start(); err != nil {
@@ -92,67 +60,34 @@ func StartNode(t testing.TB, name, bin string, env ...string) *Node {
 // Start starts the process (again) and waits until /healthz answers.
 func (n *Node) Start() error {
 	n.mu.Lock()
-	if n.cmd != nil {
-		n.mu.Unlock()
+	defer n.mu.Unlock()
+	if n.proc != nil {
 		return nil
 	}
-	n.runs++
-	cmd := exec.Command(n.bin, "serve")
-	cmd.Env = n.env
-	cmd.Stdout, cmd.Stderr = n.out, n.out
-	if err := cmd.Start(); err != nil {
-		n.mu.Unlock()
-		return fmt.Errorf("chaos: start %s: %w", n.Name, err)
+	n.runs.Add(1)
+	p, err := launch.Start(context.Background(), n.cfg)
+	if err != nil {
+		return fmt.Errorf("chaos: %s: %w", n.Name, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	n.cmd, n.done = cmd, done
-	n.mu.Unlock()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r, err := apptest.Do(http.MethodGet, n.URL+"/healthz", "", nil)
-		if err == nil && r.Status == http.StatusOK {
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("chaos: %s exited at start:\n%s", n.Name, tail(n.out.String(), 4000))
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("chaos: %s not healthy within 60s:\n%s", n.Name, tail(n.out.String(), 4000))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	n.proc = p
+	return nil
 }
 
 // Kill stops the process at once with SIGKILL, like a crash, and waits
 // for it to exit.
 func (n *Node) Kill() {
 	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.cmd = nil
-	n.mu.Unlock()
-	if cmd == nil {
-		return
+	defer n.mu.Unlock()
+	if n.proc != nil {
+		n.proc.Kill()
+		n.proc = nil
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
 }
 
 // Instance names the node's current run, e.g. "n0#2" for its second.
 func (n *Node) Instance() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.Name + "#" + strconv.Itoa(n.runs)
+	return n.Name + "#" + strconv.FormatInt(n.runs.Load(), 10)
 }
 
 // Output returns what the node's processes wrote so far.
-func (n *Node) Output() string { return n.out.String() }
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+func (n *Node) Output() string { return n.cfg.Output.String() }
