@@ -78,7 +78,7 @@ func TestRedisClusterFailoverMidBurst(t *testing.T) {
 	ended := time.Now()
 	require.True(t, (<-killed).Before(ended), "the master died before the burst ended")
 	require.Zero(t, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable], "%v", counts)
-	taken := authorityTaken(t, a, id)
+	taken := a.AuthorityTaken(t, id)
 	require.Equal(t, counts[http.StatusCreated], taken, "every 201 is a row, every row a 201")
 	require.LessOrEqual(t, taken, 150)
 
@@ -86,7 +86,7 @@ func TestRedisClusterFailoverMidBurst(t *testing.T) {
 	require.NotEqual(t, master.Addr, cluster.MasterOf(t, capacity.Key(id)).Addr, "the replica took over")
 	counts2 := apptest.SignupBurst(t, []*apptest.Instance{a, b}, id, "w2-", 300)
 	require.Equal(t, 150, counts[http.StatusCreated]+counts2[http.StatusCreated])
-	require.Equal(t, 150, authorityTaken(t, a, id))
+	require.Equal(t, 150, a.AuthorityTaken(t, id))
 
 	// The stream follows (through its timer while the shard subscription
 	// moves, then through announcements), and the display converges.
@@ -115,13 +115,4 @@ func cancelOne(t *testing.T, inst *apptest.Instance, activityID string) {
 	require.NotEmpty(t, page.Items)
 	_, err = admin.CancelRegistration(t.Context(), page.Items[0].ID)
 	require.NoError(t, err)
-}
-
-// authorityTaken counts the activity's occupying registrations in the
-// database.
-func authorityTaken(t *testing.T, inst *apptest.Instance, activityID string) int {
-	t.Helper()
-	st, err := inst.App.Store.SeatState(context.Background(), activityID)
-	require.NoError(t, err)
-	return st.Taken
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/capacity"
@@ -247,7 +248,7 @@ func TestNoteStatsIncludeEveryAcknowledgedIncrement(t *testing.T) {
 				n := i % len(notes)
 				views, waters := acked[n].views.Load(), acked[n].waters.Load()
 				st, err := public.NoteStats(ctx, notes[n])
-				if !assertNoError(t, err) {
+				if !assert.NoError(t, err) {
 					return
 				}
 				reads.Add(1)
@@ -273,7 +274,7 @@ func TestNoteStatsIncludeEveryAcknowledgedIncrement(t *testing.T) {
 						acked[n].views.Add(1)
 					}
 				}
-				assertNoError(t, err)
+				assert.NoError(t, err)
 			})
 		}
 	}
@@ -286,13 +287,4 @@ func TestNoteStatsIncludeEveryAcknowledgedIncrement(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, client.NoteStats{NoteID: id, Views: perNote * 2 / 3, Waters: perNote / 3}, st, fmt.Sprint("note ", id))
 	}
-}
-
-func assertNoError(t *testing.T, err error) bool {
-	t.Helper()
-	if err != nil {
-		t.Error(err)
-		return false
-	}
-	return true
 }

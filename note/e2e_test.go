@@ -165,7 +165,7 @@ func TestDatabaseStoppedDuringCombinedBatch(t *testing.T) {
 
 	// One upsert blocked on the note's row lock, 200 increments queued
 	// behind it for the next one; then PostgreSQL stops.
-	_ = lockNote(t, b.pool, "down")
+	_ = testenv.LockNote(t, b.pool, "down")
 	first := make(chan result, 1)
 	go func() { st, err := b.svc.View(ctx, "down"); first <- result{kind: note.View, st: st, err: err} }()
 	waitLockWaiters(t, b.pool, 1)

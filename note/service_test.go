@@ -161,22 +161,6 @@ func kinds(views, waters int) []note.Kind {
 	return ks
 }
 
-// lockNote holds the row lock of a note (which must exist) until release
-// is called, so that upserts of it wait.
-func lockNote(t *testing.T, pool *pgxpool.Pool, id string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	tag, err := tx.Exec(ctx, `SELECT 1 FROM note_stats WHERE note_id = $1 FOR UPDATE`, id)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
-	var once sync.Once
-	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
-	t.Cleanup(release)
-	return release
-}
-
 // waitLockWaiters waits until n backends of the pool's database wait on a
 // lock. It asks on a connection of its own: the waiters may hold every
 // connection of the pool.
@@ -267,7 +251,7 @@ func TestBatchesAreBounded(t *testing.T) {
 	require.NoError(t, err)
 
 	// Queue many increments behind a blocked upsert, then let them go.
-	release := lockNote(t, b.pool, "bounded")
+	release := testenv.LockNote(t, b.pool, "bounded")
 	first := make(chan result, 1)
 	go func() { st, err := b.svc.View(ctx, "bounded"); first <- result{kind: note.View, st: st, err: err} }()
 	waitLockWaiters(t, b.pool, 1)
@@ -293,7 +277,7 @@ func TestFailedUpsertFailsEveryCallerOfItsBatchAndCountsNothing(t *testing.T) {
 	require.NoError(t, err)
 	b.store.upserts.Store(0)
 
-	release := lockNote(t, b.pool, "stuck")
+	release := testenv.LockNote(t, b.pool, "stuck")
 	first := make(chan result, 1)
 	go func() { st, err := b.svc.View(ctx, "stuck"); first <- result{kind: note.View, st: st, err: err} }()
 	waitLockWaiters(t, b.pool, 1)
@@ -329,7 +313,7 @@ func TestCloseCommitsAcceptedIncrements(t *testing.T) {
 			_, err := b.svc.View(ctx, "closing")
 			require.NoError(t, err)
 
-			release := lockNote(t, b.pool, "closing")
+			release := testenv.LockNote(t, b.pool, "closing")
 			done := make(chan []result)
 			go func() { done <- burst(b.svc, "closing", 40, 10) }()
 			waitLockWaiters(t, b.pool, 1)
@@ -396,7 +380,7 @@ func TestQueuedIncrementGivesUpAtItsDeadlineAndCountsNothing(t *testing.T) {
 	_, err := b.svc.View(ctx, "deadline")
 	require.NoError(t, err)
 
-	release := lockNote(t, b.pool, "deadline")
+	release := testenv.LockNote(t, b.pool, "deadline")
 	first := make(chan result, 1)
 	go func() { st, err := b.svc.View(ctx, "deadline"); first <- result{kind: note.View, st: st, err: err} }()
 	waitLockWaiters(t, b.pool, 1)

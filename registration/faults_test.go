@@ -72,12 +72,12 @@ func TestFlushingRedisDuringBurstNeverOversells(t *testing.T) {
 
 	require.Positive(t, <-flushes)
 	require.LessOrEqual(t, <-highest, 100, "the authority must never exceed capacity")
-	require.Equal(t, authorityTaken(t, inst, id), counts[http.StatusCreated], "every 201 is a row, every row a 201")
+	require.Equal(t, inst.AuthorityTaken(t, id), counts[http.StatusCreated], "every 201 is a row, every row a 201")
 	require.Equal(t, 0, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable])
 
 	// A second wave fills exactly to capacity, whatever the first left.
 	counts2 := signupBurst(t, []*apptest.Instance{inst}, id, "w2-", 500)
-	require.Equal(t, 100, authorityTaken(t, inst, id))
+	require.Equal(t, 100, inst.AuthorityTaken(t, id))
 	require.Equal(t, 100, counts[http.StatusCreated]+counts2[http.StatusCreated])
 	require.Equal(t, 100, displayTaken(t, inst, id))
 }
@@ -103,11 +103,11 @@ func TestRedisKilledAndRestartedMidBurstStaysExact(t *testing.T) {
 
 	require.LessOrEqual(t, <-highest, 120)
 	require.Equal(t, 0, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable], "%v", counts)
-	require.Equal(t, authorityTaken(t, inst, id), counts[http.StatusCreated])
+	require.Equal(t, inst.AuthorityTaken(t, id), counts[http.StatusCreated])
 
 	// After the restart the display is rebuilt from the authority.
 	counts2 := signupBurst(t, []*apptest.Instance{inst}, id, "late", 200)
-	require.Equal(t, 120, authorityTaken(t, inst, id))
+	require.Equal(t, 120, inst.AuthorityTaken(t, id))
 	require.Equal(t, 120, counts[http.StatusCreated]+counts2[http.StatusCreated])
 	require.Equal(t, 120, displayTaken(t, inst, id))
 	ready, err := inst.Public().Ready(t.Context())
@@ -143,7 +143,7 @@ func TestCrashBetweenReserveAndInsertConvergesWithinTTL(t *testing.T) {
 	_, err := inst.App.Seats.Reserve(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, 2, displayTaken(t, inst, id), "display too high: conservative")
-	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, inst.AuthorityTaken(t, id))
 
 	require.Eventually(t, func() bool {
 		s, err := inst.Public().Seats(t.Context(), id)

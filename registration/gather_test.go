@@ -42,7 +42,7 @@ func crowdOnOneActivity(t *testing.T, inst *apptest.Instance, clients, rounds in
 	delta := func(name string) float64 { return metricValue(t, after, name) - metricValue(t, before, name) }
 	commands, txs := delta("capacityd_admission_batch_size_sum"), delta("capacityd_admission_batch_size_count")
 	require.EqualValues(t, clients*rounds, commands)
-	require.Equal(t, clients*rounds, authorityTaken(t, inst, id))
+	require.Equal(t, clients*rounds, inst.AuthorityTaken(t, id))
 	return commands / txs
 }
 

@@ -51,7 +51,7 @@ func TestOneUserManyConcurrentSignupsGetsOneRow(t *testing.T) {
 	}
 	require.Equal(t, 1, created)
 	require.Len(t, ids, 1, "every conflict names the one registration")
-	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, inst.AuthorityTaken(t, id))
 	require.Equal(t, 1, displayTaken(t, inst, id))
 }
 
@@ -131,6 +131,6 @@ func TestConcurrentFirstUsesOfOneKeyMakeOneRow(t *testing.T) {
 		}
 	}
 	require.Equal(t, 19, replayed)
-	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, inst.AuthorityTaken(t, id))
 	require.Equal(t, 1, displayTaken(t, inst, id))
 }

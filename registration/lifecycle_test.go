@@ -53,7 +53,7 @@ func TestCancelTwiceFreesOneSeat(t *testing.T) {
 	cancelled, err := alice.CancelRegistration(ctx, a.ID)
 	require.NoError(t, err)
 	require.Equal(t, client.Cancelled, cancelled.Status)
-	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, inst.AuthorityTaken(t, id))
 	require.Equal(t, 1, displayTaken(t, inst, id), "one seat freed, not ten")
 
 	c := inst.MustSignup(t, id, "c")
@@ -64,7 +64,7 @@ func TestCancelTwiceFreesOneSeat(t *testing.T) {
 	require.NoError(t, err)
 	again := inst.MustSignup(t, id, "a")
 	require.NotEqual(t, a.ID, again.ID)
-	require.Equal(t, 2, authorityTaken(t, inst, id))
+	require.Equal(t, 2, inst.AuthorityTaken(t, id))
 }
 
 func TestOthersRegistrationsReadAsNotFound(t *testing.T) {
@@ -81,7 +81,7 @@ func TestOthersRegistrationsReadAsNotFound(t *testing.T) {
 	require.Equal(t, client.CodeNotFound, refusal.Code)
 	_, err = bob.CancelRegistration(ctx, a.ID)
 	require.Equal(t, http.StatusNotFound, apptest.Refusal(t, err).Status)
-	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, inst.AuthorityTaken(t, id))
 
 	_, err = inst.API(t, "alice", false).GetRegistration(ctx, a.ID)
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestLoweringCapacityBelowTakenEvictsNobody(t *testing.T) {
 	_, err = admin.CancelRegistration(ctx, regs[2].ID)
 	require.NoError(t, err)
 	inst.MustSignup(t, id, "late")
-	require.Equal(t, 2, authorityTaken(t, inst, id))
+	require.Equal(t, 2, inst.AuthorityTaken(t, id))
 
 	seats, err := inst.Public().Seats(ctx, id)
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestTransitionsAndExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, client.Expired, status(a.ID))
-	require.Equal(t, 0, authorityTaken(t, inst, id))
+	require.Equal(t, 0, inst.AuthorityTaken(t, id))
 	require.Equal(t, 0, displayTaken(t, inst, id), "expiry frees the seat in the display after the commit")
 
 	// The freed seat is taken by b; a's late payment finds it full.
@@ -189,7 +189,7 @@ func TestTransitionsAndExpiry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, client.Approved, approved.Status)
 	require.Nil(t, approved.ExpiresAt)
-	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, inst.AuthorityTaken(t, id))
 	require.Equal(t, 1, displayTaken(t, inst, id))
 	require.Equal(t, client.CodeInvalidTransition, refused(a.ID, client.AwaitingPayment))
 
@@ -274,7 +274,7 @@ func TestReadmissionOnAnotherInstanceIsSeenByAdmission(t *testing.T) {
 	a.MustSignup(t, id, "u1") // a now knows 1 taken
 	_, err = adminB.SetRegistrationStatus(ctx, late.ID, client.Approved)
 	require.NoError(t, err)
-	require.Equal(t, 2, authorityTaken(t, a, id))
+	require.Equal(t, 2, a.AuthorityTaken(t, id))
 
 	created := 0
 	for _, u := range []string{"u2", "u3", "u4"} {
@@ -283,7 +283,7 @@ func TestReadmissionOnAnotherInstanceIsSeenByAdmission(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, created)
-	require.Equal(t, 3, authorityTaken(t, a, id))
+	require.Equal(t, 3, a.AuthorityTaken(t, id))
 }
 
 func TestExpiringManyHoldsFreesEachSeatOnce(t *testing.T) {
@@ -306,7 +306,7 @@ func TestExpiringManyHoldsFreesEachSeatOnce(t *testing.T) {
 	n, err := inst.App.Registrations.ExpireDue(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
-	require.Equal(t, 1, authorityTaken(t, inst, id))
+	require.Equal(t, 1, inst.AuthorityTaken(t, id))
 	require.Equal(t, 1, displayTaken(t, inst, id), "four seats freed in one release")
 }
 
@@ -358,5 +358,5 @@ func TestConcurrentLookupsEachGetTheirOwnAnswer(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	require.Equal(t, users/2, authorityTaken(t, inst, id))
+	require.Equal(t, users/2, inst.AuthorityTaken(t, id))
 }

@@ -35,7 +35,7 @@ func TestReconcilerCorrectsPersistentDriftOnly(t *testing.T) {
 	// The same drift over a quiet interval is corrected to the authority.
 	r.Pass(ctx)
 	require.Equal(t, 4, displayTaken(t, inst, id))
-	require.Equal(t, 4, authorityTaken(t, inst, id))
+	require.Equal(t, 4, inst.AuthorityTaken(t, id))
 	metrics := string(inst.MustDo(t, http.MethodGet, "/metrics", "", nil).Body)
 	require.Contains(t, metrics, "capacityd_seat_cache_corrections_total 1")
 	require.Contains(t, metrics, `capacityd_seat_cache_drift{activity_id="`+id+`"} 4`)

@@ -75,7 +75,7 @@ func burstFillsExactly(t *testing.T, env scaleEnv) {
 	id := a.CreateActivity(t, "burst", 100)
 	counts := signupBurst(t, env.insts, id, "u", 800)
 	require.Equal(t, map[int]int{201: 100, 409: 700}, counts)
-	require.Equal(t, 100, authorityTaken(t, a, id))
+	require.Equal(t, 100, a.AuthorityTaken(t, id))
 	for _, inst := range env.insts {
 		require.Equal(t, 100, displayTaken(t, inst, id))
 	}
@@ -103,7 +103,7 @@ func duplicatesGetOneSeat(t *testing.T, env scaleEnv) {
 	for user, got := range statuses {
 		require.ElementsMatch(t, []int{201, 409, 409, 409}, got, user)
 	}
-	require.Equal(t, 40, authorityTaken(t, a, id))
+	require.Equal(t, 40, a.AuthorityTaken(t, id))
 	require.Equal(t, 40, displayTaken(t, a, id))
 }
 
@@ -125,11 +125,11 @@ func cancelsFreeSeatsOnce(t *testing.T, env scaleEnv) {
 		}
 	}
 	wg.Wait()
-	require.Equal(t, 10, authorityTaken(t, a, id))
+	require.Equal(t, 10, a.AuthorityTaken(t, id))
 	require.Equal(t, 10, displayTaken(t, b, id), "ten seats freed, not twenty")
 	counts := signupBurst(t, env.insts, id, "late", 100)
 	require.Equal(t, map[int]int{201: 10, 409: 90}, counts)
-	require.Equal(t, 20, authorityTaken(t, a, id))
+	require.Equal(t, 20, a.AuthorityTaken(t, id))
 	require.Equal(t, 20, displayTaken(t, a, id))
 }
 
@@ -144,10 +144,10 @@ func flushingRedisNeverOversells(t *testing.T, env scaleEnv) {
 
 	require.Positive(t, <-flushes)
 	require.LessOrEqual(t, <-highest, 100, "the authority never exceeds capacity")
-	require.Equal(t, authorityTaken(t, a, id), counts[http.StatusCreated], "every 201 is a row, every row a 201")
+	require.Equal(t, a.AuthorityTaken(t, id), counts[http.StatusCreated], "every 201 is a row, every row a 201")
 	require.Zero(t, counts[-1]+counts[http.StatusInternalServerError]+counts[http.StatusServiceUnavailable], "%v", counts)
 	counts2 := signupBurst(t, env.insts, id, "w2-", 300)
 	require.Equal(t, 100, counts[http.StatusCreated]+counts2[http.StatusCreated])
-	require.Equal(t, 100, authorityTaken(t, a, id))
+	require.Equal(t, 100, a.AuthorityTaken(t, id))
 	require.Equal(t, 100, displayTaken(t, a, id))
 }

@@ -20,15 +20,6 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// authorityTaken counts the occupying registrations of an activity straight
-// from the database.
-func authorityTaken(t *testing.T, inst *apptest.Instance, activityID string) int {
-	t.Helper()
-	st, err := inst.App.Store.SeatState(context.Background(), activityID)
-	require.NoError(t, err)
-	return st.Taken
-}
-
 func displayTaken(t *testing.T, inst *apptest.Instance, activityID string) int {
 	t.Helper()
 	return inst.DisplayTaken(t, activityID)
@@ -49,7 +40,7 @@ func TestConcurrentSignupsNeverOversell(t *testing.T) {
 	counts := signupBurst(t, []*apptest.Instance{inst}, id, "u", 2000)
 
 	require.Equal(t, map[int]int{201: 100, 409: 1900}, counts)
-	require.Equal(t, 100, authorityTaken(t, inst, id))
+	require.Equal(t, 100, inst.AuthorityTaken(t, id))
 	require.Equal(t, 100, displayTaken(t, inst, id))
 }
 
@@ -62,7 +53,7 @@ func TestTwoInstancesOnOneDatabaseAdmitExactly(t *testing.T) {
 	counts := signupBurst(t, []*apptest.Instance{a, b}, id, "u", 1500)
 
 	require.Equal(t, map[int]int{201: 150, 409: 1350}, counts)
-	require.Equal(t, 150, authorityTaken(t, a, id))
+	require.Equal(t, 150, a.AuthorityTaken(t, id))
 	require.Equal(t, 150, displayTaken(t, a, id))
 }
 
@@ -74,7 +65,7 @@ func TestSignupsWithoutRedisAreExact(t *testing.T) {
 	counts := signupBurst(t, []*apptest.Instance{inst}, id, "u", 500)
 
 	require.Equal(t, map[int]int{201: 50, 409: 450}, counts)
-	require.Equal(t, 50, authorityTaken(t, inst, id))
+	require.Equal(t, 50, inst.AuthorityTaken(t, id))
 	seats, err := inst.Public().Seats(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, registration.SourceDatabase, seats.Source)
@@ -159,7 +150,7 @@ func TestDuplicateSignupsAreAlreadyRegisteredNeverFull(t *testing.T) {
 			require.Equal(t, created[user], got, "%s's conflicts name its registration", user)
 		}
 	}
-	require.Equal(t, 50, authorityTaken(t, a, id))
+	require.Equal(t, 50, a.AuthorityTaken(t, id))
 	require.Equal(t, 50, displayTaken(t, a, id))
 }
 
@@ -196,5 +187,5 @@ func TestLeakedHoldsNeverRefuseAFreeSeat(t *testing.T) {
 	inst.MustSignup(t, id, "u3")
 	_, err := inst.Signup(t, id, "u4")
 	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code)
-	require.Equal(t, 3, authorityTaken(t, inst, id))
+	require.Equal(t, 3, inst.AuthorityTaken(t, id))
 }

@@ -94,7 +94,7 @@ func TestSignupsSpreadOverManyActivitiesAreExact(t *testing.T) {
 		want := min(seats, demand)
 		require.EqualValues(t, want, created[i].Load(), "%s: admitted", id)
 		require.EqualValues(t, demand-want, refused[i].Load(), "%s: refused only beyond its seats", id)
-		require.Equal(t, want, authorityTaken(t, a, id), "%s: authority", id)
+		require.Equal(t, want, a.AuthorityTaken(t, id), "%s: authority", id)
 	}
 	metrics := string(a.MustDo(t, http.MethodGet, "/metrics", "", nil).Body) + string(b.MustDo(t, http.MethodGet, "/metrics", "", nil).Body)
 	require.NotContains(t, metrics, `capacityd_admission_transactions_total{result="error"}`, "no change transaction failed")

@@ -14,15 +14,6 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// createWaitlisted creates an activity with a waiting list.
-func createWaitlisted(t *testing.T, inst *apptest.Instance, title string, capacity int) string {
-	t.Helper()
-	a, err := inst.API(t, "admin", true).CreateActivity(t.Context(), client.NewActivity{Title: title, Capacity: capacity, Waitlist: true})
-	require.NoError(t, err)
-	require.True(t, a.Waitlist)
-	return a.ID
-}
-
 // getReg reads a registration as an admin.
 func getReg(t *testing.T, inst *apptest.Instance, id string) client.Registration {
 	t.Helper()
@@ -42,7 +33,7 @@ func TestWaitingListPromotesTheFirstInLineAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	inst := apptest.Start(t, apptest.Options{})
-	id := createWaitlisted(t, inst, "waiting", 3)
+	id := inst.CreateWaitlisted(t, "waiting", 3)
 	admin := inst.API(t, "admin", true)
 	var seated, waiting []client.Registration
 	for i := range 3 {
@@ -114,7 +105,7 @@ func TestWaitingListPromotesTheFirstInLineAtOnce(t *testing.T) {
 func TestReplayedWaitlistingReturnsTheFirst202(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
-	id := createWaitlisted(t, inst, "replay", 1)
+	id := inst.CreateWaitlisted(t, "replay", 1)
 	inst.MustSignup(t, id, "seated")
 	waiter := inst.Token(t, "waiter", false)
 	path := "/v1/activities/" + id + "/registrations"
@@ -137,7 +128,7 @@ func TestFreedSeatsGoToTheLineNotToNewcomers(t *testing.T) {
 	t.Parallel()
 	a := apptest.Start(t, apptest.Options{})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
-	id := createWaitlisted(t, a, "no queue jumping", 10)
+	id := a.CreateWaitlisted(t, "no queue jumping", 10)
 	var holders, line []client.Registration
 	for i := range 10 {
 		holders = append(holders, a.MustSignup(t, id, fmt.Sprint("h", i)))
@@ -199,7 +190,7 @@ func TestWaitlistFlashCrowd(t *testing.T) {
 	t.Parallel()
 	a := apptest.Start(t, apptest.Options{})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
-	id := createWaitlisted(t, a, "flash crowd", 500)
+	id := a.CreateWaitlisted(t, "flash crowd", 500)
 	const users = 20000
 	var seated atomic.Int64
 	positions := make([]int, 0, users)

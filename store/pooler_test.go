@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd"
@@ -80,7 +79,7 @@ func poolThroughPgBouncer(t *testing.T, settings []string) {
 	// The upsert still has a statement_timeout of its own (SET LOCAL): a
 	// locked note fails it after a second, not after the minute-long
 	// client-side backstop.
-	release := lockNote(t, testenv.Pool(t, direct, 1), "n0")
+	release := testenv.LockNote(t, testenv.Pool(t, direct, 1), "n0")
 	defer release()
 	start := time.Now()
 	_, err = st.AddNoteStats(context.Background(), "n0", 1, 0)
@@ -111,20 +110,4 @@ func TestPoolKeepsSessionTimeoutsOnADirectConnection(t *testing.T) {
 		"PostgreSQL itself keeps named prepared statements: the faster statement cache")
 	conn.Release()
 	require.NoError(t, hammer(t, store.New(pool), 4))
-}
-
-// lockNote creates a note and holds its row lock until release.
-func lockNote(t *testing.T, pool *pgxpool.Pool, id string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	_, err := store.New(pool).AddNoteStats(ctx, id, 0, 0)
-	require.NoError(t, err)
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `SELECT 1 FROM note_stats WHERE note_id = $1 FOR UPDATE`, id)
-	require.NoError(t, err)
-	var once sync.Once
-	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
-	t.Cleanup(release)
-	return release
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
 // browserCtx is the one headless chromium of the package's tests; each
@@ -118,35 +119,12 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return s
 }
 
-// artifactsDir is $ARTIFACTS_DIR, default artifacts/ at the module root.
-func artifactsDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("ARTIFACTS_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join(moduleRoot(t), "artifacts")
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "go.mod not found")
-		dir = parent
-	}
-}
-
 // screenshot saves the tab's viewport as artifacts/<test name>.png.
 func screenshot(t *testing.T, ctx context.Context) []byte {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
-	dir := artifactsDir(t)
+	dir := testenv.ArtifactsDir(t)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	path := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".png")
 	require.NoError(t, os.WriteFile(path, png, 0o644))
@@ -266,7 +244,7 @@ func TestDemoPage(t *testing.T) {
 	for i := range 7 {
 		inst.MustSignup(t, a, fmt.Sprintf("u%d", i))
 	}
-	w := createWaitlisted(t, inst, "Journal club", 2)
+	w := inst.CreateWaitlisted(t, "Journal club", 2)
 	for i := range 2 {
 		inst.MustSignup(t, w, fmt.Sprintf("j%d", i))
 	}
@@ -310,16 +288,8 @@ func TestDemoPage(t *testing.T) {
 	)
 	png := screenshot(t, ctx)
 	if os.Getenv("UPDATE_DOCS") != "" {
-		require.NoError(t, os.WriteFile(filepath.Join(moduleRoot(t), "docs", "demo.png"), png, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(testenv.ModuleRoot(t), "docs", "demo.png"), png, 0o644))
 	}
-}
-
-// createWaitlisted creates an activity that keeps a waiting list.
-func createWaitlisted(t *testing.T, inst *apptest.Instance, title string, capacity int) string {
-	t.Helper()
-	act, err := inst.API(t, "admin", true).CreateActivity(t.Context(), client.NewActivity{Title: title, Capacity: capacity, Waitlist: true})
-	require.NoError(t, err)
-	return act.ID
 }
 
 // TestSeatWidgetFollowsTheWaitingList embeds the seat widget of a full
@@ -328,7 +298,7 @@ func createWaitlisted(t *testing.T, inst *apptest.Instance, title string, capaci
 func TestSeatWidgetFollowsTheWaitingList(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
-	id := createWaitlisted(t, inst, "Journal club", 2)
+	id := inst.CreateWaitlisted(t, "Journal club", 2)
 	var seated string
 	for i := range 4 {
 		res, err := inst.Signup(t, id, fmt.Sprint("u", i))

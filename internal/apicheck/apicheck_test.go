@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/apicheck"
@@ -256,12 +257,12 @@ func TestTransportLeavesStreamsStreaming(t *testing.T) {
 	go func() {
 		defer close(done)
 		resp, err := client.Get(srv.URL + "/v1/activities/a_1/seats/stream")
-		if !assertNoError(t, err) {
+		if !assert.NoError(t, err) {
 			return
 		}
 		defer resp.Body.Close()
 		line, err := bufio.NewReader(resp.Body).ReadString('\n')
-		assertNoError(t, err)
+		assert.NoError(t, err)
 		if line != "event: seats\n" {
 			t.Errorf("first line %q", line)
 		}
@@ -272,14 +273,6 @@ func TestTransportLeavesStreamsStreaming(t *testing.T) {
 		t.Fatal("the transport held the stream")
 	}
 	require.Empty(t, rec.take())
-}
-
-func assertNoError(t *testing.T, err error) bool {
-	if err != nil {
-		t.Error(err)
-		return false
-	}
-	return true
 }
 
 // TestTransportOnARealInstance checks today's service through the

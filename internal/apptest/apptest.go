@@ -247,6 +247,31 @@ func (i *Instance) CreateActivity(t testing.TB, title string, capacity int) stri
 	return a.ID
 }
 
+// CreateWaitlisted creates an activity that keeps a waiting list through
+// the API and returns its id.
+func (i *Instance) CreateWaitlisted(t testing.TB, title string, capacity int) string {
+	t.Helper()
+	a, err := i.API(t, "admin", true).CreateActivity(context.Background(), client.NewActivity{Title: title, Capacity: capacity, Waitlist: true})
+	if err != nil {
+		t.Fatalf("create activity: %v", err)
+	}
+	if !a.Waitlist {
+		t.Fatalf("activity %s created without its waiting list", a.ID)
+	}
+	return a.ID
+}
+
+// AuthorityTaken counts the occupying registrations of an activity
+// straight from the database.
+func (i *Instance) AuthorityTaken(t testing.TB, activityID string) int {
+	t.Helper()
+	st, err := i.App.Store.SeatState(context.Background(), activityID)
+	if err != nil {
+		t.Fatalf("read the seat state: %v", err)
+	}
+	return st.Taken
+}
+
 // DisplayTaken reads the display counter of an activity straight from
 // Redis, without rebuilding it: the seats it shows as taken (taken at the
 // authority plus held for signups in flight).

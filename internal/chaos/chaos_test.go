@@ -3,12 +3,13 @@ package chaos
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
 // duration is the length of TestChaos's history: CHAOS_DURATION (make
@@ -21,23 +22,6 @@ func duration(t *testing.T) time.Duration {
 	d, err := time.ParseDuration(s)
 	require.NoError(t, err, "CHAOS_DURATION")
 	return d
-}
-
-// artifactsDir is ARTIFACTS_DIR, else artifacts/ at the module's root.
-func artifactsDir(t *testing.T) string {
-	if d := os.Getenv("ARTIFACTS_DIR"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "artifacts")
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test")
-		dir = parent
-	}
 }
 
 // TestChaos runs two real instances under a workload of signups,
@@ -62,7 +46,7 @@ func TestChaos(t *testing.T) {
 	res := Run(t, cfg)
 	t.Logf("chaos run of %s:\n%s", d, res.Summary())
 	if !res.OK() {
-		paths, err := res.Report.WriteArtifacts(artifactsDir(t), fmt.Sprintf("chaos-%d", time.Now().Unix()), res.History)
+		paths, err := res.Report.WriteArtifacts(testenv.ArtifactsDir(t), fmt.Sprintf("chaos-%d", time.Now().Unix()), res.History)
 		require.NoError(t, err)
 		t.Fatalf("the history broke a promise; history and visualizations: %v", paths)
 	}
