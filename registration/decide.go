@@ -61,11 +61,11 @@ type Plan struct {
 // promoted, at most Seats/s of them of s seats; and at most Removals
 // registrations leave the line otherwise (cancellations).
 type QueueNeed struct {
-	// Fill is the activity's policy: under PolicyStrict the head of the
-	// line is needed (its first Seats + Removals registrations), under
-	// PolicyFill, for each party size s from 1 to Seats, the first
-	// Seats/s + Removals registrations of that size (BySize).
-	Fill            bool
+	// Strict: the head of the line is needed (its first Head()
+	// registrations), as PolicyStrict promotes. Fill: for each party size
+	// s from 1 to Seats, the first BySize(s) registrations of that size,
+	// as PolicyFill promotes. A batch that changes the policy needs both.
+	Strict, Fill    bool
 	Seats, Removals int
 }
 
@@ -84,18 +84,21 @@ func (q QueueNeed) BySize(s int) int {
 }
 
 // None reports whether no part of the line is needed.
-func (q QueueNeed) None() bool { return q.Seats == 0 }
+func (q QueueNeed) None() bool { return !q.Strict && !q.Fill }
 
 // QueueNeeded is what of the waiting list Decide may need for the commands
 // on st: st.Activity must carry exact counts, and st.Registrations the
-// registrations the commands name. Nothing is needed when nobody waits.
+// registrations the commands name. Nothing is needed when nobody waits,
+// nor for commands that promote nobody (signups and status changes: a
+// quiet line stays quiet when seats are only taken).
 func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
 	a := st.Activity
-	if a.Waiting == 0 {
+	if a.Waiting == 0 || !slices.ContainsFunc(cmds, promotes) {
 		return QueueNeed{}
 	}
 	most := a.Capacity
 	freed, removals := 0, 0
+	need := QueueNeed{Strict: a.Policy != PolicyFill, Fill: a.Policy == PolicyFill}
 	released := func(id string, keep int) {
 		r, ok := st.Registrations[id]
 		switch {
@@ -119,13 +122,27 @@ func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
 			if c.Patch.Capacity != nil {
 				most = max(most, *c.Patch.Capacity)
 			}
+			if p := c.Patch.Policy; p != nil {
+				need.Strict = need.Strict || *p == PolicyStrict
+				need.Fill = need.Fill || *p == PolicyFill
+			}
 		}
 	}
-	return QueueNeed{
-		Fill:     a.Policy == PolicyFill,
-		Seats:    max(0, most-a.Taken) + freed,
-		Removals: min(removals, a.Waiting),
+	need.Seats, need.Removals = max(0, most-a.Taken)+freed, min(removals, a.Waiting)
+	if need.Seats == 0 {
+		// No seat can be free: nobody is promoted.
+		return QueueNeed{}
 	}
+	return need
+}
+
+// promotes reports whether a command may promote from the waiting list.
+func promotes(c Command) bool {
+	switch c.(type) {
+	case CancelCommand, ExpireCommand, SeatsCommand, ActivityCommand:
+		return true
+	}
+	return false
 }
 
 // Releases counts the commands that may free seats or take a place off
@@ -240,7 +257,9 @@ func newDecision(st ActivityState, cmds []Command) *decision {
 	}
 	for _, r := range st.Queue {
 		if p, ok := d.regs[r.ID]; ok {
-			d.queue = append(d.queue, p)
+			if !slices.Contains(d.queue, p) {
+				d.queue = append(d.queue, p)
+			}
 			continue
 		}
 		p := &r

@@ -288,7 +288,15 @@ func TestDecideGroupsNeedsOnlyWhatTheStoreReads(t *testing.T) {
 					cmds = append(cmds, seatsCmd(id, w.regs[id].UserID, 1+rng.IntN(max(w.regs[id].Seats, 1))))
 				default:
 					c := w.act.Capacity + rng.IntN(7) - 3
-					cmds = append(cmds, registration.ActivityCommand{Patch: registration.ActivityPatch{Capacity: &c}})
+					p := registration.ActivityPatch{Capacity: &c}
+					if rng.IntN(3) == 0 {
+						other := registration.PolicyFill
+						if w.act.Policy == registration.PolicyFill {
+							other = registration.PolicyStrict
+						}
+						p.Policy = &other
+					}
+					cmds = append(cmds, registration.ActivityCommand{Patch: p})
 				}
 			}
 			full := w.state()
@@ -313,12 +321,13 @@ func readAsTheStore(line []registration.Registration, need registration.QueueNee
 	if need.None() {
 		return nil
 	}
-	if !need.Fill {
-		return line[:min(len(line), need.Head())]
-	}
 	taken := map[int]int{}
-	for _, r := range line {
-		if taken[r.Seats] < need.BySize(r.Seats) {
+	for k, r := range line {
+		switch {
+		case need.Strict && k < need.Head():
+			taken[r.Seats]++
+			out = append(out, r)
+		case need.Fill && taken[r.Seats] < need.BySize(r.Seats):
 			taken[r.Seats]++
 			out = append(out, r)
 		}

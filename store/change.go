@@ -291,14 +291,17 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 	b := &pgx.Batch{}
 	for _, w := range work {
 		need := registration.QueueNeeded(w.state, w.batch.Commands)
-		switch {
-		case need.None():
-		case need.Fill:
+		head := 0
+		if need.Strict {
+			head = min(need.Head(), w.state.Activity.Waiting)
+		}
+		if head > w.headRead {
+			// The read-ahead was too short: read the head again.
+			w.state.Queue = nil
+			queueHead(b, w, head)
+		}
+		if need.Fill {
 			queueBySize(b, w, need)
-		default:
-			if n := min(need.Head(), w.state.Activity.Waiting); n > w.headRead {
-				queueHead(b, w, n)
-			}
 		}
 	}
 	if b.Len() == 0 {
@@ -308,12 +311,11 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 }
 
 // queueHead adds to b the read of the first n registrations on w's
-// waiting list into w.state.Queue (replacing a shorter read).
+// waiting list, appended to w.state.Queue.
 func queueHead(b *pgx.Batch, w *activityWork, n int) {
 	b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
 		WHERE r.activity_id = $1 AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT $2`, w.aid, n).
 		Query(func(rows pgx.Rows) error {
-			w.state.Queue = w.state.Queue[:0]
 			return scanEach(rows, func(_ int64, r registration.Registration) {
 				w.state.Queue = append(w.state.Queue, r)
 			})
@@ -323,7 +325,8 @@ func queueHead(b *pgx.Batch, w *activityWork, n int) {
 // queueBySize adds to b the read of a fill activity's waiting list as its
 // commands may need it: for each party size s from 1 to need.Seats, the
 // first need.BySize(s) registrations of s seats in join order, each an
-// index range of registration_waitlist_seats_idx (Decide orders them).
+// index range of registration_waitlist_seats_idx, appended to
+// w.state.Queue (Decide orders them and drops a registration read twice).
 func queueBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
 	b.Queue(`SELECT `+registrationColumns+`, r.activity_id
 		FROM generate_series(1, $2::int) AS s(n)
@@ -333,7 +336,6 @@ func queueBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
 		JOIN activity a ON a.id = r.activity_id`,
 		w.aid, min(need.Seats, registration.MaxSeatsLimit), need.Seats, need.Removals).
 		Query(func(rows pgx.Rows) error {
-			w.state.Queue = w.state.Queue[:0]
 			return scanEach(rows, func(_ int64, r registration.Registration) {
 				w.state.Queue = append(w.state.Queue, r)
 			})
