@@ -98,6 +98,8 @@ func (m *MemStore) readStates(work map[string]*memWork, order []*memWork) {
 				named = c.RegistrationID
 			case ExpireCommand:
 				named = c.RegistrationID
+			case SeatsCommand:
+				named = c.RegistrationID
 			case StatusCommand:
 				named = c.RegistrationID
 				// A re-admission must know whether its user holds another
@@ -119,11 +121,18 @@ func (m *MemStore) readStates(work map[string]*memWork, order []*memWork) {
 			}
 		}
 	}
+	// The waiting list as far as the commands may need it, as the store
+	// reads it: the head under strict, the first parties of each size
+	// under fill.
 	for _, w := range order {
-		head := w.act.waitlisted()
-		head = head[:min(len(head), QueueNeeded(w.state.Activity, w.batch.Commands))]
-		for _, r := range head {
-			w.state.Queue = append(w.state.Queue, memRow(r))
+		need := QueueNeeded(w.state, w.batch.Commands)
+		bySize := map[int]int{}
+		for k, r := range w.act.waitlisted() {
+			seats := max(r.Seats, 1)
+			if (need.Strict && k < need.Head()) || (need.Fill && bySize[seats] < need.BySize(seats)) {
+				bySize[seats]++
+				w.state.Queue = append(w.state.Queue, memRow(r))
+			}
 		}
 	}
 }

@@ -68,12 +68,13 @@ func NewMemStore(now func() time.Time) *MemStore {
 // keeps).
 func (m *MemStore) now() time.Time { return m.clock().UTC().Truncate(time.Microsecond) }
 
-// counts returns the activity's occupying and waitlisted registrations.
+// counts returns the seats of the activity's occupying registrations and
+// the number of its waitlisted ones.
 func (ma *memActivity) counts() (taken, waiting int) {
 	for _, r := range ma.regs {
 		switch {
 		case r.Status.Occupying():
-			taken++
+			taken += max(r.Seats, 1)
 		case r.Status == Waitlisted:
 			waiting++
 		}
@@ -167,7 +168,8 @@ func (m *MemStore) CreateActivity(ctx context.Context, id string, in NewActivity
 	defer m.mu.Unlock()
 	at := m.now()
 	a := Activity{ID: id, Title: in.Title, Capacity: in.Capacity, HoldSeconds: cmp.Or(in.HoldSeconds, DefaultHoldSeconds),
-		Waitlist: in.Waitlist, CreatedAt: at, UpdatedAt: at}
+		Waitlist: in.Waitlist, MaxSeats: cmp.Or(in.MaxSeats, DefaultMaxSeats), Policy: cmp.Or(in.Policy, PolicyStrict),
+		CreatedAt: at, UpdatedAt: at}
 	if err := memText("activity public_id", id); err != nil {
 		return Activity{}, err
 	}
@@ -238,7 +240,7 @@ func (m *MemStore) CheckFull(ctx context.Context, checks []FullCheck) ([]FullAns
 		}
 		a := ma.activity()
 		out[i] = FullAnswer{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
-			Holders: make(map[string]string)}
+			Policy: a.Policy, Holders: make(map[string]string)}
 		for _, u := range c.UserIDs {
 			if id := ma.holder(u); id != "" {
 				out[i].Holders[u] = id

@@ -47,14 +47,14 @@ type unitGate struct {
 	answer func(activityID string) (Hold, error)
 }
 
-func (g *unitGate) Reserve(_ context.Context, activityID string) (Hold, error) {
+func (g *unitGate) Reserve(_ context.Context, activityID string, seats int) (Hold, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.calls++
 	if g.answer != nil {
 		return g.answer(activityID)
 	}
-	return Hold{Gen: "h" + strconv.Itoa(g.calls)}, nil
+	return Hold{Gen: "h" + strconv.Itoa(g.calls), Seats: seats}, nil
 }
 
 // answerAll makes the gate answer every signup with err.
@@ -406,7 +406,7 @@ func TestUnitACommandWithdrawnWhileQueuedWritesNothing(t *testing.T) {
 	require.True(t, capacityd.IsCode(a.err, capacityd.EUnavailable), "%v", a.err)
 	require.ErrorIs(t, a.err, groupcommit.ErrWithdrawn)
 	// Its display hold (the gate's second) went back at once.
-	require.Equal(t, []Commit{{ActivityID: act, Failed: true, Holds: []Hold{{Gen: "h2"}}}}, e.seen.Commits())
+	require.Equal(t, []Commit{{ActivityID: act, Failed: true, Holds: []Hold{{Gen: "h2", Seats: 1}}}}, e.seen.Commits())
 
 	block.Release()
 	f := unitAwaitAnswer(t, first)
