@@ -216,9 +216,11 @@ type FullAnswer struct {
 	// Capacity is the activity's capacity, Taken the seats of its
 	// occupying registrations, Waiting the length of its waiting list.
 	Capacity, Taken, Waiting int
-	// Waitlist is the activity's waiting-list setting, Policy its policy.
+	// Waitlist is the activity's waiting-list setting, Policy its policy,
+	// MaxSeats its max_seats_per_registration.
 	Waitlist bool
 	Policy   WaitlistPolicy
+	MaxSeats int
 	// Holders maps the users that hold an active registration of the
 	// activity to its id.
 	Holders map[string]string

@@ -570,8 +570,11 @@ func (d *decision) reduce(i int, c SeatsCommand) error {
 	status := r.Status
 	d.record(r, EventSeatsChanged, &status, c.Origin)
 	d.events[len(d.events)-1].SeatsFrom = &from
+	// The answer is the registration as the command left it: promoted,
+	// if it now fits.
+	err = d.promote(c.Origin)
 	d.outcomes[i] = d.changedOutcome(r)
-	return d.promote(c.Origin)
+	return err
 }
 
 // known reports whether a waiting registration is in the known part of

@@ -200,6 +200,7 @@ func TestDecideGroupsWaitingPartyShrinksAndThenFits(t *testing.T) {
 			{registration.EventSeatsChanged, "C", registration.Waitlisted, "user:c"},
 			{registration.EventPromoted, "C", registration.Pending, registration.ActorSystem},
 		}, summary(p.Events), "%s: 1 fits", policy)
+		require.Equal(t, registration.Pending, p.Outcomes[0].Registration.Status, "the answer is the registration as the change left it")
 		st, seats := w.status("C")
 		require.Equal(t, registration.Pending, st)
 		require.Equal(t, 1, seats)

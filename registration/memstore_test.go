@@ -240,7 +240,7 @@ func (m *MemStore) CheckFull(ctx context.Context, checks []FullCheck) ([]FullAns
 		}
 		a := ma.activity()
 		out[i] = FullAnswer{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
-			Policy: a.Policy, Holders: make(map[string]string)}
+			Policy: a.Policy, MaxSeats: a.MaxSeats, Holders: make(map[string]string)}
 		for _, u := range c.UserIDs {
 			if id := ma.holder(u); id != "" {
 				out[i].Holders[u] = id

@@ -92,6 +92,9 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string, se
 	case v.holder != "":
 		s.metrics.signups.WithLabelValues("already_registered").Inc()
 		return AlreadyRegistered(activityID, v.holder)
+	case v.maxSeats > 0 && seats > v.maxSeats:
+		s.metrics.signups.WithLabelValues(capacityd.EInvalid).Inc()
+		return TooManySeats(Activity{ID: activityID, MaxSeats: v.maxSeats}, seats)
 	}
 	if c := v.counts.For(seats); Admit(c) == AdmitFull {
 		s.metrics.signups.WithLabelValues("full_gate").Inc()
@@ -104,8 +107,9 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string, se
 // fullVerdict is one user's answer from a FullAnswer: the activity's
 // counts and the user's active registration, if any.
 type fullVerdict struct {
-	counts Counts
-	holder string
+	counts   Counts
+	holder   string
+	maxSeats int
 }
 
 // checkFull is the flush of the full checks: one snapshot of the authority
@@ -128,7 +132,7 @@ func (s *Service) checkFullOnce(ctx context.Context, batches []*groupcommit.Batc
 		a := answers[i]
 		b.Results = make([]fullVerdict, len(b.Reqs))
 		for j, u := range b.Reqs {
-			b.Results[j] = fullVerdict{counts: a.Counts(1), holder: a.Holders[u]}
+			b.Results[j] = fullVerdict{counts: a.Counts(1), holder: a.Holders[u], maxSeats: a.MaxSeats}
 		}
 	}
 	return nil
