@@ -421,8 +421,8 @@ func TestUnitACommandWithdrawnWhileQueuedWritesNothing(t *testing.T) {
 	require.Equal(t, "first", regs[0].UserID)
 	require.Len(t, e.store.Events(act), 1)
 	committed, failed := e.seen.holds()
-	require.Equal(t, []Hold{{Gen: "h1"}}, committed)
-	require.Equal(t, []Hold{{Gen: "h2"}}, failed)
+	require.Equal(t, []Hold{{Gen: "h1", Seats: 1}}, committed)
+	require.Equal(t, []Hold{{Gen: "h2", Seats: 1}}, failed)
 }
 
 func TestUnitACommandTakenByApplyWaitsForItsOutcome(t *testing.T) {
