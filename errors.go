@@ -38,6 +38,9 @@ type Error struct {
 	// RegistrationID is set with EAlreadyRegistered: the registration the
 	// user already holds.
 	RegistrationID string
+	// Remaining is set with EActivityFull: the seats a signup could get
+	// at that moment.
+	Remaining *int
 	// RetryAfter is set with EUnavailable and ERateLimited.
 	RetryAfter time.Duration
 	// Err is the underlying cause, for logs; it is never shown to clients.

@@ -18,10 +18,13 @@ import (
 type gateCase struct {
 	capacity, taken, held, waiting int
 	waitlist                       bool
+	fill                           bool
+	seats                          int
 }
 
 func (c gateCase) String() string {
-	return fmt.Sprintf("capacity %d, taken %d, held %d, waiting %d, waitlist %t", c.capacity, c.taken, c.held, c.waiting, c.waitlist)
+	return fmt.Sprintf("capacity %d, taken %d, held %d, waiting %d, waitlist %t, fill %t, seats %d",
+		c.capacity, c.taken, c.held, c.waiting, c.waitlist, c.fill, c.seats)
 }
 
 // gateCases are the named cases (free seats 0, 1, several; taken + held
@@ -44,12 +47,27 @@ func gateCases() []gateCase {
 			gateCase{capacity: 0, waiting: 1, waitlist: on},
 		)
 	}
-	for seats := range 3 {
+	for capacity := range 3 {
 		for taken := range 4 {
 			for held := range 3 {
 				for waiting := range 3 {
 					for _, on := range []bool{false, true} {
-						out = append(out, gateCase{seats, taken, held, waiting, on})
+						out = append(out, gateCase{capacity: capacity, taken: taken, held: held, waiting: waiting, waitlist: on})
+					}
+				}
+			}
+		}
+	}
+	// Parties: several seats asked for, under both policies.
+	for capacity := range 6 {
+		for taken := range 4 {
+			for waiting := range 2 {
+				for seats := 1; seats <= 4; seats++ {
+					for _, fill := range []bool{false, true} {
+						for _, on := range []bool{false, true} {
+							out = append(out, gateCase{capacity: capacity, taken: taken, held: 1, waiting: waiting,
+								waitlist: on, fill: fill, seats: seats})
+						}
 					}
 				}
 			}
@@ -70,18 +88,20 @@ func TestTheGateAdmitsAsTheRule(t *testing.T) {
 	for i, c := range gateCases() {
 		id := fmt.Sprintf("%s_%d", base, i)
 		key := capacity.Key(id)
-		waitlist := "0"
-		if c.waitlist {
-			waitlist = "1"
+		flag := func(b bool) string {
+			if b {
+				return "1"
+			}
+			return "0"
 		}
 		require.NoError(t, rdb.HSet(ctx, key, "taken", c.taken, "held", c.held, "capacity", c.capacity,
-			"waiting", c.waiting, "waitlist", waitlist, "seq", 1, "version", 1, "gen", "g1").Err())
+			"waiting", c.waiting, "waitlist", flag(c.waitlist), "fill", flag(c.fill), "seq", 1, "version", 1, "gen", "g1").Err())
 		require.NoError(t, rdb.PExpire(ctx, key, time.Minute).Err())
 		t.Cleanup(func() { rdb.Del(context.Background(), key) })
 
 		want := registration.Admit(registration.Counts{Capacity: c.capacity, Taken: c.taken + c.held,
-			Waiting: c.waiting, Waitlist: c.waitlist})
-		hold, err := counter.Reserve(ctx, id)
+			Waiting: c.waiting, Waitlist: c.waitlist, Fill: c.fill, Seats: c.seats})
+		hold, err := counter.Reserve(ctx, id, c.seats)
 		var got registration.Admission
 		switch {
 		case err == nil:
@@ -97,7 +117,7 @@ func TestTheGateAdmitsAsTheRule(t *testing.T) {
 		require.Equal(t, want, got, "%v: registration.Admit says %v, the gate %v", c, want, got)
 		held := c.held
 		if got == registration.AdmitSeat {
-			held++
+			held += max(c.seats, 1)
 		}
 		require.Equal(t, fmt.Sprint(held), bundle{rdb: rdb}.fields(t, id)["held"], "%v: a hold only for a seat", c)
 	}

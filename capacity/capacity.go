@@ -143,19 +143,20 @@ func New(cfg Config) *Counter {
 // Cluster slot.
 func Key(activityID string) string { return "seats:{" + activityID + "}" }
 
-// Reserve holds one seat of the activity for a signup in flight, deciding
+// Reserve holds seats of the activity for a signup in flight, deciding
 // by registration.Admit on the counter's taken + held (the Lua form of the
 // rule, in scripts.go). It implements registration.Gate:
 // registration.ErrGateFull when the rule refuses, registration.ErrGateWaitlist
 // when the signup joins the waiting list, ErrNoCounter when the activity has no counter (the
 // authority decides, and its commit builds the counter: see Committed),
 // and a wrapped Redis error when the display tier cannot answer.
-func (c *Counter) Reserve(ctx context.Context, activityID string) (registration.Hold, error) {
+func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (registration.Hold, error) {
+	seats = max(seats, 1)
 	if err := c.usable(); err != nil {
 		return registration.Hold{}, err
 	}
 	c.touch(activityID)
-	v, err := reserveScript.Run(ctx, c.rdb, []string{Key(activityID)}).Slice()
+	v, err := reserveScript.Run(ctx, c.rdb, []string{Key(activityID)}, seats).Slice()
 	if err != nil {
 		return registration.Hold{}, c.redisError("reserve", err)
 	}
@@ -169,7 +170,7 @@ func (c *Counter) Reserve(ctx context.Context, activityID string) (registration.
 	}
 	gen, _ := v[1].(string)
 	c.recovered(ctx)
-	return registration.Hold{Gen: gen}, nil
+	return registration.Hold{Gen: gen, Seats: seats}, nil
 }
 
 // Committed applies the commits of a change transaction to the display
@@ -188,11 +189,11 @@ func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) 
 	gen := c.newGen()
 	for _, cm := range commits {
 		c.touch(cm.ActivityID)
-		a := []any{-1, 0, 0, 0, 0, 0, c.ttl.Milliseconds(), gen}
+		a := []any{-1, 0, 0, 0, 0, 0, c.ttl.Milliseconds(), gen, 0}
 		if !cm.Failed {
 			st := cm.State
 			a[0], a[1], a[2], a[3], a[4] = st.LastSeq, st.Taken, st.Waiting, st.Capacity, boolFlag(st.Waitlist)
-			a[5] = st.UpdatedAt.UnixMicro()
+			a[5], a[8] = st.UpdatedAt.UnixMicro(), boolFlag(st.Policy == registration.PolicyFill)
 		} else if len(cm.Holds) == 0 {
 			continue
 		}
@@ -207,7 +208,7 @@ func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) 
 	}
 }
 
-// holdArgs returns (generation, count) pairs of holds.
+// holdArgs returns (generation, seats) pairs of holds.
 func holdArgs(hs []registration.Hold) []any {
 	var out []any
 	count := make(map[string]int)
@@ -215,7 +216,7 @@ func holdArgs(hs []registration.Hold) []any {
 		if count[h.Gen] == 0 {
 			out = append(out, h.Gen, 0)
 		}
-		count[h.Gen]++
+		count[h.Gen] += h.Count()
 	}
 	for i := 0; i < len(out); i += 2 {
 		out[i+1] = count[out[i].(string)]
@@ -311,7 +312,8 @@ func (c *Counter) rebuild(ctx context.Context, activityID string) (registration.
 		}
 		c.metrics.rebuilds.Inc()
 		err = buildScript.Run(ctx, c.rdb, []string{Key(activityID)}, st.Taken, st.Capacity, st.Waiting,
-			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen(), st.UpdatedAt.UnixMicro()).Err()
+			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen(), st.UpdatedAt.UnixMicro(),
+			boolFlag(st.Policy == registration.PolicyFill)).Err()
 		if err != nil {
 			_ = c.redisError("rebuild", err)
 		}

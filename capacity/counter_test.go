@@ -100,11 +100,11 @@ func TestACommitBuildsTheCounterThatHoldsUntilFull(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.activity(t, 3, false)
-	_, err := b.counter.Reserve(ctx, id)
+	_, err := b.counter.Reserve(ctx, id, 1)
 	require.ErrorIs(t, err, capacity.ErrNoCounter, "no counter: the authority decides, no query here")
 	b.counter.Committed(ctx, []registration.Commit{commitOf(id, b.admit(t, id, "u1"))})
 
-	h1, err := b.counter.Reserve(ctx, id)
+	h1, err := b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err)
 	require.True(t, h1.Held())
 	f := b.fields(t, id)
@@ -115,9 +115,9 @@ func TestACommitBuildsTheCounterThatHoldsUntilFull(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, ttl, 50*time.Second, "the TTL is set at the build")
 
-	_, err = b.counter.Reserve(ctx, id)
+	_, err = b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err)
-	_, err = b.counter.Reserve(ctx, id)
+	_, err = b.counter.Reserve(ctx, id, 1)
 	require.ErrorIs(t, err, registration.ErrGateFull, "taken 1 + held 2 of 3")
 	s := b.seats(t, id)
 	require.Equal(t, [4]int{3, 3, 0, 0}, [4]int{s.Capacity, s.Taken, s.Remaining, s.Waiting})
@@ -129,9 +129,9 @@ func TestCommittedSetsTheAuthoritysCountsAndGivesHoldsBack(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.warm(t, 10, false)
-	h1, err := b.counter.Reserve(ctx, id)
+	h1, err := b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err)
-	h2, err := b.counter.Reserve(ctx, id)
+	h2, err := b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err)
 
 	// Two commits of other instances arrive out of order: the newer wins.
@@ -150,11 +150,11 @@ func TestCommittedSetsTheAuthoritysCountsAndGivesHoldsBack(t *testing.T) {
 	require.Equal(t, [2]string{"3", "0"}, [2]string{f["taken"], f["held"]})
 
 	// A hold of an older generation is not given back to a new counter.
-	h3, err := b.counter.Reserve(ctx, id)
+	h3, err := b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err)
 	require.NoError(t, b.rdb.Del(ctx, capacity.Key(id)).Err())
 	b.seats(t, id) // rebuilds
-	_, err = b.counter.Reserve(ctx, id)
+	_, err = b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err)
 	b.counter.Committed(ctx, []registration.Commit{{ActivityID: id, Failed: true, Holds: []registration.Hold{h3}}})
 	require.Equal(t, "1", b.fields(t, id)["held"], "the new counter's hold stays")
@@ -165,9 +165,9 @@ func TestCommittedAppliesCapacityAndWaitingList(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	id := b.warm(t, 1, true)
-	_, err := b.counter.Reserve(ctx, id)
+	_, err := b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err)
-	_, err = b.counter.Reserve(ctx, id)
+	_, err = b.counter.Reserve(ctx, id, 1)
 	require.ErrorIs(t, err, registration.ErrGateWaitlist, "full with a waiting list: the signup joins it")
 
 	require.Equal(t, 1, b.admit(t, id, "seated", "waiter").Activity.Waiting)
@@ -175,7 +175,7 @@ func TestCommittedAppliesCapacityAndWaitingList(t *testing.T) {
 	b.counter.Committed(ctx, []registration.Commit{commitOf(id, b.patch(t, id, time.Now(), registration.ActivityPatch{Capacity: &five, Waitlist: &off}))})
 	s := b.seats(t, id)
 	require.Equal(t, [3]int{5, 3, 0}, [3]int{s.Capacity, s.Taken, s.Waiting}, "the raise promoted the waiter: taken 2 + held 1")
-	_, err = b.counter.Reserve(ctx, id)
+	_, err = b.counter.Reserve(ctx, id, 1)
 	require.NoError(t, err, "list off: a seat is held")
 }
 
@@ -247,7 +247,7 @@ func TestSeatsFallBackToTheAuthorityWithoutRedis(t *testing.T) {
 	s := b.seats(t, id)
 	require.Equal(t, registration.SourceDatabase, s.Source)
 	require.Equal(t, [3]int{4, 1, 3}, [3]int{s.Capacity, s.Taken, s.Remaining})
-	_, err := c.Reserve(context.Background(), id)
+	_, err := c.Reserve(context.Background(), id, 1)
 	require.ErrorIs(t, err, capacity.ErrNoCache)
 }
 

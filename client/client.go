@@ -82,6 +82,9 @@ type Error struct {
 	// RegistrationID is set with already_registered: the registration the
 	// user already holds.
 	RegistrationID string
+	// Remaining is set with activity_full: the seats a signup could get
+	// at that moment (nil when the service did not say).
+	Remaining *int
 	// RetryAfter is the Retry-After header (429 and 503); zero when absent.
 	RetryAfter time.Duration
 }
@@ -162,10 +165,12 @@ func readError(resp *http.Response) *Error {
 			Code           string `json:"code"`
 			Message        string `json:"message"`
 			RegistrationID string `json:"registration_id"`
+			Remaining      *int   `json:"remaining"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.RegistrationID = body.Error.Code, body.Error.Message, body.Error.RegistrationID
+		e.Remaining = body.Error.Remaining
 		return e
 	}
 	e.Message = strings.TrimSpace(string(b))

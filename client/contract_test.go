@@ -176,7 +176,7 @@ func TestContractListsAndFeeds(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, csv.Close())
 	require.Equal(t, "/v1/activities/a_1/registrations.csv?status=pending", cs.lastURL())
-	require.True(t, strings.HasPrefix(string(b), "id,user_id,status,created_at,updated_at,expires_at,metadata\n"), string(b))
+	require.True(t, strings.HasPrefix(string(b), "id,user_id,status,created_at,updated_at,expires_at,metadata,seats,block_id\n"), string(b))
 }
 
 func TestContractSignupWaitlisted(t *testing.T) {

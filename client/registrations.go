@@ -17,6 +17,9 @@ type SignupOptions struct {
 	// value that encodes as a JSON object of at most 4 KiB; nil sends
 	// none.
 	Metadata any
+	// Seats is how many seats to ask for, all or nothing; 0 sends none
+	// (one seat).
+	Seats int
 }
 
 // SignupResult is the outcome of a signup the service accepted.
@@ -36,6 +39,9 @@ func (c *Client) Signup(ctx context.Context, activityID string, o SignupOptions)
 	body := map[string]any{}
 	if o.Metadata != nil {
 		body["metadata"] = o.Metadata
+	}
+	if o.Seats != 0 {
+		body["seats"] = o.Seats
 	}
 	r := request{method: http.MethodPost, path: "/v1/activities/" + seg(activityID) + "/registrations", body: body,
 		ok: []int{http.StatusCreated, http.StatusAccepted}}
@@ -63,6 +69,13 @@ func (c *Client) GetRegistration(ctx context.Context, id string) (Registration, 
 func (c *Client) CancelRegistration(ctx context.Context, id string) (Registration, error) {
 	var r Registration
 	return r, c.post(ctx, "/v1/registrations/"+seg(id)+"/cancel", nil, &r)
+}
+
+// ReduceSeats gives some of a registration's seats back: it keeps seats
+// (owner or admin).
+func (c *Client) ReduceSeats(ctx context.Context, id string, seats int) (Registration, error) {
+	var r Registration
+	return r, c.post(ctx, "/v1/registrations/"+seg(id)+"/seats", map[string]int{"seats": seats}, &r)
 }
 
 // SetRegistrationStatus moves a registration to awaiting_payment or

@@ -10,16 +10,21 @@ import (
 // authoritative (Source "database"); read by anyone else, they are the live
 // seat display's, like Seats (Source "cache" or "database").
 type Activity struct {
-	ID          string    `json:"id"`
-	Title       string    `json:"title"`
-	Capacity    int       `json:"capacity"`
-	HoldSeconds int       `json:"hold_seconds"`
-	Waitlist    bool      `json:"waitlist"`
-	Taken       int       `json:"taken"`
-	Remaining   int       `json:"remaining"`
-	Waiting     int       `json:"waiting"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Capacity    int    `json:"capacity"`
+	HoldSeconds int    `json:"hold_seconds"`
+	Waitlist    bool   `json:"waitlist"`
+	// MaxSeatsPerRegistration is the most seats one registration may
+	// hold; WaitlistPolicy is "strict" or "fill".
+	MaxSeatsPerRegistration int    `json:"max_seats_per_registration"`
+	WaitlistPolicy          string `json:"waitlist_policy"`
+	// Taken counts seats: a registration for 3 occupies 3.
+	Taken     int       `json:"taken"`
+	Remaining int       `json:"remaining"`
+	Waiting   int       `json:"waiting"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Source is set by GetActivity only: where the seat numbers come from,
 	// "cache" (the Redis display) or "database".
 	Source string `json:"source,omitempty"`
@@ -32,14 +37,20 @@ type NewActivity struct {
 	Capacity    int    `json:"capacity"`
 	HoldSeconds int    `json:"hold_seconds,omitempty"`
 	Waitlist    bool   `json:"waitlist,omitempty"`
+	// MaxSeatsPerRegistration is 0 for the default (1); WaitlistPolicy
+	// "" for the default ("strict").
+	MaxSeatsPerRegistration int    `json:"max_seats_per_registration,omitempty"`
+	WaitlistPolicy          string `json:"waitlist_policy,omitempty"`
 }
 
 // ActivityPatch is what UpdateActivity sends: the fields that are set.
 type ActivityPatch struct {
-	Title       *string `json:"title,omitempty"`
-	Capacity    *int    `json:"capacity,omitempty"`
-	HoldSeconds *int    `json:"hold_seconds,omitempty"`
-	Waitlist    *bool   `json:"waitlist,omitempty"`
+	Title                   *string `json:"title,omitempty"`
+	Capacity                *int    `json:"capacity,omitempty"`
+	HoldSeconds             *int    `json:"hold_seconds,omitempty"`
+	Waitlist                *bool   `json:"waitlist,omitempty"`
+	MaxSeatsPerRegistration *int    `json:"max_seats_per_registration,omitempty"`
+	WaitlistPolicy          *string `json:"waitlist_policy,omitempty"`
 }
 
 // Page is one page of a list. Pass NextCursor as the Cursor of the next
@@ -80,13 +91,15 @@ const (
 
 // Registration is one user's claim on a seat of an activity.
 type Registration struct {
-	ID         string          `json:"id"`
-	ActivityID string          `json:"activity_id"`
-	UserID     string          `json:"user_id"`
-	Status     Status          `json:"status"`
-	Metadata   json.RawMessage `json:"metadata"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
+	ID         string `json:"id"`
+	ActivityID string `json:"activity_id"`
+	UserID     string `json:"user_id"`
+	Status     Status `json:"status"`
+	// Seats is how many seats it holds (or waits for).
+	Seats     int             `json:"seats"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 	// ExpiresAt is when an awaiting_payment hold runs out; else nil.
 	ExpiresAt *time.Time `json:"expires_at"`
 	// WaitlistPosition is the place in the waiting list (1 = next) while
@@ -110,6 +123,10 @@ type Event struct {
 	// From is nil for registration.created and registration.waitlisted.
 	From *Status `json:"from"`
 	To   Status  `json:"to"`
+	// Seats is the registration's seats after the change; SeatsFrom is
+	// set on registration.seats_changed only: its seats before.
+	Seats     int  `json:"seats"`
+	SeatsFrom *int `json:"seats_from,omitempty"`
 	// Actor is "admin:<sub>", "user:<sub>" or "system".
 	Actor     string    `json:"actor"`
 	RequestID *string   `json:"request_id"`

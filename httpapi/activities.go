@@ -14,6 +14,17 @@ type activityRequest struct {
 	Capacity    *int    `json:"capacity"`
 	HoldSeconds *int    `json:"hold_seconds"`
 	Waitlist    *bool   `json:"waitlist"`
+	MaxSeats    *int    `json:"max_seats_per_registration"`
+	Policy      *string `json:"waitlist_policy"`
+}
+
+// policy returns the request's waiting-list policy, nil when absent.
+func (r activityRequest) policy() *registration.WaitlistPolicy {
+	if r.Policy == nil {
+		return nil
+	}
+	p := registration.WaitlistPolicy(*r.Policy)
+	return &p
 }
 
 func (s *Server) createActivity(c echo.Context) error {
@@ -31,6 +42,18 @@ func (s *Server) createActivity(c echo.Context) error {
 				registration.MinHoldSeconds, registration.MaxHoldSeconds)
 		}
 		in.HoldSeconds = *req.HoldSeconds
+	}
+	if req.MaxSeats != nil {
+		if *req.MaxSeats == 0 {
+			return capacityd.Errorf(capacityd.EInvalid, "max_seats_per_registration must be between 1 and %d", registration.MaxSeatsLimit)
+		}
+		in.MaxSeats = *req.MaxSeats
+	}
+	if p := req.policy(); p != nil {
+		if *p == "" {
+			return capacityd.Errorf(capacityd.EInvalid, "waitlist_policy must be %q or %q", registration.PolicyStrict, registration.PolicyFill)
+		}
+		in.Policy = *p
 	}
 	a, err := s.regs.CreateActivity(c.Request().Context(), in)
 	if err != nil {
@@ -94,6 +117,7 @@ func (s *Server) patchActivity(c echo.Context) error {
 	}
 	a, err := s.regs.UpdateActivity(c.Request().Context(), id, registration.ActivityPatch{
 		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds, Waitlist: req.Waitlist,
+		MaxSeats: req.MaxSeats, Policy: req.policy(),
 	}, callerOf(c))
 	if err != nil {
 		return err

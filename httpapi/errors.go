@@ -34,6 +34,7 @@ type errorBody struct {
 		Code           string `json:"code"`
 		Message        string `json:"message"`
 		RegistrationID string `json:"registration_id,omitempty"`
+		Remaining      *int   `json:"remaining,omitempty"`
 	} `json:"error"`
 }
 
@@ -99,6 +100,9 @@ func (s *Server) writeError(c echo.Context, status int, e *capacityd.Error) {
 	}
 	if e.Code == capacityd.EAlreadyRegistered {
 		body.Error.RegistrationID = e.RegistrationID
+	}
+	if e.Code == capacityd.EActivityFull {
+		body.Error.Remaining = e.Remaining
 	}
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		secs := max(1, int(e.RetryAfter.Seconds()))

@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,7 +23,9 @@ const (
 	exportFlushEvery = 500
 )
 
-var exportHeader = []string{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata"}
+// exportHeader is the CSV's columns. block_id stays empty: no registration
+// is made from a block of reserved seats.
+var exportHeader = []string{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata", "seats", "block_id"}
 
 // exportRegistrations serves an activity's registrations as CSV in
 // creation order, streamed as the store reads them a chunk at a time:
@@ -81,7 +85,7 @@ func (s *Server) exportRegistrations(c echo.Context) error {
 		}
 		// No registration: the header alone.
 		w.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-		return c.String(http.StatusOK, "id,user_id,status,created_at,updated_at,expires_at,metadata\n")
+		return c.String(http.StatusOK, strings.Join(exportHeader, ",")+"\n")
 	}
 	if err == nil {
 		err = flush()
@@ -99,7 +103,7 @@ func csvRow(r registration.Registration) []string {
 		expires = r.ExpiresAt.Format(time.RFC3339Nano)
 	}
 	return []string{r.ID, r.UserID, string(r.Status), r.CreatedAt.Format(time.RFC3339Nano),
-		r.UpdatedAt.Format(time.RFC3339Nano), expires, string(r.Metadata)}
+		r.UpdatedAt.Format(time.RFC3339Nano), expires, string(r.Metadata), strconv.Itoa(r.Seats), ""}
 }
 
 func (s *Server) listActivities(c echo.Context) error {

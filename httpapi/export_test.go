@@ -59,7 +59,7 @@ func TestExportWritesEveryRegistrationAsCSV(t *testing.T) {
 	admin := inst.API(t, "admin", true)
 	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", adminToken, nil)
 	require.Equal(t, http.StatusOK, r.Status)
-	require.Equal(t, "id,user_id,status,created_at,updated_at,expires_at,metadata\n", string(r.Body), "no registration: the header alone")
+	require.Equal(t, "id,user_id,status,created_at,updated_at,expires_at,metadata,seats,block_id\n", string(r.Body), "no registration: the header alone")
 
 	ra := inst.MustSignup(t, id, "alice", client.SignupOptions{Metadata: map[string]string{"seat": `front, "left"`}})
 	rb := inst.MustSignup(t, id, "bob")
@@ -73,9 +73,9 @@ func TestExportWritesEveryRegistrationAsCSV(t *testing.T) {
 	require.NoError(t, err)
 	stamp := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
 	require.Equal(t, [][]string{
-		{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata"},
-		{ra.ID, "alice", "pending", stamp(ra.CreatedAt), stamp(ra.UpdatedAt), "", `{"seat":"front, \"left\""}`},
-		{rb.ID, "bob", "awaiting_payment", stamp(rb.CreatedAt), stamp(rb.UpdatedAt), stamp(*rb.ExpiresAt), "{}"},
+		{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata", "seats", "block_id"},
+		{ra.ID, "alice", "pending", stamp(ra.CreatedAt), stamp(ra.UpdatedAt), "", `{"seat":"front, \"left\""}`, "1", ""},
+		{rb.ID, "bob", "awaiting_payment", stamp(rb.CreatedAt), stamp(rb.UpdatedAt), stamp(*rb.ExpiresAt), "{}", "1", ""},
 	}, recs)
 
 	r = inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv?status=pending", adminToken, nil)

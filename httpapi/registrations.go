@@ -22,6 +22,7 @@ const (
 
 type signupRequest struct {
 	Metadata json.RawMessage `json:"metadata"`
+	Seats    *int            `json:"seats"`
 }
 
 // compactMetadata checks that metadata is a JSON object of at most 4 KiB
@@ -108,8 +109,15 @@ func (s *Server) signup(c echo.Context) error {
 			return capacityd.Errorf(capacityd.EInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, sent once")
 		}
 	}
+	seats := 1
+	if req.Seats != nil {
+		seats = *req.Seats
+		if seats < 1 || seats > registration.MaxSeatsLimit {
+			return capacityd.Errorf(capacityd.EInvalid, "seats must be between 1 and the activity's max_seats_per_registration")
+		}
+	}
 	reg, replayed, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
-		ActivityID: id, Caller: callerOf(c), Metadata: meta, IdempotencyKey: key,
+		ActivityID: id, Caller: callerOf(c), Metadata: meta, Seats: seats, IdempotencyKey: key,
 	})
 	if replayed {
 		c.Response().Header().Set(headerReplayed, "true")
@@ -156,6 +164,29 @@ func (s *Server) cancelRegistration(c echo.Context) error {
 		return err
 	}
 	r, err := s.regs.Cancel(c.Request().Context(), id, callerOf(c))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, r)
+}
+
+// reduceSeats serves POST /v1/registrations/{id}/seats: the registration
+// keeps the seats asked for, giving the rest back.
+func (s *Server) reduceSeats(c echo.Context) error {
+	id, err := registrationID(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Seats *int `json:"seats"`
+	}
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	if req.Seats == nil {
+		return capacityd.Errorf(capacityd.EInvalid, `field "seats" is required`)
+	}
+	r, err := s.regs.ReduceSeats(c.Request().Context(), id, *req.Seats, callerOf(c))
 	if err != nil {
 		return err
 	}

@@ -161,6 +161,7 @@ func New(cfg Config) *Server {
 	v1.GET("/registrations/:id", s.getRegistration, user)
 	v1.GET("/registrations/:id/events", s.registrationEvents, user)
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
+	v1.POST("/registrations/:id/seats", s.reduceSeats, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
 	if cfg.Notes != nil {
 		s.registerNoteRoutes(v1, admin)

@@ -1,11 +1,7 @@
 package registration
 
 // Counts are what the admission rule looks at: an activity's seats and
-// waiting list, as the one who asks sees them.
-//
-// A request for several seats at once would add a field here (the seats
-// requested, zero meaning one) that Admit compares with the free seats;
-// today every signup asks for one seat.
+// waiting list, as the one who asks sees them, and the seats asked for.
 type Counts struct {
 	// Capacity is the activity's capacity.
 	Capacity int
@@ -17,6 +13,10 @@ type Counts struct {
 	Waiting int
 	// Waitlist is the activity's waiting-list setting.
 	Waitlist bool
+	// Fill is true under the waiting-list policy PolicyFill.
+	Fill bool
+	// Seats is the seats the signup asks for; 0 means 1.
+	Seats int
 }
 
 // Admission is the admission rule's answer for one signup.
@@ -45,10 +45,15 @@ func (a Admission) String() string {
 	return "unknown"
 }
 
-// Admit is the one admission rule: whether a signup gets a seat, a place
-// in line or a refusal. A signup takes a seat only when one is free and
-// nobody waits (the line is served first); else it joins the waiting list
-// when the activity keeps one; else it is refused as full.
+// Admit is the one admission rule: whether a signup gets its seats, a
+// place in line or a refusal. A signup for n seats joins the end of the
+// line, and the waiting-list policy's promotion decides: under
+// PolicyStrict it takes its seats only when n are free and nobody waits
+// (the line is served first); under PolicyFill whenever n are free (every
+// party that waits asks for more than are free, since each release
+// promotes every party that fits). Else it joins the waiting list when the
+// activity keeps one; else it is refused as full. It is all or nothing:
+// never fewer seats than asked.
 //
 // Every admission decision follows it:
 //   - Decide, at the authority, for each signup (and for a late payment's
@@ -62,11 +67,17 @@ func (a Admission) String() string {
 //     answers. Change them together.
 func Admit(c Counts) Admission {
 	switch {
-	case c.Capacity-c.Taken >= 1 && c.Waiting == 0:
+	case c.Capacity-c.Taken >= max(c.Seats, 1) && (c.Waiting == 0 || c.Fill):
 		return AdmitSeat
 	case c.Waitlist:
 		return AdmitWaitlist
 	default:
 		return AdmitFull
 	}
+}
+
+// For returns the counts for a signup for seats.
+func (c Counts) For(seats int) Counts {
+	c.Seats = seats
+	return c
 }

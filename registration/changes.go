@@ -63,7 +63,7 @@ func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string
 			b.Results = p.Outcomes
 			commits = append(commits, Commit{ActivityID: b.Key, Holds: holdsOf(b.Reqs),
 				Events: p.Events, ActivityChanged: p.ActivityChanged,
-				State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist,
+				State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist, Policy: p.Activity.Policy,
 					Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt}})
 			s.metrics.count(p.Events)
 		}
@@ -181,4 +181,27 @@ func (s *Service) SetStatus(ctx context.Context, id string, to Status, c Caller)
 		return Registration{}, InvalidTransition(r, to)
 	}
 	return s.changeOf(ctx, r, StatusCommand{Origin: c.origin(), RegistrationID: id, To: to})
+}
+
+// ReduceSeats gives some of a registration's seats back: it keeps seats
+// (1 to what it holds; the same number changes nothing). The freed seats
+// go to the waiting list in the same transaction, as any release's do.
+func (s *Service) ReduceSeats(ctx context.Context, id string, seats int, c Caller) (Registration, error) {
+	if err := validateCaller(c); err != nil {
+		return Registration{}, err
+	}
+	if seats < 1 || seats > MaxSeatsLimit {
+		return Registration{}, capacityd.Errorf(capacityd.EInvalid, "seats must be between 1 and %d", MaxSeatsLimit)
+	}
+	r, err := s.GetRegistration(ctx, id, c)
+	if err != nil {
+		return Registration{}, err
+	}
+	if !r.Status.Active() || seats > r.Seats {
+		return Registration{}, SeatsNotReducible(r, seats)
+	}
+	if seats == r.Seats {
+		return r, nil
+	}
+	return s.changeOf(ctx, r, SeatsCommand{Origin: c.origin(), RegistrationID: id, Caller: c, Seats: seats})
 }

@@ -44,7 +44,7 @@ type Origin struct {
 // change is a command: it waits on its activity's queue and is applied with
 // the other commands of the queue in one transaction, by Decide. The
 // concrete types are SignupCommand, CancelCommand, StatusCommand,
-// ExpireCommand and ActivityCommand.
+// ExpireCommand, SeatsCommand and ActivityCommand.
 type Command interface {
 	origin() Origin
 }
@@ -56,6 +56,9 @@ type SignupCommand struct {
 	RegistrationID string
 	UserID         string
 	Metadata       json.RawMessage
+	// Seats is how many seats the signup asks for, all or nothing (0
+	// reads as 1).
+	Seats int
 	// IdempotencyKey is empty when the client sent none; RequestHash
 	// identifies the request body for idempotency conflicts.
 	IdempotencyKey string
@@ -87,6 +90,16 @@ type ExpireCommand struct {
 	RegistrationID string
 }
 
+// SeatsCommand gives some of a registration's seats back (its owner's or
+// an admin's request): Seats is how many it keeps, never more than it
+// holds.
+type SeatsCommand struct {
+	Origin
+	RegistrationID string
+	Caller         Caller
+	Seats          int
+}
+
 // ActivityCommand changes an activity (an admin's request).
 type ActivityCommand struct {
 	Origin
@@ -98,6 +111,7 @@ func (c CancelCommand) origin() Origin   { return c.Origin }
 func (c StatusCommand) origin() Origin   { return c.Origin }
 func (c ExpireCommand) origin() Origin   { return c.Origin }
 func (c ActivityCommand) origin() Origin { return c.Origin }
+func (c SeatsCommand) origin() Origin    { return c.Origin }
 
 // Outcome is what one command did.
 type Outcome struct {
@@ -130,12 +144,22 @@ type Applied struct {
 	Err  error
 }
 
-// Hold is a seat held in the display tier for a signup in flight. The zero
+// Hold is seats held in the display tier for a signup in flight. The zero
 // Hold holds nothing.
 type Hold struct {
-	// Gen is the generation of the display counter the seat was held in:
-	// it is given back only to the same generation.
+	// Gen is the generation of the display counter the seats were held
+	// in: they are given back only to the same generation.
 	Gen string
+	// Seats is how many seats are held (0 reads as 1).
+	Seats int
+}
+
+// Count returns the seats h holds.
+func (h Hold) Count() int {
+	if !h.Held() {
+		return 0
+	}
+	return max(h.Seats, 1)
 }
 
 // Held reports whether h holds a seat.
@@ -165,6 +189,7 @@ type Commit struct {
 type SeatState struct {
 	Capacity  int
 	Waitlist  bool
+	Policy    WaitlistPolicy
 	Taken     int
 	Waiting   int
 	LastSeq   int64
@@ -188,17 +213,21 @@ type FullCheck struct {
 // snapshot: the counts (not a verdict: the Service applies Admit to them)
 // and the users who already hold a place.
 type FullAnswer struct {
-	// Capacity is the activity's capacity, Taken its occupying
-	// registrations, Waiting the length of its waiting list.
+	// Capacity is the activity's capacity, Taken the seats of its
+	// occupying registrations, Waiting the length of its waiting list.
 	Capacity, Taken, Waiting int
-	// Waitlist is the activity's waiting-list setting.
+	// Waitlist is the activity's waiting-list setting, Policy its policy,
+	// MaxSeats its max_seats_per_registration.
 	Waitlist bool
+	Policy   WaitlistPolicy
+	MaxSeats int
 	// Holders maps the users that hold an active registration of the
 	// activity to its id.
 	Holders map[string]string
 }
 
-// Counts returns the answer's counts, for Admit.
-func (a FullAnswer) Counts() Counts {
-	return Counts{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist}
+// Counts returns the answer's counts, for Admit of a signup for seats.
+func (a FullAnswer) Counts(seats int) Counts {
+	return Counts{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
+		Fill: a.Policy == PolicyFill, Seats: seats}
 }

@@ -2,8 +2,10 @@ package registration
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -52,29 +54,105 @@ type Plan struct {
 	LastSeq int64
 }
 
-// QueueNeeded is how many registrations from the head of the waiting list
-// Decide may need for the commands: each cancellation or expiry can free a
-// seat or take a place off the list, and a capacity raise frees as many
-// seats as it adds.
-func QueueNeeded(a Activity, cmds []Command) int {
-	n := Releases(cmds)
-	for _, c := range cmds {
-		if c, ok := c.(ActivityCommand); ok && c.Patch.Capacity != nil {
-			n += max(0, *c.Patch.Capacity-a.Capacity)
-		}
-	}
-	return min(n, a.Waiting)
+// QueueNeed is the part of an activity's waiting list that Decide may
+// need for a batch of commands. At most Seats seats can be free at any
+// moment of the batch (the free seats, those the commands release, and
+// those a capacity raise adds), so at most Seats registrations are
+// promoted, at most Seats/s of them of s seats; and at most Removals
+// registrations leave the line otherwise (cancellations).
+type QueueNeed struct {
+	// Strict: the head of the line is needed (its first Head()
+	// registrations), as PolicyStrict promotes. Fill: for each party size
+	// s from 1 to Seats, the first BySize(s) registrations of that size,
+	// as PolicyFill promotes. A batch that changes the policy needs both.
+	Strict, Fill    bool
+	Seats, Removals int
 }
 
-// Releases counts the commands that free at most one place each
-// (cancellations and expiries): without a capacity change, the most of
-// the waiting list's head the commands can promote, whatever the
-// activity's state.
+// Head is how many registrations of the line's head a strict activity's
+// batch may need.
+func (q QueueNeed) Head() int { return q.Seats + q.Removals }
+
+// BySize is how many of the first waiting registrations of s seats a fill
+// activity's batch may need: promotions of s seats go oldest first among
+// those of s seats, so the rest of them can never be reached.
+func (q QueueNeed) BySize(s int) int {
+	if s < 1 || s > q.Seats {
+		return 0
+	}
+	return q.Seats/s + q.Removals
+}
+
+// None reports whether no part of the line is needed.
+func (q QueueNeed) None() bool { return !q.Strict && !q.Fill }
+
+// QueueNeeded is what of the waiting list Decide may need for the commands
+// on st: st.Activity must carry exact counts, and st.Registrations the
+// registrations the commands name. Nothing is needed when nobody waits,
+// nor for commands that promote nobody (signups and status changes: a
+// quiet line stays quiet when seats are only taken).
+func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
+	a := st.Activity
+	if a.Waiting == 0 || !slices.ContainsFunc(cmds, promotes) {
+		return QueueNeed{}
+	}
+	most := a.Capacity
+	freed, removals := 0, 0
+	need := QueueNeed{Strict: a.Policy != PolicyFill, Fill: a.Policy == PolicyFill}
+	released := func(id string, keep int) {
+		r, ok := st.Registrations[id]
+		switch {
+		case !ok:
+			// Made by this batch: at most the most seats of one.
+			freed += MaxSeatsLimit
+		case r.Status.Occupying():
+			freed += max(0, r.Seats-keep)
+		}
+	}
+	for _, c := range cmds {
+		switch c := c.(type) {
+		case CancelCommand:
+			released(c.RegistrationID, 0)
+			removals++
+		case ExpireCommand:
+			released(c.RegistrationID, 0)
+		case SeatsCommand:
+			released(c.RegistrationID, c.Seats)
+		case ActivityCommand:
+			if c.Patch.Capacity != nil {
+				most = max(most, *c.Patch.Capacity)
+			}
+			if p := c.Patch.Policy; p != nil {
+				need.Strict = need.Strict || *p == PolicyStrict
+				need.Fill = need.Fill || *p == PolicyFill
+			}
+		}
+	}
+	need.Seats, need.Removals = max(0, most-a.Taken)+freed, min(removals, a.Waiting)
+	if need.Seats == 0 {
+		// No seat can be free: nobody is promoted.
+		return QueueNeed{}
+	}
+	return need
+}
+
+// promotes reports whether a command may promote from the waiting list.
+func promotes(c Command) bool {
+	switch c.(type) {
+	case CancelCommand, ExpireCommand, SeatsCommand, ActivityCommand:
+		return true
+	}
+	return false
+}
+
+// Releases counts the commands that may free seats or take a place off
+// the list (cancellations, expiries, seat reductions): a first guess,
+// before anything is read, of how much of the line's head a batch needs.
 func Releases(cmds []Command) int {
 	n := 0
 	for _, c := range cmds {
 		switch c.(type) {
-		case CancelCommand, ExpireCommand:
+		case CancelCommand, ExpireCommand, SeatsCommand:
 			n++
 		}
 	}
@@ -88,21 +166,25 @@ var errShortQueue = errors.New("registration: the waiting list's head was read t
 // Decide applies the commands of one activity, in order, to its state. It
 // is the one copy of the rules of every seat change:
 //
-//   - a signup takes a free seat only when nobody waits; else it joins the
-//     waiting list when the activity keeps one, else it is refused as full
-//     (Admit, the one admission rule);
+//   - a signup for n seats takes n free seats, all or nothing, when the
+//     waiting-list policy's promotion would admit it from the end of the
+//     line; else it joins the waiting list when the activity keeps one,
+//     else it is refused as full (Admit, the one admission rule);
 //     a user with an active registration gets already_registered, and an
 //     Idempotency-Key's first outcome is replayed;
 //   - a cancellation frees the seat (or the place on the list) of a
 //     registration its owner or an admin may see; cancelling a cancelled
-//     or expired registration changes nothing;
+//     or expired registration changes nothing; giving seats back frees
+//     them (a waiting registration may shrink too, and then may fit);
 //   - status changes follow pending → awaiting_payment → approved, and a
 //     late payment admits an expired registration again only if Admit
 //     gives it a seat (a seat is free and nobody waits);
 //   - an expiry ends an awaiting_payment hold that is due at now;
 //   - a capacity change never evicts anyone;
 //   - every seat that a release or a capacity raise frees goes at once to
-//     the first in line, oldest first.
+//     the line, by the activity's policy: under PolicyStrict to the head
+//     while it fits; under PolicyFill to every waiting registration that
+//     fits, oldest first.
 //
 // now is the service's clock: hold deadlines and expiry follow it. Decide
 // has no side effects; the caller writes the plan in the same transaction.
@@ -119,6 +201,8 @@ func Decide(st ActivityState, cmds []Command, now time.Time) (Plan, error) {
 			err = d.setStatus(i, c, now)
 		case ExpireCommand:
 			err = d.expire(i, c, now)
+		case SeatsCommand:
+			err = d.reduce(i, c)
 		case ActivityCommand:
 			err = d.patch(i, c)
 		default:
@@ -143,7 +227,7 @@ type decision struct {
 	order    []string        // ids of updated registrations, first change first
 	holders  map[string]string
 	queue    []*Registration // waiting, oldest first, as far as known
-	unread   int             // waiting registrations after the queue's known head
+	unread   int             // waiting registrations not in queue
 	tail     []*Registration // waitlisted by this batch, after the unread ones
 	events   []Event
 	outcomes []Outcome
@@ -161,7 +245,11 @@ func newDecision(st ActivityState, cmds []Command) *decision {
 		outcomes: make([]Outcome, len(cmds)),
 		first:    make(map[IdempotencyRef]int),
 	}
+	// Defaults of rows and activities from before groups existed.
+	d.act.MaxSeats = cmp.Or(d.act.MaxSeats, DefaultMaxSeats)
+	d.act.Policy = cmp.Or(d.act.Policy, PolicyStrict)
 	for id, r := range st.Registrations {
+		r.Seats = max(r.Seats, 1)
 		d.regs[id] = &r
 	}
 	for u, id := range st.Holders {
@@ -169,13 +257,17 @@ func newDecision(st ActivityState, cmds []Command) *decision {
 	}
 	for _, r := range st.Queue {
 		if p, ok := d.regs[r.ID]; ok {
-			d.queue = append(d.queue, p)
+			if !slices.Contains(d.queue, p) {
+				d.queue = append(d.queue, p)
+			}
 			continue
 		}
 		p := &r
+		p.Seats = max(p.Seats, 1)
 		d.regs[r.ID] = p
 		d.queue = append(d.queue, p)
 	}
+	slices.SortFunc(d.queue, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
 	d.unread = max(0, st.Activity.Waiting-len(d.queue))
 	return d
 }
@@ -187,13 +279,13 @@ func (d *decision) free() int { return d.act.Capacity - d.act.Taken }
 func (d *decision) record(r *Registration, typ EventType, from *Status, o Origin) {
 	d.seq++
 	r.UpdatedAt = d.st.At
-	if r.Status == Waitlisted {
+	if typ == EventWaitlisted {
 		r.WaitlistSeq = d.seq
 	}
 	snapshot := *r
 	d.events = append(d.events, Event{
 		ID: EventID(d.act.ID, d.seq), Seq: d.seq, ActivityID: d.act.ID, RegistrationID: r.ID, UserID: r.UserID,
-		Type: typ, From: from, To: r.Status, Actor: o.Actor, RequestID: o.RequestID, At: d.st.At,
+		Type: typ, From: from, To: r.Status, Seats: r.Seats, Actor: o.Actor, RequestID: o.RequestID, At: d.st.At,
 		Registration: &snapshot,
 	})
 	if !d.inserted[r.ID] && !d.updated[r.ID] {
@@ -235,14 +327,19 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
 		return
 	}
+	n := max(c.Seats, 1)
+	if n > d.act.MaxSeats {
+		d.outcomes[i] = Outcome{Err: TooManySeats(d.act, n)}
+		return
+	}
 	r := &Registration{
-		ID: c.RegistrationID, ActivityID: d.act.ID, UserID: c.UserID, Metadata: c.Metadata,
+		ID: c.RegistrationID, ActivityID: d.act.ID, UserID: c.UserID, Seats: n, Metadata: c.Metadata,
 		CreatedAt: d.st.At,
 	}
-	switch Admit(d.counts()) {
+	switch Admit(d.counts(n)) {
 	case AdmitSeat:
 		r.Status = Pending
-		d.act.Taken++
+		d.act.Taken += n
 		d.inserted[r.ID] = true
 		d.record(r, EventCreated, nil, c.Origin)
 	case AdmitWaitlist:
@@ -263,7 +360,7 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.outcomes[i] = Outcome{Registration: &snapshot, Changed: true}
 		return
 	default:
-		d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID)}
+		d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, n, Remaining(d.act.Capacity, d.act.Taken))}
 		return
 	}
 	d.regs[r.ID] = r
@@ -273,9 +370,11 @@ func (d *decision) signup(i int, c SignupCommand) {
 
 func (d *decision) waiting() int { return d.act.Waiting }
 
-// counts returns the activity's counts as they stand, for Admit.
-func (d *decision) counts() Counts {
-	return Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Waiting: d.act.Waiting, Waitlist: d.act.Waitlist}
+// counts returns the activity's counts as they stand, for Admit of a
+// signup for seats.
+func (d *decision) counts(seats int) Counts {
+	return Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Waiting: d.act.Waiting, Waitlist: d.act.Waitlist,
+		Fill: d.act.Policy == PolicyFill, Seats: seats}
 }
 
 func (d *decision) changedOutcome(r *Registration) Outcome {
@@ -306,7 +405,7 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 	switch {
 	case r.Status.Occupying():
 		d.move(r, Cancelled, EventCancelled, c.Origin)
-		d.act.Taken--
+		d.act.Taken -= r.Seats
 		delete(d.holders, r.UserID)
 		d.outcomes[i] = d.changedOutcome(r)
 		return d.promote(c.Origin)
@@ -315,6 +414,8 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 		d.move(r, Cancelled, EventCancelled, c.Origin)
 		delete(d.holders, r.UserID)
 		d.outcomes[i] = d.changedOutcome(r)
+		// Under PolicyStrict the new head may fit.
+		return d.promote(c.Origin)
 	default:
 		d.outcomes[i] = d.unchangedOutcome(r)
 	}
@@ -361,13 +462,14 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 			d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
 			return nil
 		}
-		// A re-admission takes a seat or nothing: it never joins the line.
-		if Admit(d.counts()) != AdmitSeat {
-			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID)}
+		// A re-admission takes its seats or nothing: it never joins the
+		// line.
+		if Admit(d.counts(r.Seats)) != AdmitSeat {
+			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, r.Seats, Remaining(d.act.Capacity, d.act.Taken))}
 			return nil
 		}
 		d.move(r, Approved, EventReadmitted, c.Origin)
-		d.act.Taken++
+		d.act.Taken += r.Seats
 		d.holders[r.UserID] = r.ID
 	default:
 		d.outcomes[i] = Outcome{Err: InvalidTransition(*r, c.To)}
@@ -388,7 +490,7 @@ func (d *decision) expire(i int, c ExpireCommand, now time.Time) error {
 		return nil
 	}
 	d.move(r, Expired, EventExpired, c.Origin)
-	d.act.Taken--
+	d.act.Taken -= r.Seats
 	delete(d.holders, r.UserID)
 	d.outcomes[i] = d.changedOutcome(r)
 	return d.promote(c.Origin)
@@ -407,6 +509,12 @@ func (d *decision) patch(i int, c ActivityCommand) error {
 	}
 	if p.Capacity != nil {
 		d.act.Capacity = *p.Capacity
+	}
+	if p.MaxSeats != nil {
+		d.act.MaxSeats = *p.MaxSeats
+	}
+	if p.Policy != nil {
+		d.act.Policy = *p.Policy
 	}
 	d.act.UpdatedAt = settingsChangedAt(d.act.UpdatedAt, d.st.At)
 	d.changed = true
@@ -432,24 +540,101 @@ func settingsChangedAt(last, now time.Time) time.Time {
 	return now
 }
 
-// promote gives every free seat to the first in line.
+// reduce gives back some of a registration's seats: it keeps c.Seats.
+func (d *decision) reduce(i int, c SeatsCommand) error {
+	r, err := d.named(c.RegistrationID)
+	if err != nil || (!c.Caller.Admin && r.UserID != c.Caller.UserID) {
+		d.outcomes[i] = Outcome{Err: RegistrationNotFound(c.RegistrationID)}
+		return nil
+	}
+	switch {
+	case !r.Status.Active() || c.Seats > r.Seats || c.Seats < 1:
+		d.outcomes[i] = Outcome{Err: SeatsNotReducible(*r, c.Seats)}
+		return nil
+	case c.Seats == r.Seats:
+		d.outcomes[i] = d.unchangedOutcome(r)
+		return nil
+	}
+	from := r.Seats
+	if r.Status.Occupying() {
+		d.act.Taken -= from - c.Seats
+	} else if d.act.Policy == PolicyFill && !d.known(r) {
+		// A smaller party may now fit: it takes its place in the known
+		// part of the line (no unread party of its size is older and
+		// reachable, see QueueNeed).
+		d.unread--
+		d.queue = append(d.queue, r)
+		slices.SortFunc(d.queue, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
+	}
+	r.Seats = c.Seats
+	status := r.Status
+	d.record(r, EventSeatsChanged, &status, c.Origin)
+	d.events[len(d.events)-1].SeatsFrom = &from
+	// The answer is the registration as the command left it: promoted,
+	// if it now fits.
+	err = d.promote(c.Origin)
+	d.outcomes[i] = d.changedOutcome(r)
+	return err
+}
+
+// known reports whether a waiting registration is in the known part of
+// the line.
+func (d *decision) known(r *Registration) bool {
+	return slices.Contains(d.queue, r) || slices.Contains(d.tail, r)
+}
+
+// promote gives the free seats to the line by the activity's policy:
+// under PolicyStrict to the head while it fits, under PolicyFill to every
+// waiting registration that fits, oldest first.
 func (d *decision) promote(cause Origin) error {
 	o := Origin{Actor: ActorSystem, RequestID: cause.RequestID}
+	if d.act.Policy == PolicyFill {
+		d.queue = d.promoteFitting(d.queue, o)
+		d.tail = d.promoteFitting(d.tail, o)
+		return nil
+	}
 	for d.free() > 0 && d.waiting() > 0 {
 		var r *Registration
 		switch {
 		case len(d.queue) > 0:
-			r, d.queue = d.queue[0], d.queue[1:]
+			r = d.queue[0]
 		case d.unread > 0:
 			return errShortQueue
 		default:
-			r, d.tail = d.tail[0], d.tail[1:]
+			r = d.tail[0]
 		}
-		d.act.Waiting--
-		d.act.Taken++
-		d.move(r, Pending, EventPromoted, o)
+		if r.Seats > d.free() {
+			return nil
+		}
+		if len(d.queue) > 0 {
+			d.queue = d.queue[1:]
+		} else {
+			d.tail = d.tail[1:]
+		}
+		d.admit(r, o)
 	}
 	return nil
+}
+
+// promoteFitting admits, oldest first, every registration of line that
+// fits in the free seats, and returns the rest of the line.
+func (d *decision) promoteFitting(line []*Registration, o Origin) []*Registration {
+	rest := line[:0:0]
+	for _, r := range line {
+		if r.Seats <= d.free() {
+			d.admit(r, o)
+			continue
+		}
+		rest = append(rest, r)
+	}
+	return rest
+}
+
+// admit moves a waiting registration to pending.
+func (d *decision) admit(r *Registration, o Origin) {
+	d.act.Waiting--
+	d.act.Taken += r.Seats
+	d.move(r, Pending, EventPromoted, o)
 }
 
 // activity returns the activity as it stands, with its derived numbers.

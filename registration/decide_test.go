@@ -44,7 +44,7 @@ func state(capacity int, waitlist bool, regs ...registration.Registration) regis
 }
 
 func reg(id, user string, s registration.Status) registration.Registration {
-	r := registration.Registration{ID: id, UserID: user, Status: s}
+	r := registration.Registration{ID: id, UserID: user, Status: s, Seats: 1}
 	if s == registration.AwaitingPayment {
 		due := at.Add(10 * time.Minute)
 		r.ExpiresAt = &due
@@ -335,8 +335,8 @@ func TestDecideRefusesToPromotePastAShortQueue(t *testing.T) {
 	t.Parallel()
 	st := state(1, true, reg("a", "u1", registration.Pending), waiting("w1", "v1", 1))
 	st.Activity.Waiting = 5 // the store read only the head of a longer list
-	n := registration.QueueNeeded(st.Activity, []registration.Command{cancelCmd("a", "u1")})
-	require.Equal(t, 1, n)
+	n := registration.QueueNeeded(st, []registration.Command{cancelCmd("a", "u1")})
+	require.Equal(t, 2, n.Head(), "the seat the cancellation frees, and the place it may take off the line")
 	st.Queue = nil
 	_, err := registration.Decide(st, []registration.Command{cancelCmd("a", "u1")}, now)
 	require.Error(t, err, "a head shorter than QueueNeeded is a bug, not a guess")

@@ -30,11 +30,14 @@ const (
 	// EventReadmitted: a late payment admitted an expired registration
 	// again (expired → approved).
 	EventReadmitted EventType = "registration.readmitted"
+	// EventSeatsChanged: the owner or an admin gave some of the
+	// registration's seats back (its status stays).
+	EventSeatsChanged EventType = "registration.seats_changed"
 )
 
 // EventTypes lists every event type.
 var EventTypes = []EventType{EventCreated, EventWaitlisted, EventPromoted, EventStatusChanged,
-	EventCancelled, EventExpired, EventReadmitted}
+	EventCancelled, EventExpired, EventReadmitted, EventSeatsChanged}
 
 // ActorSystem is the actor of changes the service makes on its own: expiry
 // and promotion.
@@ -51,9 +54,13 @@ type Event struct {
 	Type           EventType `json:"type"`
 	From           *Status   `json:"from"`
 	To             Status    `json:"to"`
-	Actor          string    `json:"actor"`
-	RequestID      string    `json:"request_id"`
-	At             time.Time `json:"at"`
+	// Seats is the registration's seats after the change; SeatsFrom, set
+	// only on EventSeatsChanged, its seats before.
+	Seats     int       `json:"seats"`
+	SeatsFrom *int      `json:"seats_from,omitempty"`
+	Actor     string    `json:"actor"`
+	RequestID string    `json:"request_id"`
+	At        time.Time `json:"at"`
 
 	// Registration is the registration as the change left it, for those
 	// who deliver the event as it happened (webhooks). Set by Decide; not

@@ -140,7 +140,7 @@ func TestCrashBetweenReserveAndInsertConvergesWithinTTL(t *testing.T) {
 	inst.MustSignup(t, id, "ann")
 
 	// The process "dies" after reserving a seat and before inserting.
-	_, err := inst.App.Seats.Reserve(context.Background(), id)
+	_, err := inst.App.Seats.Reserve(context.Background(), id, 1)
 	require.NoError(t, err)
 	require.Equal(t, 2, displayTaken(t, inst, id), "display too high: conservative")
 	require.Equal(t, 1, inst.AuthorityTaken(t, id))

@@ -45,9 +45,20 @@ func (o IdempotentOutcome) Replay(requestHash []byte) Outcome {
 			return Outcome{Registration: &r, Replayed: true}
 		}
 	}
-	return Outcome{Replayed: true, Err: &capacityd.Error{
-		Code: o.Outcome, Message: string(o.Body), RegistrationID: o.RegistrationID,
-	}}
+	e := &capacityd.Error{Code: o.Outcome, Message: string(o.Body), RegistrationID: o.RegistrationID}
+	var stored storedError
+	if bytes.HasPrefix(o.Body, []byte("{")) && json.Unmarshal(o.Body, &stored) == nil {
+		e.Message, e.Remaining = stored.Message, stored.Remaining
+	}
+	return Outcome{Replayed: true, Err: e}
+}
+
+// storedError is the stored body of a refusal that carries more than its
+// message (activity_full's remaining). A refusal with only a message is
+// stored as the message itself.
+type storedError struct {
+	Message   string `json:"message"`
+	Remaining *int   `json:"remaining,omitempty"`
 }
 
 func idempotencyConflict(key string) error {
@@ -75,5 +86,12 @@ func outcomeOf(c SignupCommand, out Outcome) (IdempotentOutcome, error) {
 		e = &capacityd.Error{Code: capacityd.EInternal, Message: out.Err.Error()}
 	}
 	o.Outcome, o.RegistrationID, o.Body = e.Code, e.RegistrationID, []byte(e.Message)
+	if e.Remaining != nil {
+		body, err := json.Marshal(storedError{Message: e.Message, Remaining: e.Remaining})
+		if err != nil {
+			return o, err
+		}
+		o.Body = body
+	}
 	return o, nil
 }

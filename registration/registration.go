@@ -8,6 +8,7 @@ package registration
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -54,7 +55,30 @@ const (
 	MaxIdempotencyKey  = 255
 	DefaultListLimit   = 100
 	MaxListLimit       = 500
+	// MaxSeatsLimit is the most max_seats_per_registration may be, and
+	// DefaultMaxSeats its default: one seat per registration.
+	MaxSeatsLimit   = 100
+	DefaultMaxSeats = 1
 )
+
+// WaitlistPolicy is how an activity's waiting list serves parties of
+// several seats.
+type WaitlistPolicy string
+
+// Waiting-list policies.
+const (
+	// PolicyStrict: first come, first served without exception. Freed
+	// seats go to the head of the line while it fits; a head that does not
+	// fit waits, and everyone behind it waits too.
+	PolicyStrict WaitlistPolicy = "strict"
+	// PolicyFill: freed seats go through the line oldest first, to every
+	// waiting registration that fits in what is left; one that does not
+	// fit keeps its place.
+	PolicyFill WaitlistPolicy = "fill"
+)
+
+// Valid reports whether p is a policy.
+func (p WaitlistPolicy) Valid() bool { return p == PolicyStrict || p == PolicyFill }
 
 // ValidUserIDLength reports whether a user id (a token's sub) has 1 to
 // MaxUserIDLen characters, counted as the schema counts them (char_length).
@@ -69,16 +93,21 @@ type Activity struct {
 	// Seq orders activities by creation for keyset pagination.
 	Seq int64 `json:"-"`
 
-	ID          string    `json:"id"`
-	Title       string    `json:"title"`
-	Capacity    int       `json:"capacity"`
-	HoldSeconds int       `json:"hold_seconds"`
-	Waitlist    bool      `json:"waitlist"`
-	Taken       int       `json:"taken"`
-	Remaining   int       `json:"remaining"`
-	Waiting     int       `json:"waiting"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Capacity    int    `json:"capacity"`
+	HoldSeconds int    `json:"hold_seconds"`
+	Waitlist    bool   `json:"waitlist"`
+	// MaxSeats is the most seats one registration may hold
+	// (max_seats_per_registration), Policy how the waiting list serves
+	// parties (waitlist_policy).
+	MaxSeats  int            `json:"max_seats_per_registration"`
+	Policy    WaitlistPolicy `json:"waitlist_policy"`
+	Taken     int            `json:"taken"`
+	Remaining int            `json:"remaining"`
+	Waiting   int            `json:"waiting"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
 }
 
 // Remaining returns max(0, capacity - taken).
@@ -90,6 +119,10 @@ type NewActivity struct {
 	Capacity    int
 	HoldSeconds int
 	Waitlist    bool
+	// MaxSeats is 0 for the default (DefaultMaxSeats), Policy "" for
+	// PolicyStrict.
+	MaxSeats int
+	Policy   WaitlistPolicy
 }
 
 // ActivityPatch changes the fields that are set.
@@ -98,18 +131,22 @@ type ActivityPatch struct {
 	Capacity    *int
 	HoldSeconds *int
 	Waitlist    *bool
+	MaxSeats    *int
+	Policy      *WaitlistPolicy
 }
 
 // Registration is one user's claim on a seat of an activity.
 type Registration struct {
-	ID         string          `json:"id"`
-	ActivityID string          `json:"activity_id"`
-	UserID     string          `json:"user_id"`
-	Status     Status          `json:"status"`
-	Metadata   json.RawMessage `json:"metadata"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
-	ExpiresAt  *time.Time      `json:"expires_at"`
+	ID         string `json:"id"`
+	ActivityID string `json:"activity_id"`
+	UserID     string `json:"user_id"`
+	Status     Status `json:"status"`
+	// Seats is how many seats the registration holds (or waits for).
+	Seats     int             `json:"seats"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	ExpiresAt *time.Time      `json:"expires_at"`
 	// WaitlistPosition is the registration's place in its activity's
 	// waiting list (1 = next to be admitted) while it is waitlisted.
 	WaitlistPosition *int `json:"waitlist_position"`
@@ -155,15 +192,38 @@ func (n *NewActivity) Validate() error {
 	if n.HoldSeconds == 0 {
 		n.HoldSeconds = DefaultHoldSeconds
 	}
-	return validateFields(&n.Title, &n.Capacity, &n.HoldSeconds)
+	if n.MaxSeats == 0 {
+		n.MaxSeats = DefaultMaxSeats
+	}
+	if n.Policy == "" {
+		n.Policy = PolicyStrict
+	}
+	if err := validateFields(&n.Title, &n.Capacity, &n.HoldSeconds); err != nil {
+		return err
+	}
+	return validateGroups(&n.MaxSeats, &n.Policy)
 }
 
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
-	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil {
-		return capacityd.Errorf(capacityd.EInvalid, "nothing to change: set title, capacity, hold_seconds or waitlist")
+	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil {
+		return capacityd.Errorf(capacityd.EInvalid,
+			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration or waitlist_policy")
 	}
-	return validateFields(p.Title, p.Capacity, p.HoldSeconds)
+	if err := validateFields(p.Title, p.Capacity, p.HoldSeconds); err != nil {
+		return err
+	}
+	return validateGroups(p.MaxSeats, p.Policy)
+}
+
+func validateGroups(maxSeats *int, policy *WaitlistPolicy) error {
+	if maxSeats != nil && (*maxSeats < 1 || *maxSeats > MaxSeatsLimit) {
+		return capacityd.Errorf(capacityd.EInvalid, "max_seats_per_registration must be between 1 and %d", MaxSeatsLimit)
+	}
+	if policy != nil && !policy.Valid() {
+		return capacityd.Errorf(capacityd.EInvalid, "waitlist_policy must be %q or %q", PolicyStrict, PolicyFill)
+	}
+	return nil
 }
 
 func validateFields(title *string, capacity, holdSeconds *int) error {
@@ -201,9 +261,30 @@ func InvalidTransition(r Registration, to Status) error {
 	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s cannot move from %s to %s", r.ID, r.Status, to)
 }
 
-// ActivityFull returns the activity_full error.
-func ActivityFull(id string) error {
-	return capacityd.Errorf(capacityd.EActivityFull, "activity %s has no seats left", id)
+// ActivityFull returns the activity_full error of a signup for seats
+// seats, with the seats a signup could get (remaining).
+func ActivityFull(id string, seats, remaining int) error {
+	msg := "activity " + id + " has no seats left"
+	if seats > 1 {
+		msg = fmt.Sprintf("activity %s has not %d seats left (%d remaining)", id, seats, remaining)
+	}
+	return &capacityd.Error{Code: capacityd.EActivityFull, Message: msg, Remaining: &remaining}
+}
+
+// TooManySeats returns the invalid_request error of a signup for more
+// seats than the activity allows in one registration.
+func TooManySeats(a Activity, seats int) error {
+	return capacityd.Errorf(capacityd.EInvalid, "seats must be between 1 and %d for activity %s (asked for %d)",
+		a.MaxSeats, a.ID, seats)
+}
+
+// SeatsNotReducible returns the invalid_transition error of a change of a
+// registration's seats that is not a reduction of an active registration.
+func SeatsNotReducible(r Registration, to int) error {
+	if !r.Status.Active() {
+		return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s is %s: its seats cannot change", r.ID, r.Status)
+	}
+	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s holds %d seats: seats can only be given back, not added (asked for %d)", r.ID, r.Seats, to)
 }
 
 // AlreadyRegistered returns the already_registered error naming the

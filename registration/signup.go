@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 
 	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/internal/groupcommit"
@@ -11,9 +12,12 @@ import (
 
 // SignupInput is a signup request: the caller signs up for the activity.
 type SignupInput struct {
-	ActivityID     string
-	Caller         Caller
-	Metadata       []byte // a compact JSON object
+	ActivityID string
+	Caller     Caller
+	Metadata   []byte // a compact JSON object
+	// Seats is how many seats the signup asks for, all or nothing (0
+	// reads as 1).
+	Seats          int
 	IdempotencyKey string
 }
 
@@ -32,11 +36,11 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 		RegistrationID: s.newID("r_"),
 		UserID:         in.Caller.UserID,
 		Metadata:       in.Metadata,
+		Seats:          max(in.Seats, 1),
 		IdempotencyKey: in.IdempotencyKey,
 	}
 	if in.IdempotencyKey != "" {
-		h := sha256.Sum256(in.Metadata)
-		cmd.RequestHash = h[:]
+		cmd.RequestHash = requestHash(in)
 		o, ok, err := s.store.FindOutcome(ctx, in.ActivityID, cmd.UserID, in.IdempotencyKey)
 		if err != nil {
 			return Registration{}, false, err
@@ -46,7 +50,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 		}
 	}
 	if s.gate != nil {
-		hold, err := s.gate.Reserve(ctx, in.ActivityID)
+		hold, err := s.gate.Reserve(ctx, in.ActivityID, cmd.Seats)
 		switch {
 		case err == nil:
 			cmd.Hold = hold
@@ -54,7 +58,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 			// A first use of an idempotency key must record its outcome
 			// at the authority, in the change transaction.
 			if in.IdempotencyKey == "" {
-				if err := s.confirmFull(ctx, in.ActivityID, cmd.UserID); err != nil {
+				if err := s.confirmFull(ctx, in.ActivityID, cmd.UserID, cmd.Seats); err != nil {
 					return Registration{}, false, err
 				}
 			}
@@ -79,7 +83,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 // failure, or nil when the signup must go on to the activity's queue:
 // Admit, on the authority's counts, gives it a seat (the gate's holds were
 // not all admissions in flight) or a place on the waiting list.
-func (s *Service) confirmFull(ctx context.Context, activityID, userID string) error {
+func (s *Service) confirmFull(ctx context.Context, activityID, userID string, seats int) error {
 	v, err := s.checks.Submit(ctx, activityID, userID)
 	switch {
 	case err != nil:
@@ -88,9 +92,13 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string) er
 	case v.holder != "":
 		s.metrics.signups.WithLabelValues("already_registered").Inc()
 		return AlreadyRegistered(activityID, v.holder)
-	case Admit(v.counts) == AdmitFull:
+	case v.maxSeats > 0 && seats > v.maxSeats:
+		s.metrics.signups.WithLabelValues(capacityd.EInvalid).Inc()
+		return TooManySeats(Activity{ID: activityID, MaxSeats: v.maxSeats}, seats)
+	}
+	if c := v.counts.For(seats); Admit(c) == AdmitFull {
 		s.metrics.signups.WithLabelValues("full_gate").Inc()
-		return ActivityFull(activityID)
+		return ActivityFull(activityID, seats, Remaining(c.Capacity, c.Taken))
 	}
 	s.metrics.fullChecksPassed.Inc()
 	return nil
@@ -99,8 +107,9 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string) er
 // fullVerdict is one user's answer from a FullAnswer: the activity's
 // counts and the user's active registration, if any.
 type fullVerdict struct {
-	counts Counts
-	holder string
+	counts   Counts
+	holder   string
+	maxSeats int
 }
 
 // checkFull is the flush of the full checks: one snapshot of the authority
@@ -123,7 +132,7 @@ func (s *Service) checkFullOnce(ctx context.Context, batches []*groupcommit.Batc
 		a := answers[i]
 		b.Results = make([]fullVerdict, len(b.Reqs))
 		for j, u := range b.Reqs {
-			b.Results[j] = fullVerdict{counts: a.Counts(), holder: a.Holders[u]}
+			b.Results[j] = fullVerdict{counts: a.Counts(1), holder: a.Holders[u], maxSeats: a.MaxSeats}
 		}
 	}
 	return nil
@@ -149,9 +158,24 @@ func (s *Service) signupResult(out Outcome, label string) (Registration, bool, e
 	return *out.Registration, out.Replayed, nil
 }
 
+// requestHash identifies a signup's request for idempotency conflicts: its
+// metadata, and its seats when it asks for more than one (a one-seat
+// signup hashes as before seats existed).
+func requestHash(in SignupInput) []byte {
+	h := sha256.New()
+	h.Write(in.Metadata)
+	if in.Seats > 1 {
+		fmt.Fprintf(h, "\x00seats=%d", in.Seats)
+	}
+	return h.Sum(nil)
+}
+
 func validateSignup(in SignupInput) error {
 	if !storable(in.ActivityID) {
 		return ActivityNotFound(in.ActivityID)
+	}
+	if in.Seats < 0 || in.Seats > MaxSeatsLimit {
+		return capacityd.Errorf(capacityd.EInvalid, "seats must be between 1 and %d", MaxSeatsLimit)
 	}
 	if err := validateCaller(in.Caller); err != nil {
 		return err

@@ -61,14 +61,15 @@ type Store interface {
 // Gate is the display tier's fast gate in front of the authority. It
 // holds a seat for a signup in flight, or says that none is left.
 type Gate interface {
-	// Reserve holds a seat of the activity when Admit, on the display's
-	// counts (taken + held as Taken), gives the signup a seat. It returns
+	// Reserve holds seats of the activity for a signup for seats when
+	// Admit, on the display's counts (taken + held as Taken), gives the
+	// signup its seats. It returns
 	// ErrGateFull when Admit refuses it (the authority is asked before
 	// anyone is refused), ErrGateWaitlist when the signup will join the
 	// waiting list (no hold is needed), and any
 	// other error when the display cannot answer (no counter yet, or the
 	// display tier is down): the authority then decides alone.
-	Reserve(ctx context.Context, activityID string) (Hold, error)
+	Reserve(ctx context.Context, activityID string, seats int) (Hold, error)
 }
 
 // Gate answers that are not holds.

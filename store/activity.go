@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -19,21 +20,24 @@ const (
 	active    = `('pending', 'awaiting_payment', 'approved', 'waitlisted')`
 )
 
-// CountOccupyingSQL is the authority: the number of occupying registrations
-// of an activity (by internal id), counted over an index.
-const CountOccupyingSQL = `SELECT count(*) FROM registration WHERE activity_id = $1 AND status IN ` + occupying
+// CountOccupyingSQL is the authority: the seats of the occupying
+// registrations of an activity (by internal id), summed by an index-only
+// scan of registration_occupying_idx (which includes the seats).
+const CountOccupyingSQL = `SELECT coalesce(sum(seats), 0) FROM registration WHERE activity_id = $1 AND status IN ` + occupying
 
 // countWaitingSQL is the length of an activity's waiting list.
 const countWaitingSQL = `SELECT count(*) FROM registration WHERE activity_id = $1 AND status = 'waitlisted'`
 
-const activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at,
-	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status IN ` + occupying + `),
+const activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist,
+	a.max_seats_per_registration, a.waitlist_policy, a.created_at, a.updated_at,
+	(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN ` + occupying + `),
 	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted')`
 
 func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting int64
-	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.CreatedAt, &a.UpdatedAt, &taken, &waiting)
+	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
+		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting)
 	a.Taken, a.Waiting = int(taken), int(waiting)
 	a.Remaining = registration.Remaining(a.Capacity, a.Taken)
 	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
@@ -43,9 +47,10 @@ func scanActivity(row pgx.Row) (registration.Activity, error) {
 // CreateActivity inserts an activity with public id id.
 func (s *Store) CreateActivity(ctx context.Context, id string, in registration.NewActivity) (registration.Activity, error) {
 	row := s.db.QueryRow(ctx, `
-		INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist)
-		VALUES ($1, $2, $3, $4, $5)
-		RETURNING `+activityColumns, id, in.Title, in.Capacity, in.HoldSeconds, in.Waitlist)
+		INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		RETURNING `+activityColumns, id, in.Title, in.Capacity, in.HoldSeconds, in.Waitlist,
+		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict)))
 	a, err := scanActivity(row)
 	return a, interpret(err)
 }
@@ -89,9 +94,9 @@ func (s *Store) SeatState(ctx context.Context, activityID string) (registration.
 	var st registration.SeatState
 	var taken, waiting int64
 	err = s.db.QueryRow(ctx, `
-		SELECT a.capacity, a.waitlist, a.updated_at, (`+CountOccupyingSQL+`), (`+countWaitingSQL+`),
+		SELECT a.capacity, a.waitlist, a.waitlist_policy, a.updated_at, (`+CountOccupyingSQL+`), (`+countWaitingSQL+`),
 			coalesce((SELECT last_seq FROM activity_state WHERE activity_id = a.id), 0)
-		FROM activity a WHERE a.id = $1`, aid).Scan(&st.Capacity, &st.Waitlist, &st.UpdatedAt, &taken, &waiting, &st.LastSeq)
+		FROM activity a WHERE a.id = $1`, aid).Scan(&st.Capacity, &st.Waitlist, &st.Policy, &st.UpdatedAt, &taken, &waiting, &st.LastSeq)
 	st.Taken, st.Waiting, st.UpdatedAt = int(taken), int(waiting), st.UpdatedAt.UTC()
 	return st, interpret(err)
 }

@@ -19,6 +19,7 @@ import (
 type seatCache struct {
 	seq            int64
 	taken, waiting int
+	fill           bool
 }
 
 // activityWork is one activity's part of a change transaction.
@@ -100,7 +101,7 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 			continue
 		}
 		a := w.plan.Activity
-		s.cache[w.aid] = seatCache{seq: w.plan.LastSeq, taken: a.Taken, waiting: a.Waiting}
+		s.cache[w.aid] = seatCache{seq: w.plan.LastSeq, taken: a.Taken, waiting: a.Waiting, fill: a.Policy == registration.PolicyFill}
 		out[w.index].Plan = w.plan
 	}
 	if err != nil {
@@ -149,6 +150,8 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 				named, readmitted = append(named, c.RegistrationID), append(readmitted, c.RegistrationID)
 			case registration.ExpireCommand:
 				named = append(named, c.RegistrationID)
+			case registration.SeatsCommand:
+				named = append(named, c.RegistrationID)
 			}
 		}
 		s.cacheMu.Lock()
@@ -158,9 +161,10 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 		}
 		s.cacheMu.Unlock()
 		// Read ahead the head the releases may promote from, unless this
-		// instance last saw nobody waiting (then the second round trip
-		// reads it if the counts turn out to have changed).
-		if n := registration.Releases(w.batch.Commands); n > 0 && (!ok || c.waiting > 0) {
+		// instance last saw nobody waiting or a fill policy (then the
+		// second round trip reads what is needed, once the counts and the
+		// named registrations are known).
+		if n := registration.Releases(w.batch.Commands); n > 0 && (!ok || (c.waiting > 0 && !c.fill)) {
 			w.headRead = n
 		}
 	}
@@ -179,14 +183,15 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 	// the array's elements: in ascending order.
 	b.Queue(`SELECT count(pg_advisory_xact_lock($1, k.id)) FROM unnest($2::int[]) AS k(id)`,
 		int32(admissionLockNamespace), locks)
-	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at,
+	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.max_seats_per_registration,
+			a.waitlist_policy, a.created_at, a.updated_at,
 			coalesce((SELECT s.last_seq FROM activity_state s WHERE s.activity_id = a.id), 0), now()
 		FROM activity a WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
 		var aid, seq int64
 		var a registration.Activity
 		var at time.Time
 		_, err := pgx.ForEachRow(rows, []any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
-			&a.CreatedAt, &a.UpdatedAt, &seq, &at}, func() error {
+			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at}, func() error {
 			w := byAID[aid]
 			a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
 			w.state.Activity, w.state.LastSeq, w.state.At = a, seq, at.UTC()
@@ -263,11 +268,13 @@ func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, use
 	})
 }
 
-// readRest reads, in a second round trip when any is needed, the counts of
-// activities changed by another instance since this one last counted them,
-// and the heads of the waiting lists the commands may promote from.
+// readRest reads what the commands need beyond the first round trip: the
+// counts of activities changed by another instance since this one last
+// counted them (a round trip), then the parts of the waiting lists the
+// commands may promote from (registration.QueueNeeded, which needs the
+// counts and the named registrations; a round trip when the read-ahead
+// head does not cover them).
 func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID map[int64]*activityWork) error {
-	b := &pgx.Batch{}
 	var stale []int64
 	for _, w := range work {
 		if !w.counted {
@@ -275,21 +282,27 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 		}
 	}
 	if len(stale) > 0 {
+		b := &pgx.Batch{}
 		queueCounts(b, stale, byAID)
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
 	}
+	b := &pgx.Batch{}
 	for _, w := range work {
-		n := registration.QueueNeeded(w.state.Activity, w.batch.Commands)
-		if !w.counted {
-			// The waiting count is not known yet: read as much as the
-			// commands could need.
-			a := w.state.Activity
-			a.Waiting = registration.MaxCapacity
-			n = registration.QueueNeeded(a, w.batch.Commands)
+		need := registration.QueueNeeded(w.state, w.batch.Commands)
+		head := 0
+		if need.Strict {
+			head = min(need.Head(), w.state.Activity.Waiting)
 		}
-		if n == 0 || n <= w.headRead {
-			continue
+		if head > w.headRead {
+			// The read-ahead was too short: read the head again.
+			w.state.Queue = nil
+			queueHead(b, w, head)
 		}
-		queueHead(b, w, n)
+		if need.Fill {
+			queueBySize(b, w, need)
+		}
 	}
 	if b.Len() == 0 {
 		return nil
@@ -298,12 +311,31 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 }
 
 // queueHead adds to b the read of the first n registrations on w's
-// waiting list into w.state.Queue (replacing a shorter read).
+// waiting list, appended to w.state.Queue.
 func queueHead(b *pgx.Batch, w *activityWork, n int) {
 	b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
 		WHERE r.activity_id = $1 AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT $2`, w.aid, n).
 		Query(func(rows pgx.Rows) error {
-			w.state.Queue = w.state.Queue[:0]
+			return scanEach(rows, func(_ int64, r registration.Registration) {
+				w.state.Queue = append(w.state.Queue, r)
+			})
+		})
+}
+
+// queueBySize adds to b the read of a fill activity's waiting list as its
+// commands may need it: for each party size s from 1 to need.Seats, the
+// first need.BySize(s) registrations of s seats in join order, each an
+// index range of registration_waitlist_seats_idx, appended to
+// w.state.Queue (Decide orders them and drops a registration read twice).
+func queueBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
+	b.Queue(`SELECT `+registrationColumns+`, r.activity_id
+		FROM generate_series(1, $2::int) AS s(n)
+		CROSS JOIN LATERAL (SELECT * FROM registration x
+			WHERE x.activity_id = $1 AND x.status = 'waitlisted' AND x.seats = s.n
+			ORDER BY x.waitlist_seq LIMIT $3::int / s.n + $4::int) r
+		JOIN activity a ON a.id = r.activity_id`,
+		w.aid, min(need.Seats, registration.MaxSeatsLimit), need.Seats, need.Removals).
+		Query(func(rows pgx.Rows) error {
 			return scanEach(rows, func(_ int64, r registration.Registration) {
 				w.state.Queue = append(w.state.Queue, r)
 			})
@@ -329,11 +361,12 @@ func queueCounts(b *pgx.Batch, aids []int64, byAID map[int64]*activityWork) {
 	})
 }
 
-// countActiveSQL counts the occupying and the waitlisted registrations of
-// activities (by internal id): for each, the authority COUNT and the
-// waiting list's length, each an index-only count over its partial index.
+// countActiveSQL counts the occupied seats and the waitlisted
+// registrations of activities (by internal id): for each, the authority
+// (the seats of the occupying registrations) and the waiting list's
+// length, each an index-only scan of its partial index.
 const countActiveSQL = `SELECT k.id,
-		(SELECT count(*) FROM registration WHERE activity_id = k.id AND status IN ` + occupying + `),
+		(SELECT coalesce(sum(seats), 0) FROM registration WHERE activity_id = k.id AND status IN ` + occupying + `),
 		(SELECT count(*) FROM registration WHERE activity_id = k.id AND status = 'waitlisted')
 	FROM unnest($1::bigint[]) AS k(id)`
 
@@ -370,8 +403,9 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, ho
 		}
 		if p.ActivityChanged {
 			a := p.Activity
-			b.Queue(`UPDATE activity SET title = $2, capacity = $3, hold_seconds = $4, waitlist = $5, updated_at = $6
-				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt)
+			b.Queue(`UPDATE activity SET title = $2, capacity = $3, hold_seconds = $4, waitlist = $5, updated_at = $6,
+				max_seats_per_registration = $7, waitlist_policy = $8
+				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt, a.MaxSeats, string(a.Policy))
 		}
 	}
 	rows.queue(b)
@@ -394,9 +428,11 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, ho
 // rowsOf collects the registration rows of a transaction as columns.
 type rowsOf struct {
 	upIDs, upStatus   []string
+	upSeats           []int32
 	upExpires         []*time.Time
 	upAt              []time.Time
 	inIDs, inUsers    []string
+	inSeats           []int32
 	inStatus, inMetas []string
 	inAIDs            []int64
 	inAt              []time.Time
@@ -406,6 +442,7 @@ type rowsOf struct {
 
 func (c *rowsOf) update(r registration.Registration) {
 	c.upIDs, c.upStatus = append(c.upIDs, r.ID), append(c.upStatus, string(r.Status))
+	c.upSeats = append(c.upSeats, int32(r.Seats))
 	c.upExpires, c.upAt = append(c.upExpires, r.ExpiresAt), append(c.upAt, r.UpdatedAt)
 }
 
@@ -415,15 +452,17 @@ func (c *rowsOf) insert(aid int64, r registration.Registration) {
 		ws = &r.WaitlistSeq
 	}
 	c.inIDs, c.inAIDs, c.inUsers = append(c.inIDs, r.ID), append(c.inAIDs, aid), append(c.inUsers, r.UserID)
+	c.inSeats = append(c.inSeats, int32(r.Seats))
 	c.inStatus, c.inMetas = append(c.inStatus, string(r.Status)), append(c.inMetas, string(r.Metadata))
 	c.inAt, c.inExpires, c.inWaitSeq = append(c.inAt, r.CreatedAt), append(c.inExpires, r.ExpiresAt), append(c.inWaitSeq, ws)
 }
 
 func (c *rowsOf) queue(b *pgx.Batch) {
 	if n := len(c.upIDs); n > 0 {
-		b.Queue(`UPDATE registration r SET status = u.status, expires_at = u.expires_at, updated_at = u.updated_at
-			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS u(public_id, status, expires_at, updated_at)
-			WHERE r.public_id = u.public_id`, c.upIDs, c.upStatus, c.upExpires, c.upAt).Exec(func(tag pgconn.CommandTag) error {
+		b.Queue(`UPDATE registration r SET status = u.status, expires_at = u.expires_at, updated_at = u.updated_at, seats = u.seats
+			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::int[])
+				AS u(public_id, status, expires_at, updated_at, seats)
+			WHERE r.public_id = u.public_id`, c.upIDs, c.upStatus, c.upExpires, c.upAt, c.upSeats).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() != int64(n) {
 				return fmt.Errorf("change: %d of %d registrations updated", tag.RowsAffected(), n)
 			}
@@ -431,11 +470,13 @@ func (c *rowsOf) queue(b *pgx.Batch) {
 		})
 	}
 	if len(c.inIDs) > 0 {
-		b.Queue(`INSERT INTO registration (public_id, activity_id, user_id, status, metadata, created_at, updated_at, expires_at, waitlist_seq)
-			SELECT t.public_id, t.activity_id, t.user_id, t.status, t.metadata::json, t.at, t.at, t.expires_at, t.waitlist_seq
-			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[])
-				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq)`,
-			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq)
+		b.Queue(`INSERT INTO registration (public_id, activity_id, user_id, status, metadata, created_at, updated_at, expires_at,
+				waitlist_seq, seats)
+			SELECT t.public_id, t.activity_id, t.user_id, t.status, t.metadata::json, t.at, t.at, t.expires_at, t.waitlist_seq, t.seats
+			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[],
+				$9::int[])
+				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq, seats)`,
+			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq, c.inSeats)
 	}
 }
 
@@ -444,6 +485,8 @@ type eventsOf struct {
 	aids, seqs                       []int64
 	regIDs, users, types, to, actors []string
 	from                             []*string
+	seats                            []int32
+	seatsFrom                        []*int32
 	reqIDs                           []string
 	at                               []time.Time
 }
@@ -458,13 +501,21 @@ func (c *eventsOf) add(aid int64, e registration.Event) {
 	c.regIDs, c.users, c.types = append(c.regIDs, e.RegistrationID), append(c.users, e.UserID), append(c.types, string(e.Type))
 	c.from, c.to, c.actors = append(c.from, from), append(c.to, string(e.To)), append(c.actors, e.Actor)
 	c.reqIDs, c.at = append(c.reqIDs, e.RequestID), append(c.at, e.At)
+	var seatsFrom *int32
+	if e.SeatsFrom != nil {
+		n := int32(*e.SeatsFrom)
+		seatsFrom = &n
+	}
+	c.seats, c.seatsFrom = append(c.seats, int32(max(e.Seats, 1))), append(c.seatsFrom, seatsFrom)
 }
 
 func (c *eventsOf) queue(b *pgx.Batch) {
 	if len(c.aids) == 0 {
 		return
 	}
-	b.Queue(`INSERT INTO registration_event (activity_id, seq, registration_id, user_id, type, from_status, to_status, actor, request_id, at)
-		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[])`,
-		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at)
+	b.Queue(`INSERT INTO registration_event (activity_id, seq, registration_id, user_id, type, from_status, to_status, actor, request_id, at,
+			seats, seats_from)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+			$10::timestamptz[], $11::int[], $12::int[])`,
+		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at, c.seats, c.seatsFrom)
 }

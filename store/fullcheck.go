@@ -46,8 +46,8 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 			FROM unnest($2::bigint[], $3::text[]) AS k(aid, uid)
 			JOIN registration r ON r.activity_id = k.aid AND r.user_id = k.uid
 			WHERE r.status IN `+active+`)
-		SELECT a.id, a.capacity, a.waitlist,
-			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status IN `+occupying+`),
+		SELECT a.id, a.capacity, a.waitlist, a.waitlist_policy, a.max_seats_per_registration,
+			(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN `+occupying+`),
 			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
 			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}')
@@ -58,10 +58,13 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	var aid, taken, waiting int64
 	var capacity int
 	var waitlist bool
+	var policy registration.WaitlistPolicy
+	var maxSeats int
 	var users, regs []string
-	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &taken, &waiting, &users, &regs}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &policy, &maxSeats, &taken, &waiting, &users, &regs}, func() error {
 		for _, i := range index[aid] {
 			out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
+			out[i].Policy, out[i].MaxSeats = policy, maxSeats
 			for k, u := range users {
 				out[i].Holders[u] = regs[k]
 			}

@@ -15,14 +15,16 @@ import (
 // reads that take their seats from the display tier.
 func (s *Store) ActivityRows(ctx context.Context, ids []string) ([]registration.Activity, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.created_at, a.updated_at
+		SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.max_seats_per_registration, a.waitlist_policy,
+			a.created_at, a.updated_at
 		FROM activity a WHERE a.public_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Activity, error) {
 		var a registration.Activity
-		err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.CreatedAt, &a.UpdatedAt)
+		err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
+			&a.CreatedAt, &a.UpdatedAt)
 		a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
 		return a, err
 	})

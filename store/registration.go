@@ -11,7 +11,7 @@ import (
 
 // registrationColumns are a registration's columns, for a query over
 // registration r joined with its activity a.
-const registrationColumns = `r.id, r.public_id, a.public_id, r.user_id, r.status, r.metadata, r.created_at, r.updated_at,
+const registrationColumns = `r.id, r.public_id, a.public_id, r.user_id, r.status, r.seats, r.metadata, r.created_at, r.updated_at,
 	r.expires_at, coalesce(r.waitlist_seq, 0)`
 
 // withPosition adds a waitlisted registration's place in line: one more
@@ -24,7 +24,7 @@ const withPosition = registrationColumns + `,
 func scanRegistration(row pgx.Row, extra ...any) (registration.Registration, error) {
 	var r registration.Registration
 	var meta []byte
-	err := row.Scan(append([]any{&r.Seq, &r.ID, &r.ActivityID, &r.UserID, &r.Status, &meta, &r.CreatedAt, &r.UpdatedAt,
+	err := row.Scan(append([]any{&r.Seq, &r.ID, &r.ActivityID, &r.UserID, &r.Status, &r.Seats, &meta, &r.CreatedAt, &r.UpdatedAt,
 		&r.ExpiresAt, &r.WaitlistSeq}, extra...)...)
 	r.Metadata = meta
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
