@@ -81,7 +81,7 @@ func TestGroupBurstWithRedisFlushedIsExact(t *testing.T) {
 	stop()
 	t.Logf("%d seats admitted, %d parties refused, Redis flushed %d times", admitted, len(refused), <-flushed)
 
-	taken := authorityTaken(t, a, act.ID)
+	taken := a.AuthorityTaken(t, act.ID)
 	require.Equal(t, admitted, taken, "the seats answered 201 are the authority's")
 	require.LessOrEqual(t, taken, 60)
 	for _, n := range refused {
