@@ -1,5 +1,6 @@
 // Package chaos runs capacityd as real processes under a concurrent
-// client workload while it injects faults — instances killed with
+// client workload (parties of 1 to 4 seats on half the activities, strict
+// or fill waiting lists, seat reductions) while it injects faults — instances killed with
 // SIGKILL and restarted, Redis killed, flushed and restarted, PostgreSQL
 // restarted, and latency, bandwidth limits, resets and half-open
 // connections on the instances' links (toxiproxy, in process) — records
@@ -76,7 +77,8 @@ type Result struct {
 // OK reports whether the run kept every promise.
 func (r Result) OK() bool { return r.Report.OK() && r.Converged == nil && len(r.Violations) == 0 }
 
-// Summary describes the run in a few lines: operations, faults, verdicts.
+// Summary describes the run in a few lines: operations, parties, faults,
+// verdicts.
 func (r Result) Summary() string {
 	var b strings.Builder
 	kinds := map[history.Kind]int{}
@@ -98,6 +100,9 @@ func (r Result) Summary() string {
 	for _, k := range names {
 		fmt.Fprintf(&b, " %s %d", k, kinds[history.Kind(k)])
 	}
+	p := PartiesOf(r.History)
+	fmt.Fprintf(&b, "\nparties: %d activities take parties (%d strict, %d fill); %d signups for 2-%d seats answered (%d seated, %d waitlisted, %d full); %d seat reductions answered (%d to fewer seats than known)",
+		p.Activities, p.Strict, p.Activities-p.Strict, p.Signups, maxParty, p.Seated, p.Waitlisted, p.Full, p.Reductions, p.Reduced)
 	b.WriteString("\nfaults:")
 	total := 0
 	for _, cl := range AllClasses {
@@ -220,6 +225,53 @@ func Run(t testing.TB, cfg Config) Result {
 	res.Violations = violations
 	vmu.Unlock()
 	return res
+}
+
+// Parties counts what a history did with groups.
+type Parties struct {
+	// Activities that take parties, Strict of them with a strict
+	// waiting list.
+	Activities, Strict int
+	// Signups for more than one seat that were answered, and how:
+	// Seated (201), Waitlisted (202) or Full (409 activity_full).
+	Signups, Seated, Waitlisted, Full int
+	// Reductions answered, Reduced of them 200 to fewer seats than the
+	// client knew the registration to hold (a change, unless another
+	// client's reduction had made it first).
+	Reductions, Reduced int
+}
+
+// PartiesOf counts the parties of h.
+func PartiesOf(h history.History) Parties {
+	var p Parties
+	for _, op := range h.Ops {
+		if op.Result != history.Answered {
+			continue
+		}
+		switch o := op.Output; {
+		case op.Kind == history.CreateActivity && o.Status == http.StatusCreated && op.Input.MaxSeats > 1:
+			p.Activities++
+			if op.Input.Policy != "fill" {
+				p.Strict++
+			}
+		case op.Kind == history.Signup && op.Input.Seats > 1 && o.Status < 500:
+			p.Signups++
+			switch {
+			case o.Status == http.StatusCreated:
+				p.Seated++
+			case o.Status == http.StatusAccepted:
+				p.Waitlisted++
+			case o.Code == "activity_full":
+				p.Full++
+			}
+		case op.Kind == history.ReduceSeats && o.Status < 500:
+			p.Reductions++
+			if o.Status == http.StatusOK && op.Input.Held > op.Input.Seats {
+				p.Reduced++
+			}
+		}
+	}
+	return p
 }
 
 // jitter returns a duration between d/2 and 3d/2.

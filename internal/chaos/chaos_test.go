@@ -24,9 +24,11 @@ func duration(t *testing.T) time.Duration {
 	return d
 }
 
-// TestChaos runs two real instances under a workload of signups,
-// cancellations, status and capacity changes, authority and seat reads,
-// and note views, waters and reads, while every fault class is injected
+// TestChaos runs two real instances under a workload of signups (parties
+// of 1 to 4 seats on activities with a strict or a fill waiting list, one
+// seat on the others), cancellations, seat reductions, status and
+// capacity changes, authority and seat reads, and note views, waters and
+// reads, while every fault class is injected
 // in turn, and checks the history: linearizable activities and notes, a
 // display that exceeds the authority only by changes in flight and
 // converges once quiet. A failure writes the history and the
@@ -53,6 +55,11 @@ func TestChaos(t *testing.T) {
 	for _, cl := range AllClasses {
 		require.Positive(t, res.Faults[cl], "fault class %s was never injected", cl)
 	}
+	p := PartiesOf(res.History)
+	require.Positive(t, p.Strict, "no activity with a strict waiting list took parties")
+	require.Positive(t, p.Activities-p.Strict, "no activity with a fill waiting list took parties")
+	require.Positive(t, p.Seated, "no party of several seats was seated")
+	require.Positive(t, p.Reduced, "no seat reduction was answered")
 }
 
 // TestBrokenBuildIsCaught builds capacityd with the brokenexactness tag,

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,17 +24,32 @@ const users = 5
 // maxAttempts bounds the attempts of a retried operation.
 const maxAttempts = 6
 
+// maxParty is the most seats one registration may hold on the activities
+// that take parties.
+const maxParty = 4
+
 // activity is an activity of the workload and what its clients know of it.
 type activity struct {
-	id       string
+	id string
+	// maxSeats is its max_seats_per_registration: 1, or maxParty on the
+	// activities that take parties (whose waiting list is strict or fill).
+	maxSeats int
 	ops      atomic.Int64
 	retiring atomic.Bool
 
 	mu   sync.Mutex
-	regs [users]string // each user's registration as last answered; "" none known
+	regs [users]known // each user's registration as last answered
 }
 
-func (a *activity) reg(u int) string {
+// known is what the clients know of a user's registration: its id ("":
+// none known) and the seats it held when last answered (0: not known),
+// which seat reductions may since have lowered, never raised.
+type known struct {
+	id    string
+	seats int
+}
+
+func (a *activity) reg(u int) known {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.regs[u]
@@ -46,7 +62,7 @@ func (a *activity) newcomer(rng *rand.Rand) int {
 	defer a.mu.Unlock()
 	u := rng.IntN(users)
 	for range users {
-		if a.regs[u] == "" || rng.IntN(5) == 0 {
+		if a.regs[u].id == "" || rng.IntN(5) == 0 {
 			break
 		}
 		u = (u + 1) % users
@@ -54,20 +70,27 @@ func (a *activity) newcomer(rng *rand.Rand) int {
 	return u
 }
 
-// learn records what an answer said of user u's registration: id, or
-// none ("").
-func (a *activity) learn(u int, id string) {
+// learn records what an answer said of user u's registration: its id
+// and seats (0: the answer did not say). Seats only ever go down, so the
+// fewest an answer said of the registration is the best bound.
+func (a *activity) learn(u int, id string, seats int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.regs[u] = id
+	k := &a.regs[u]
+	switch {
+	case k.id != id:
+		*k = known{id: id, seats: seats}
+	case seats > 0 && (k.seats == 0 || seats < k.seats):
+		k.seats = seats
+	}
 }
 
 // forget forgets user u's registration if it is still id.
 func (a *activity) forget(u int, id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.regs[u] == id {
-		a.regs[u] = ""
+	if a.regs[u].id == id {
+		a.regs[u] = known{}
 	}
 }
 
@@ -91,6 +114,8 @@ type workload struct {
 	// ends the workers' loops.
 	ctx  context.Context
 	stop atomic.Bool
+	// created counts the activities asked for, which take turns at kinds.
+	created atomic.Int64
 
 	mu         sync.Mutex
 	slots      []*activity
@@ -117,7 +142,7 @@ func (w *workload) attempt(rng *rand.Rand, worker, logical, n int, kind history.
 	switch {
 	case err == nil:
 	case errors.As(err, &ce):
-		out = history.Output{Status: ce.Status, Code: ce.Code, Registration: ce.RegistrationID}
+		out = history.Output{Status: ce.Status, Code: ce.Code, Registration: ce.RegistrationID, Remaining: ce.Remaining}
 	case errors.Is(err, syscall.ECONNREFUSED) && !wrote.Load():
 		res, out = history.Refused, history.Output{Error: err.Error()}
 	default:
@@ -156,18 +181,27 @@ func (w *workload) retried(rng *rand.Rand, worker int, kind history.Kind, in his
 
 // createActivity creates an activity with a small capacity, with or
 // without a waiting list, retrying on another node until one is created.
+// In turn, one of one seat per registration, one that takes parties of up
+// to maxParty seats with a strict waiting list, and one with a fill
+// waiting list; those that take parties have a few more seats and mostly
+// keep a waiting list.
 func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) {
 	in := history.Input{Capacity: 2 + rng.IntN(2), Waitlist: rng.IntN(2) == 0, Users: users}
+	if kind := w.created.Add(1) % 3; kind > 0 {
+		in.MaxSeats, in.Policy = maxParty, []string{"", "strict", "fill"}[kind]
+		in.Capacity, in.Waitlist = 4+rng.IntN(3), rng.IntN(4) > 0
+	}
 	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
 		// Each attempt is an operation of its own: one without an answer
 		// may have created an activity that no operation names.
 		out, ok := w.once(rng, worker, history.CreateActivity, in, func(ctx context.Context, base string) (history.Output, error) {
 			a, err := client.New(base, w.admin, w.hc).CreateActivity(ctx, client.NewActivity{
-				Title: "chaos", Capacity: in.Capacity, Waitlist: in.Waitlist, HoldSeconds: 86400})
+				Title: "chaos", Capacity: in.Capacity, Waitlist: in.Waitlist, HoldSeconds: 86400,
+				MaxSeatsPerRegistration: in.MaxSeats, WaitlistPolicy: in.Policy})
 			return history.Output{Status: http.StatusCreated, ID: a.ID, Capacity: a.Capacity, Waitlist: a.Waitlist}, err
 		})
 		if ok && out.Status == http.StatusCreated {
-			a := &activity{id: out.ID}
+			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1)}
 			w.mu.Lock()
 			w.activities = append(w.activities, a)
 			w.mu.Unlock()
@@ -219,10 +253,12 @@ func (w *workload) worker(id int, seed uint64) {
 		}
 		a := w.pickActivity(rng, id)
 		switch p := rng.IntN(100); {
-		case p < 35:
+		case p < 33:
 			w.signup(rng, id, a, a.newcomer(rng))
-		case p < 55:
+		case p < 50:
 			w.cancel(rng, id, a)
+		case p < 58:
+			w.reduceSeats(rng, id, a)
 		case p < 65:
 			w.setStatus(rng, id, a)
 		case p < 80:
@@ -235,16 +271,21 @@ func (w *workload) worker(id int, seed uint64) {
 	}
 }
 
-// signup signs user u up; three in four carry an Idempotency-Key and are
-// retried until answered.
+// signup signs user u up, for 1 to maxParty seats where the activity
+// takes parties (else sending none: one); three in four carry an
+// Idempotency-Key and are retried until answered.
 func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 	in := history.Input{Key: a.id, User: u}
+	if a.maxSeats > 1 {
+		in.Seats = 1 + rng.IntN(a.maxSeats)
+	}
 	if rng.IntN(4) > 0 {
 		in.IdempotencyKey = fmt.Sprintf("%s-%d-%d", w.run, worker, rng.Uint64())
 	}
 	f := func(ctx context.Context, base string) (history.Output, error) {
-		r, err := client.New(base, w.tokens[u], w.hc).Signup(ctx, a.id, client.SignupOptions{IdempotencyKey: in.IdempotencyKey})
-		out := history.Output{Status: http.StatusCreated, Registration: r.Registration.ID, RegStatus: string(r.Registration.Status)}
+		r, err := client.New(base, w.tokens[u], w.hc).Signup(ctx, a.id, client.SignupOptions{IdempotencyKey: in.IdempotencyKey, Seats: in.Seats})
+		out := history.Output{Status: http.StatusCreated, Registration: r.Registration.ID, RegStatus: string(r.Registration.Status),
+			Seats: r.Registration.Seats}
 		if r.Waitlisted {
 			out.Status = http.StatusAccepted
 		}
@@ -261,7 +302,7 @@ func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 		out, ok = w.once(rng, worker, history.Signup, in, f)
 	}
 	if ok && out.Registration != "" {
-		a.learn(u, out.Registration)
+		a.learn(u, out.Registration, out.Seats)
 	}
 }
 
@@ -269,15 +310,16 @@ func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 // is idempotent); without one known it signs the user up instead.
 func (w *workload) cancel(rng *rand.Rand, worker int, a *activity) {
 	u := rng.IntN(users)
-	id := a.reg(u)
+	k := a.reg(u)
+	id := k.id
 	if id == "" {
 		w.signup(rng, worker, a, u)
 		return
 	}
-	in := history.Input{Key: a.id, User: u, Registration: id}
+	in := history.Input{Key: a.id, User: u, Registration: id, Held: k.seats}
 	out, ok := w.retried(rng, worker, history.Cancel, in, func(ctx context.Context, base string) (history.Output, error) {
 		r, err := client.New(base, w.tokens[u], w.hc).CancelRegistration(ctx, id)
-		return history.Output{Status: http.StatusOK, Registration: r.ID, RegStatus: string(r.Status)}, err
+		return registrationOutput(r), err
 	})
 	if ok && (out.Status == http.StatusOK || out.Status == http.StatusNotFound) {
 		a.forget(u, id)
@@ -287,7 +329,7 @@ func (w *workload) cancel(rng *rand.Rand, worker int, a *activity) {
 // setStatus moves a user's registration on (admin), once.
 func (w *workload) setStatus(rng *rand.Rand, worker int, a *activity) {
 	u := rng.IntN(users)
-	id := a.reg(u)
+	id := a.reg(u).id
 	if id == "" {
 		w.signup(rng, worker, a, u)
 		return
@@ -299,14 +341,48 @@ func (w *workload) setStatus(rng *rand.Rand, worker int, a *activity) {
 	in := history.Input{Key: a.id, User: u, Registration: id, To: string(to)}
 	w.once(rng, worker, history.SetStatus, in, func(ctx context.Context, base string) (history.Output, error) {
 		r, err := client.New(base, w.admin, w.hc).SetRegistrationStatus(ctx, id, to)
-		return history.Output{Status: http.StatusOK, Registration: r.ID, RegStatus: string(r.Status)}, err
+		return registrationOutput(r), err
 	})
 }
 
+// reduceSeats gives some of a user's seats back, once (a retry could
+// answer for a later state of the registration): mostly fewer than it is
+// known to hold, sometimes as many (nothing changes) or one more
+// (refused). Without a registration known it signs the user up instead.
+func (w *workload) reduceSeats(rng *rand.Rand, worker int, a *activity) {
+	u := rng.IntN(users)
+	k := a.reg(u)
+	if k.id == "" {
+		w.signup(rng, worker, a, u)
+		return
+	}
+	held := cmp.Or(k.seats, a.maxSeats)
+	keep := 1 + rng.IntN(max(held-1, 1))
+	if rng.IntN(5) == 0 {
+		keep = 1 + rng.IntN(held+1)
+	}
+	in := history.Input{Key: a.id, User: u, Registration: k.id, Seats: keep, Held: k.seats}
+	out, ok := w.once(rng, worker, history.ReduceSeats, in, func(ctx context.Context, base string) (history.Output, error) {
+		r, err := client.New(base, w.tokens[u], w.hc).ReduceSeats(ctx, k.id, keep)
+		return registrationOutput(r), err
+	})
+	if ok && out.Status == http.StatusOK {
+		a.learn(u, k.id, out.Seats)
+	}
+}
+
+func registrationOutput(r client.Registration) history.Output {
+	return history.Output{Status: http.StatusOK, Registration: r.ID, RegStatus: string(r.Status), Seats: r.Seats}
+}
+
 // setCapacity changes the activity's capacity (admin), once: a raise
-// promotes the first in line.
+// promotes by the waiting list's policy. Activities that take parties get
+// a few more seats.
 func (w *workload) setCapacity(rng *rand.Rand, worker int, a *activity) {
 	c := 1 + rng.IntN(4)
+	if a.maxSeats > 1 {
+		c = 2 + rng.IntN(6)
+	}
 	w.once(rng, worker, history.SetCapacity, history.Input{Key: a.id, Capacity: c}, func(ctx context.Context, base string) (history.Output, error) {
 		r, err := client.New(base, w.admin, w.hc).UpdateActivity(ctx, a.id, client.ActivityPatch{Capacity: &c})
 		return activityOutput(r), err

@@ -13,9 +13,9 @@ import (
 )
 
 // The activity model: the sequential specification of one activity's
-// seats. Its state is who holds a seat or waits, in which order, and
-// which registrations are closed; every client operation on the activity
-// is a step. Display reads are steps only in the display model, where a
+// seats. Its state is who holds seats or waits, for how many, in which
+// order, and which registrations are closed; every client operation on
+// the activity is a step. Display reads are steps only in the display model, where a
 // cached seat count may exceed the authority's by the changes in flight.
 
 // Registration statuses the model tracks.
@@ -36,9 +36,10 @@ func occupying(status string) bool {
 }
 
 // holder is a user's active registration: none (status ""), occupying or
-// waitlisted.
+// waitlisted, for seats seats.
 type holder struct {
 	reg, status string
+	seats       int
 }
 
 // activityState is the model's state. It is never changed in place.
@@ -46,20 +47,28 @@ type activityState struct {
 	created  bool
 	capacity int
 	waitlist bool
+	// fill: the waiting list serves every party that fits, oldest first;
+	// else (strict) the head only, while it fits.
+	fill     bool
+	maxSeats int
 	users    []holder
 	queue    []int    // waitlisted users, first in line first
 	closed   []string // cancelled registrations, sorted
 }
 
+// taken is the seats of the occupying registrations.
 func (s activityState) taken() int {
 	n := 0
 	for _, u := range s.users {
 		if occupying(u.status) {
-			n++
+			n += u.seats
 		}
 	}
 	return n
 }
+
+// free is the seats not taken; negative after a capacity cut.
+func (s activityState) free() int { return s.capacity - s.taken() }
 
 func (s activityState) clone() activityState {
 	c := s
@@ -87,15 +96,6 @@ func (s *activityState) close(u int) {
 	s.promote()
 }
 
-// promote gives every free seat to the first in line.
-func (s *activityState) promote() {
-	for s.capacity-s.taken() > 0 && len(s.queue) > 0 {
-		u := s.queue[0]
-		s.queue = s.queue[1:]
-		s.users[u].status = pending
-	}
-}
-
 // activityInput is a step's input.
 type activityInput struct {
 	op history.Op
@@ -109,28 +109,6 @@ type activityInput struct {
 type activityOutput struct {
 	out     history.Output
 	unknown bool
-}
-
-// decision is what the activity decides for a signup of user u.
-type decision int
-
-const (
-	admit decision = iota
-	waitlist
-	full
-	already
-)
-
-func (s activityState) decide(u int) decision {
-	switch {
-	case s.users[u].status != "":
-		return already
-	case s.capacity-s.taken() > 0 && len(s.queue) == 0:
-		return admit
-	case s.waitlist:
-		return waitlist
-	}
-	return full
 }
 
 func ok(o history.Output, status int) bool { return o.Status == status }
@@ -150,7 +128,7 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 				return false, s
 			}
 			return true, activityState{created: true, capacity: op.Input.Capacity, waitlist: op.Input.Waitlist,
-				users: make([]holder, op.Input.Users)}
+				fill: op.Input.Policy == policyFill, maxSeats: max(op.Input.MaxSeats, 1), users: make([]holder, op.Input.Users)}
 		}
 		if !s.created || op.Input.User >= len(s.users) {
 			return false, s
@@ -158,11 +136,13 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 		u := op.Input.User
 		switch op.Kind {
 		case history.Signup:
-			return stepSignup(s, u, o)
+			return stepSignup(s, u, max(op.Input.Seats, 1), o)
 		case history.Cancel:
 			return stepCancel(s, u, op.Input.Registration, o)
 		case history.SetStatus:
 			return stepStatus(s, u, op.Input.Registration, op.Input.To, o)
+		case history.ReduceSeats:
+			return stepReduce(s, u, op.Input.Registration, op.Input.Seats, o)
 		case history.SetCapacity:
 			n := s.clone()
 			n.capacity = op.Input.Capacity
@@ -187,16 +167,17 @@ func sameCounts(s activityState, o history.Output) bool {
 	return o.Capacity == s.capacity && o.Taken == s.taken() && o.Waiting == len(s.queue)
 }
 
-func stepSignup(s activityState, u int, o activityOutput) (bool, any) {
-	d := s.decide(u)
+// stepSignup is user u's signup for seats seats.
+func stepSignup(s activityState, u, seats int, o activityOutput) (bool, any) {
+	d := s.decide(u, seats)
 	n := s
 	switch d {
 	case admit:
 		n = s.clone()
-		n.users[u] = holder{reg: unknownID, status: pending}
+		n.users[u] = holder{reg: unknownID, status: pending, seats: seats}
 	case waitlist:
 		n = s.clone()
-		n.users[u] = holder{reg: unknownID, status: waitlisted}
+		n.users[u] = holder{reg: unknownID, status: waitlisted, seats: seats}
 		n.queue = append(n.queue, u)
 	}
 	if o.unknown {
@@ -204,13 +185,15 @@ func stepSignup(s activityState, u int, o activityOutput) (bool, any) {
 	}
 	r := o.out
 	switch {
-	case d == admit && ok(r, http.StatusCreated) && r.RegStatus == pending && r.Registration != "":
+	case d == admit && ok(r, http.StatusCreated) && r.RegStatus == pending && r.Registration != "" && r.Seats == seats:
 		n.users[u].reg = r.Registration
 		return true, n
-	case d == waitlist && ok(r, http.StatusAccepted) && r.RegStatus == waitlisted && r.Position == len(s.queue)+1:
+	case d == waitlist && ok(r, http.StatusAccepted) && r.RegStatus == waitlisted && r.Position == len(s.queue)+1 && r.Seats == seats:
 		n.users[u].reg = r.Registration
 		return true, n
-	case d == full && refused(r, "activity_full"):
+	case d == full && refused(r, "activity_full") && r.Remaining != nil && *r.Remaining == max(0, s.free()):
+		return true, s
+	case d == tooMany && r.Status == http.StatusBadRequest && r.Code == "invalid_request":
 		return true, s
 	case d == already && refused(r, "already_registered"):
 		switch s.users[u].reg {
@@ -234,7 +217,7 @@ func stepCancel(s activityState, u int, id string, o activityOutput) (bool, any)
 	case s.users[u].reg == id:
 		n := s.clone()
 		n.close(u)
-		return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == cancelled), n
+		return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == cancelled && r.Seats == s.users[u].seats), n
 	case s.isClosed(id):
 		return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == cancelled), s
 	}
@@ -249,7 +232,7 @@ func stepStatus(s activityState, u int, id, to string, o activityOutput) (bool, 
 		if (to == awaitingPayment && from == pending) || (to == approved && (from == pending || from == awaitingPayment)) {
 			n := s.clone()
 			n.users[u].status = to
-			return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == to), n
+			return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == to && r.Seats == s.users[u].seats), n
 		}
 		return o.unknown || refused(r, "invalid_transition"), s
 	case s.isClosed(id):
@@ -260,14 +243,14 @@ func stepStatus(s activityState, u int, id, to string, o activityOutput) (bool, 
 
 func equalActivity(a, b any) bool {
 	x, y := a.(activityState), b.(activityState)
-	return x.created == y.created && x.capacity == y.capacity && x.waitlist == y.waitlist &&
-		slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
+	return x.created == y.created && x.capacity == y.capacity && x.waitlist == y.waitlist && x.fill == y.fill &&
+		x.maxSeats == y.maxSeats && slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
 }
 
 func hashActivity(a any) uint64 {
 	s := a.(activityState)
 	h := fnv.New64a()
-	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.users, s.queue, len(s.closed))
+	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.users, s.queue, len(s.closed))
 	return h.Sum64()
 }
 
@@ -278,9 +261,12 @@ func describeActivity(a any) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "capacity %d, taken %d, waitlist %v", s.capacity, s.taken(), s.waitlist)
+	if s.maxSeats > 1 || s.fill {
+		fmt.Fprintf(&b, " (%s, up to %d seats each)", policyName(s.fill), s.maxSeats)
+	}
 	for i, u := range s.users {
 		if u.status != "" {
-			fmt.Fprintf(&b, "; u%d %s %s", i, u.status, u.reg)
+			fmt.Fprintf(&b, "; u%d %s %s%s", i, u.status, u.reg, seatsNote(u.seats))
 		}
 	}
 	if len(s.queue) > 0 {
@@ -296,13 +282,16 @@ func describeActivityOp(in, out any) string {
 	var call string
 	switch op.Kind {
 	case history.CreateActivity:
-		call = fmt.Sprintf("create(capacity %d, waitlist %v)", op.Input.Capacity, op.Input.Waitlist)
+		call = fmt.Sprintf("create(capacity %d, waitlist %v, %s, up to %d seats each)", op.Input.Capacity, op.Input.Waitlist,
+			policyName(op.Input.Policy == policyFill), max(op.Input.MaxSeats, 1))
 	case history.Signup:
-		call = fmt.Sprintf("signup(u%d%s)", op.Input.User, keyNote(op.Input.IdempotencyKey))
+		call = fmt.Sprintf("signup(u%d%s%s)", op.Input.User, seatsNote(op.Input.Seats), keyNote(op.Input.IdempotencyKey))
 	case history.Cancel:
 		call = fmt.Sprintf("cancel(u%d %s)", op.Input.User, op.Input.Registration)
 	case history.SetStatus:
 		call = fmt.Sprintf("status(u%d %s → %s)", op.Input.User, op.Input.Registration, op.Input.To)
+	case history.ReduceSeats:
+		call = fmt.Sprintf("reduce(u%d %s to %d)", op.Input.User, op.Input.Registration, op.Input.Seats)
 	case history.SetCapacity:
 		call = fmt.Sprintf("capacity(%d)", op.Input.Capacity)
 	case history.ReadActivity:
@@ -311,6 +300,14 @@ func describeActivityOp(in, out any) string {
 		call = fmt.Sprintf("seats(allow +%d)", in.(activityInput).allowance)
 	}
 	return call + " → " + describeOutput(op.Kind, o.out, o.unknown)
+}
+
+// seatsNote notes a party of more than one seat.
+func seatsNote(seats int) string {
+	if seats > 1 {
+		return fmt.Sprintf(" ×%d", seats)
+	}
+	return ""
 }
 
 func keyNote(k string) string {
@@ -325,17 +322,20 @@ func describeOutput(k history.Kind, o history.Output, unknown bool) string {
 		return "unknown"
 	}
 	if o.Code != "" {
-		if o.Registration != "" {
+		switch {
+		case o.Registration != "":
 			return fmt.Sprintf("%d %s %s", o.Status, o.Code, o.Registration)
+		case o.Remaining != nil:
+			return fmt.Sprintf("%d %s (%d remaining)", o.Status, o.Code, *o.Remaining)
 		}
 		return fmt.Sprintf("%d %s", o.Status, o.Code)
 	}
 	switch k {
-	case history.Signup, history.Cancel, history.SetStatus:
+	case history.Signup, history.Cancel, history.SetStatus, history.ReduceSeats:
 		if o.Position > 0 {
-			return fmt.Sprintf("%d %s %s #%d", o.Status, o.Registration, o.RegStatus, o.Position)
+			return fmt.Sprintf("%d %s %s%s #%d", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats), o.Position)
 		}
-		return fmt.Sprintf("%d %s %s", o.Status, o.Registration, o.RegStatus)
+		return fmt.Sprintf("%d %s %s%s", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats))
 	case history.ReadSeats:
 		return fmt.Sprintf("taken %d waiting %d (%s)", o.Taken, o.Waiting, o.Source)
 	case history.NoteView, history.NoteWater, history.NoteStats:

@@ -3,15 +3,21 @@
 // checker:
 //
 //   - the authority: every activity behaves as one sequence of seat
-//     changes (signups admitted while a seat is free, waitlisted in join
-//     order with their place in line, refused as full only when no seat is
-//     free, one active registration per user, promotion on every release,
-//     idempotent replays) and its authoritative reads (GET
-//     /v1/activities/{id}) return the counts of that sequence;
+//     changes and its authoritative reads (GET /v1/activities/{id}) return
+//     the counts of that sequence. A registration holds a party's seats,
+//     all or nothing, and taken counts seats. A signup is admitted when
+//     the activity's waiting-list policy would seat it from the end of the
+//     line (strict: its seats are free and nobody waits; fill: its seats
+//     are free), else waitlisted in join order with its place in line, else
+//     refused as full with the seats remaining; one active registration
+//     per user; idempotent replays; every release (a cancellation, a seat
+//     reduction, a capacity raise) promotes by the policy — strict: the
+//     head, while it fits; fill: every party that fits, oldest first;
 //   - the display: a seat read (GET …/seats) never shows more seats taken
-//     than the authority at some moment of the read plus the signups and
-//     cancellations in flight then (and what faults or unanswered requests
-//     may have left behind, for the counters' lifetime);
+//     than the authority at some moment of the read plus the seats of the
+//     signups, cancellations and seat reductions in flight then (and what
+//     faults or unanswered requests may have left behind, for the
+//     counters' lifetime);
 //   - the notes: every answered view and water carries the counters right
 //     after its own increment, and stats reads the counters as they are.
 //
@@ -257,20 +263,24 @@ type seatKey struct {
 }
 
 // allowances computes, for every answered seat read, by how much the
-// display may exceed the authority during the read: by the signups that
-// hold a seat before they reach the authority and the cancellations whose
-// freed seat is shown only after their commit — the attempts in flight
-// then, and those that got no answer or overlapped a fault (whose instance
-// may have died between the two steps) within OrphanWindow before it.
+// display may exceed the authority during the read: by the seats of the
+// signups that hold them before they reach the authority, and of the
+// cancellations and seat reductions whose freed seats are shown only after
+// their commit — the attempts in flight then, and those that got no answer
+// or overlapped a fault (whose instance may have died between the two
+// steps) within OrphanWindow before it.
 func allowances(h history.History, o Options) map[seatKey]int {
-	type span struct{ from, to int64 }
+	type span struct {
+		from, to int64
+		seats    int
+	}
 	var faults []span
 	for _, f := range h.Faults {
 		end := f.End
 		if end == 0 {
 			end = lastReturn(h)
 		}
-		faults = append(faults, span{f.Start, end + int64(o.FaultSlack)})
+		faults = append(faults, span{from: f.Start, to: end + int64(o.FaultSlack)})
 	}
 	overlapsFault := func(s span) bool {
 		for _, f := range faults {
@@ -280,12 +290,18 @@ func allowances(h history.History, o Options) map[seatKey]int {
 		}
 		return false
 	}
+	maxSeats := map[string]int{}
+	for _, op := range h.Ops {
+		if op.Kind == history.CreateActivity && op.Input.Key != "" {
+			maxSeats[op.Input.Key] = max(op.Input.MaxSeats, 1)
+		}
+	}
 	holds := map[string][]span{}
 	for _, op := range h.Ops {
-		if (op.Kind != history.Signup && op.Kind != history.Cancel) || op.Result == history.Refused {
+		if op.Result == history.Refused || (op.Kind != history.Signup && op.Kind != history.Cancel && op.Kind != history.ReduceSeats) {
 			continue
 		}
-		s := span{op.Call, op.Return}
+		s := span{from: op.Call, to: op.Return, seats: heldSeats(op, max(maxSeats[op.Input.Key], 1))}
 		if op.Result == history.Unknown || overlapsFault(s) {
 			s.to += int64(o.OrphanWindow)
 		}
@@ -299,7 +315,7 @@ func allowances(h history.History, o Options) map[seatKey]int {
 		n := 0
 		for _, s := range holds[op.Input.Key] {
 			if s.from <= op.Return && op.Call <= s.to {
-				n++
+				n += s.seats
 			}
 		}
 		out[seatKey{op.Input.Key, op.Call, op.Return}] = n

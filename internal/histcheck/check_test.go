@@ -36,7 +36,7 @@ func created(b *builder, capacity int, waitlist bool) *builder {
 func signup(u int) history.Input { return history.Input{Key: act, User: u, IdempotencyKey: "k"} }
 
 func admitted(id string) history.Output {
-	return history.Output{Status: 201, Registration: id, RegStatus: pending}
+	return history.Output{Status: 201, Registration: id, RegStatus: pending, Seats: 1}
 }
 
 func read(taken, waiting, capacity int, waitlist bool) history.Output {
@@ -49,19 +49,19 @@ func TestSequentialHistoryIsLinearizable(t *testing.T) {
 	b := created(&builder{}, 2, true)
 	b.add(history.Signup, signup(0), 10, 20, history.Answered, admitted("r0"))
 	b.add(history.Signup, signup(1), 30, 40, history.Answered, admitted("r1"))
-	b.add(history.Signup, signup(2), 50, 60, history.Answered, history.Output{Status: 202, Registration: "r2", RegStatus: waitlisted, Position: 1})
+	b.add(history.Signup, signup(2), 50, 60, history.Answered, history.Output{Status: 202, Registration: "r2", RegStatus: waitlisted, Seats: 1, Position: 1})
 	b.add(history.Signup, signup(1), 61, 62, history.Answered, history.Output{Status: 409, Code: "already_registered", Registration: "r1"})
 	b.add(history.ReadActivity, history.Input{Key: act}, 70, 80, history.Answered, read(2, 1, 2, true))
 	b.add(history.SetStatus, history.Input{Key: act, User: 0, Registration: "r0", To: approved}, 81, 82, history.Answered,
-		history.Output{Status: 200, Registration: "r0", RegStatus: approved})
+		history.Output{Status: 200, Registration: "r0", RegStatus: approved, Seats: 1})
 	b.add(history.SetStatus, history.Input{Key: act, User: 2, Registration: "r2", To: approved}, 83, 84, history.Answered,
 		history.Output{Status: 409, Code: "invalid_transition"})
 	// The cancel promotes u2: the line is empty again.
 	b.add(history.Cancel, history.Input{Key: act, User: 0, Registration: "r0"}, 90, 100, history.Answered,
-		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled})
+		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled, Seats: 1})
 	b.add(history.ReadActivity, history.Input{Key: act}, 110, 120, history.Answered, read(2, 0, 2, true))
 	b.add(history.Cancel, history.Input{Key: act, User: 0, Registration: "r0"}, 121, 122, history.Answered,
-		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled})
+		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled, Seats: 1})
 	b.add(history.SetCapacity, history.Input{Key: act, Capacity: 3}, 130, 140, history.Answered, read(2, 0, 3, true))
 	r := Check(b.h, opts)
 	require.True(t, r.OK(), "%s", r)
@@ -84,7 +84,7 @@ func TestOversellIsCaught(t *testing.T) {
 func TestFullRefusalWhileASeatIsFreeIsCaught(t *testing.T) {
 	b := created(&builder{}, 2, false)
 	b.add(history.Signup, signup(0), 10, 20, history.Answered, admitted("r0"))
-	b.add(history.Signup, signup(1), 30, 40, history.Answered, history.Output{Status: 409, Code: "activity_full"})
+	b.add(history.Signup, signup(1), 30, 40, history.Answered, history.Output{Status: 409, Code: "activity_full", Remaining: new(1)})
 	require.Equal(t, porcupine.Illegal, Check(b.h, opts).Authority.Result)
 }
 
@@ -98,21 +98,21 @@ func TestStaleReadIsCaught(t *testing.T) {
 func TestWaitlistOrderIsChecked(t *testing.T) {
 	b := created(&builder{}, 1, true)
 	b.add(history.Signup, signup(0), 10, 20, history.Answered, admitted("r0"))
-	b.add(history.Signup, signup(1), 30, 40, history.Answered, history.Output{Status: 202, Registration: "r1", RegStatus: waitlisted, Position: 1})
-	b.add(history.Signup, signup(2), 50, 60, history.Answered, history.Output{Status: 202, Registration: "r2", RegStatus: waitlisted, Position: 2})
+	b.add(history.Signup, signup(1), 30, 40, history.Answered, history.Output{Status: 202, Registration: "r1", RegStatus: waitlisted, Seats: 1, Position: 1})
+	b.add(history.Signup, signup(2), 50, 60, history.Answered, history.Output{Status: 202, Registration: "r2", RegStatus: waitlisted, Seats: 1, Position: 2})
 	b.add(history.Cancel, history.Input{Key: act, User: 0, Registration: "r0"}, 70, 80, history.Answered,
-		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled})
+		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled, Seats: 1})
 	// u1 was first in line: cancelling u2's place must leave one seat
 	// taken (u1's) and nobody waiting; u2 being promoted instead is caught.
 	good := b.h
 	good.Ops = append(good.Ops, history.Op{ID: 5, Logical: 100, Kind: history.SetStatus,
 		Input: history.Input{Key: act, User: 1, Registration: "r1", To: approved}, Call: 90, Return: 100,
-		Result: history.Answered, Output: history.Output{Status: 200, Registration: "r1", RegStatus: approved}})
+		Result: history.Answered, Output: history.Output{Status: 200, Registration: "r1", RegStatus: approved, Seats: 1}})
 	require.True(t, Check(good, opts).OK())
 	bad := b.h
 	bad.Ops = append(bad.Ops, history.Op{ID: 5, Logical: 100, Kind: history.SetStatus,
 		Input: history.Input{Key: act, User: 2, Registration: "r2", To: approved}, Call: 90, Return: 100,
-		Result: history.Answered, Output: history.Output{Status: 200, Registration: "r2", RegStatus: approved}})
+		Result: history.Answered, Output: history.Output{Status: 200, Registration: "r2", RegStatus: approved, Seats: 1}})
 	require.Equal(t, porcupine.Illegal, Check(bad, opts).Authority.Result)
 }
 
@@ -150,7 +150,7 @@ func TestAnUnknownSignupsIDIsLearnedFromARefusal(t *testing.T) {
 	b.add(history.Signup, signup(0), 10, 20, history.Unknown, history.Output{Error: "EOF"})
 	b.add(history.Signup, signup(0), 30, 40, history.Answered, history.Output{Status: 409, Code: "already_registered", Registration: "r9"})
 	b.add(history.Cancel, history.Input{Key: act, User: 0, Registration: "r9"}, 50, 60, history.Answered,
-		history.Output{Status: 200, Registration: "r9", RegStatus: cancelled})
+		history.Output{Status: 200, Registration: "r9", RegStatus: cancelled, Seats: 1})
 	b.add(history.ReadActivity, history.Input{Key: act}, 70, 80, history.Answered, read(0, 0, 2, false))
 	r := Check(b.h, opts)
 	require.True(t, r.OK(), "%s", r)
@@ -185,7 +185,7 @@ func TestDisplayMayLagACancellationInFlight(t *testing.T) {
 	// The seat is free at the authority, the display shows it taken until
 	// the cancellation's commit reaches it.
 	b.add(history.Cancel, history.Input{Key: act, User: 0, Registration: "r0"}, 30, 60, history.Answered,
-		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled})
+		history.Output{Status: 200, Registration: "r0", RegStatus: cancelled, Seats: 1})
 	b.add(history.ReadSeats, history.Input{Key: act}, 55, 58, history.Answered, history.Output{Status: 200, Taken: 1, Capacity: 2, Source: "cache"})
 	require.True(t, Check(b.h, opts).OK())
 	b.add(history.ReadSeats, history.Input{Key: act}, 65, 68, history.Answered, history.Output{Status: 200, Taken: 1, Capacity: 2, Source: "cache"})

@@ -22,6 +22,7 @@ const (
 	Cancel         Kind = "cancel"
 	SetStatus      Kind = "set_status"
 	SetCapacity    Kind = "set_capacity"
+	ReduceSeats    Kind = "reduce_seats"
 	ReadActivity   Kind = "read_activity"
 	ReadSeats      Kind = "read_seats"
 	NoteView       Kind = "note_view"
@@ -52,8 +53,15 @@ type Input struct {
 	Key string `json:"key"`
 	// User is the index of the user (0, 1, …) among the activity's users.
 	User int `json:"user,omitempty"`
-	// Registration is the registration a cancel or status change names.
+	// Registration is the registration a cancel, status change or seat
+	// reduction names.
 	Registration string `json:"registration,omitempty"`
+	// Seats a signup asks for (0: one), or that a seat reduction keeps.
+	Seats int `json:"seats,omitempty"`
+	// Held is the seats the client last knew the registration a cancel or
+	// seat reduction names to hold (0: not known): a bound on the seats
+	// the change frees.
+	Held int `json:"held,omitempty"`
 	// IdempotencyKey of a signup; empty: none.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// To is the status a status change asks for.
@@ -62,6 +70,11 @@ type Input struct {
 	Capacity int `json:"capacity,omitempty"`
 	// Waitlist of an activity being created.
 	Waitlist bool `json:"waitlist,omitempty"`
+	// MaxSeats (0: one) and Policy ("strict" or "fill"; "": strict) of an
+	// activity being created: the most seats one registration may hold,
+	// and how its waiting list serves parties.
+	MaxSeats int    `json:"max_seats,omitempty"`
+	Policy   string `json:"policy,omitempty"`
 	// Users is the number of users an activity is created for.
 	Users int `json:"users,omitempty"`
 }
@@ -74,13 +87,18 @@ type Output struct {
 	Code   string `json:"code,omitempty"`
 	// ID is the id of a created activity.
 	ID string `json:"id,omitempty"`
-	// Registration is the id in a signup's answer, a cancel's or status
-	// change's answer, or an already_registered refusal.
+	// Registration is the id in a signup's answer, a cancel's, status
+	// change's or seat reduction's answer, or an already_registered
+	// refusal.
 	Registration string `json:"registration,omitempty"`
 	// RegStatus is the registration's status in the answer.
 	RegStatus string `json:"reg_status,omitempty"`
+	// Seats is the registration's seats in such an answer.
+	Seats int `json:"seats,omitempty"`
 	// Position is a waitlisted signup's place in line.
 	Position int `json:"position,omitempty"`
+	// Remaining is the seats an activity_full refusal says were left.
+	Remaining *int `json:"remaining,omitempty"`
 	// Capacity, Taken and Waiting of an activity or seat read.
 	Capacity int `json:"capacity,omitempty"`
 	Taken    int `json:"taken,omitempty"`
