@@ -1,0 +1,103 @@
+package registration
+
+import (
+	"cmp"
+	"slices"
+)
+
+// reduce gives back some of a registration's seats: it keeps c.Seats.
+func (d *decision) reduce(i int, c SeatsCommand) error {
+	r, err := d.named(c.RegistrationID)
+	if err != nil || (!c.Caller.Admin && r.UserID != c.Caller.UserID) {
+		d.outcomes[i] = Outcome{Err: RegistrationNotFound(c.RegistrationID)}
+		return nil
+	}
+	switch {
+	case !r.Status.Active() || c.Seats > r.Seats || c.Seats < 1:
+		d.outcomes[i] = Outcome{Err: SeatsNotReducible(*r, c.Seats)}
+		return nil
+	case c.Seats == r.Seats:
+		d.outcomes[i] = d.unchangedOutcome(r)
+		return nil
+	}
+	from := r.Seats
+	if r.Status.Occupying() {
+		d.act.Taken -= from - c.Seats
+	} else if d.act.Policy == PolicyFill && !d.known(r) {
+		// A smaller party may now fit: it takes its place in the known
+		// part of the line (no unread party of its size is older and
+		// reachable, see QueueNeed).
+		d.unread--
+		d.queue = append(d.queue, r)
+		slices.SortFunc(d.queue, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
+	}
+	r.Seats = c.Seats
+	status := r.Status
+	d.record(r, EventSeatsChanged, &status, c.Origin)
+	d.events[len(d.events)-1].SeatsFrom = &from
+	// The answer is the registration as the command left it: promoted,
+	// if it now fits.
+	err = d.promote(c.Origin)
+	d.outcomes[i] = d.changedOutcome(r)
+	return err
+}
+
+// known reports whether a waiting registration is in the known part of
+// the line.
+func (d *decision) known(r *Registration) bool {
+	return slices.Contains(d.queue, r) || slices.Contains(d.tail, r)
+}
+
+// promote gives the free seats to the line by the activity's policy:
+// under PolicyStrict to the head while it fits, under PolicyFill to every
+// waiting registration that fits, oldest first.
+func (d *decision) promote(cause Origin) error {
+	o := Origin{Actor: ActorSystem, RequestID: cause.RequestID}
+	if d.act.Policy == PolicyFill {
+		d.queue = d.promoteFitting(d.queue, o)
+		d.tail = d.promoteFitting(d.tail, o)
+		return nil
+	}
+	for d.free() > 0 && d.waiting() > 0 {
+		var r *Registration
+		switch {
+		case len(d.queue) > 0:
+			r = d.queue[0]
+		case d.unread > 0:
+			return errShortQueue
+		default:
+			r = d.tail[0]
+		}
+		if r.Seats > d.free() {
+			return nil
+		}
+		if len(d.queue) > 0 {
+			d.queue = d.queue[1:]
+		} else {
+			d.tail = d.tail[1:]
+		}
+		d.admit(r, o)
+	}
+	return nil
+}
+
+// promoteFitting admits, oldest first, every registration of line that
+// fits in the free seats, and returns the rest of the line.
+func (d *decision) promoteFitting(line []*Registration, o Origin) []*Registration {
+	rest := line[:0:0]
+	for _, r := range line {
+		if r.Seats <= d.free() {
+			d.admit(r, o)
+			continue
+		}
+		rest = append(rest, r)
+	}
+	return rest
+}
+
+// admit moves a waiting registration to pending.
+func (d *decision) admit(r *Registration, o Origin) {
+	d.act.Waiting--
+	d.act.Taken += r.Seats
+	d.move(r, Pending, EventPromoted, o)
+}

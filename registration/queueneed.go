@@ -1,0 +1,108 @@
+package registration
+
+import "slices"
+
+// QueueNeed is the part of an activity's waiting list that Decide may
+// need for a batch of commands. At most Seats seats can be free at any
+// moment of the batch (the free seats, those the commands release, and
+// those a capacity raise adds), so at most Seats registrations are
+// promoted, at most Seats/s of them of s seats; and at most Removals
+// registrations leave the line otherwise (cancellations).
+type QueueNeed struct {
+	// Strict: the head of the line is needed (its first Head()
+	// registrations), as PolicyStrict promotes. Fill: for each party size
+	// s from 1 to Seats, the first BySize(s) registrations of that size,
+	// as PolicyFill promotes. A batch that changes the policy needs both.
+	Strict, Fill    bool
+	Seats, Removals int
+}
+
+// Head is how many registrations of the line's head a strict activity's
+// batch may need.
+func (q QueueNeed) Head() int { return q.Seats + q.Removals }
+
+// BySize is how many of the first waiting registrations of s seats a fill
+// activity's batch may need: promotions of s seats go oldest first among
+// those of s seats, so the rest of them can never be reached.
+func (q QueueNeed) BySize(s int) int {
+	if s < 1 || s > q.Seats {
+		return 0
+	}
+	return q.Seats/s + q.Removals
+}
+
+// None reports whether no part of the line is needed.
+func (q QueueNeed) None() bool { return !q.Strict && !q.Fill }
+
+// QueueNeeded is what of the waiting list Decide may need for the commands
+// on st: st.Activity must carry exact counts, and st.Registrations the
+// registrations the commands name. Nothing is needed when nobody waits,
+// nor for commands that promote nobody (signups and status changes: a
+// quiet line stays quiet when seats are only taken).
+func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
+	a := st.Activity
+	if a.Waiting == 0 || !slices.ContainsFunc(cmds, promotes) {
+		return QueueNeed{}
+	}
+	most := a.Capacity
+	freed, removals := 0, 0
+	need := QueueNeed{Strict: a.Policy != PolicyFill, Fill: a.Policy == PolicyFill}
+	released := func(id string, keep int) {
+		r, ok := st.Registrations[id]
+		switch {
+		case !ok:
+			// Made by this batch: at most the most seats of one.
+			freed += MaxSeatsLimit
+		case r.Status.Occupying():
+			freed += max(0, r.Seats-keep)
+		}
+	}
+	for _, c := range cmds {
+		switch c := c.(type) {
+		case CancelCommand:
+			released(c.RegistrationID, 0)
+			removals++
+		case ExpireCommand:
+			released(c.RegistrationID, 0)
+		case SeatsCommand:
+			released(c.RegistrationID, c.Seats)
+		case ActivityCommand:
+			if c.Patch.Capacity != nil {
+				most = max(most, *c.Patch.Capacity)
+			}
+			if p := c.Patch.Policy; p != nil {
+				need.Strict = need.Strict || *p == PolicyStrict
+				need.Fill = need.Fill || *p == PolicyFill
+			}
+		}
+	}
+	need.Seats, need.Removals = max(0, most-a.Taken)+freed, min(removals, a.Waiting)
+	if need.Seats == 0 {
+		// No seat can be free: nobody is promoted.
+		return QueueNeed{}
+	}
+	return need
+}
+
+// promotes reports whether a command may promote from the waiting list.
+func promotes(c Command) bool {
+	switch c.(type) {
+	case CancelCommand, ExpireCommand, SeatsCommand, ActivityCommand:
+		return true
+	}
+	return false
+}
+
+// Releases counts the commands that may free seats or take a place off
+// the list (cancellations, expiries, seat reductions): a first guess,
+// before anything is read, of how much of the line's head a batch needs.
+func Releases(cmds []Command) int {
+	n := 0
+	for _, c := range cmds {
+		switch c.(type) {
+		case CancelCommand, ExpireCommand, SeatsCommand:
+			n++
+		}
+	}
+	return n
+}
