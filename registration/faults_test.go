@@ -35,6 +35,19 @@ func watchAuthority(t *testing.T, inst *apptest.Instance, id string, stop <-chan
 	return out
 }
 
+// waitCommitted waits until the activity has at least n occupying
+// registrations in the database, or for 30 s at most. It may run in a
+// goroutine of its own: it fails nothing.
+func waitCommitted(inst *apptest.Instance, activityID string, n int) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); <-tick.C {
+		if st, err := inst.App.Store.SeatState(context.Background(), activityID); err == nil && st.Taken >= n {
+			return
+		}
+	}
+}
+
 // keepFlushing flushes Redis every 10 to 20 ms until stop is closed, and
 // then sends the number of flushes.
 func keepFlushing(stop <-chan struct{}, flush func(context.Context) error) <-chan int {
@@ -90,11 +103,15 @@ func TestRedisKilledAndRestartedMidBurstStaysExact(t *testing.T) {
 
 	stop := make(chan struct{})
 	highest := watchAuthority(t, inst, id, stop)
+	// Redis dies once the burst has begun to commit, and comes back once
+	// signups have committed without it (or the activity is full).
 	var chaos sync.WaitGroup
 	chaos.Go(func() {
-		time.Sleep(30 * time.Millisecond)
+		waitCommitted(inst, id, 1)
 		redis.Kill()
-		time.Sleep(300 * time.Millisecond)
+		if st, err := inst.App.Store.SeatState(context.Background(), id); err == nil {
+			waitCommitted(inst, id, min(st.Taken+1, 120))
+		}
 		redis.Start(t)
 	})
 	counts := signupBurst(t, []*apptest.Instance{inst}, id, "u", 2000)
