@@ -36,12 +36,13 @@ func TestSeatStreamOnARedisClusterCrossesInstancesWithinASecond(t *testing.T) {
 	require.Equal(t, 0, c.Next(t, time.Second).seats(t).Taken)
 	require.Eventually(t, b.App.Changes.Healthy, 5*time.Second, 10*time.Millisecond)
 
+	// The stream spaces its events 100 ms apart, so a signup right after
+	// the previous event may wait that long: within the second all the same.
 	for i := 1; i <= 3; i++ {
 		start := time.Now()
 		a.MustSignup(t, id, fmt.Sprintf("u%d", i))
 		ev := c.NextTaken(t, i, time.Second)
 		t.Logf("signup %d through instance A reached B's stream in %s", i, ev.At.Sub(start))
-		time.Sleep(150 * time.Millisecond)
 	}
 	// B listens on the activity's shard channel, on the master of the
 	// activity's slot only.
@@ -68,9 +69,10 @@ func TestRedisClusterFailoverMidBurst(t *testing.T) {
 	require.Equal(t, 0, c.Next(t, time.Second).seats(t).Taken)
 	master := cluster.MasterOf(t, capacity.Key(id))
 
+	// The master dies once the burst has begun to commit.
 	killed := make(chan time.Time, 1)
 	go func() {
-		time.Sleep(40 * time.Millisecond)
+		a.WaitCommitted(id, 1)
 		master.Kill()
 		killed <- time.Now()
 	}()

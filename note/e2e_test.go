@@ -171,7 +171,7 @@ func TestDatabaseStoppedDuringCombinedBatch(t *testing.T) {
 	waitLockWaiters(t, b.pool, 1)
 	done := make(chan []result)
 	go func() { done <- burst(b.svc, "down", 160, 40) }()
-	time.Sleep(300 * time.Millisecond)
+	waitQueued(t, b, "down", 200)
 	pg.Stop()
 	res := append(<-done, <-first)
 

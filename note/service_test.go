@@ -25,6 +25,8 @@ type countingStore struct {
 	*store.Store
 	upserts  atomic.Int64
 	maxBatch atomic.Int64
+	// pending counts the increments in upserts under way.
+	pending atomic.Int64
 	// reads counts the read statements, inFlight and maxInFlight those
 	// running at once.
 	reads, inFlight, maxInFlight atomic.Int64
@@ -51,7 +53,25 @@ func (c *countingStore) AddNoteStats(ctx context.Context, id string, views, wate
 			break
 		}
 	}
+	c.pending.Add(views + waters)
+	defer c.pending.Add(-(views + waters))
 	return c.Store.AddNoteStats(ctx, id, views, waters)
+}
+
+// waitQueued waits until n increments of the note are queued for the next
+// upsert.
+func waitQueued(t *testing.T, b bundle, id string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return b.svc.QueuedIncrements(id) == n }, 10*time.Second, time.Millisecond,
+		"%d increments queued", n)
+}
+
+// waitAccepted waits until n increments are in the service: queued for an
+// upsert or in one under way.
+func waitAccepted(t *testing.T, b bundle, id string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return b.store.pending.Load()+int64(b.svc.QueuedIncrements(id)) == int64(n) },
+		10*time.Second, time.Millisecond, "%d increments accepted", n)
 }
 
 type bundle struct {
@@ -257,7 +277,7 @@ func TestBatchesAreBounded(t *testing.T) {
 	waitLockWaiters(t, b.pool, 1)
 	done := make(chan []result)
 	go func() { done <- burst(b.svc, "bounded", 95, 5) }()
-	time.Sleep(200 * time.Millisecond)
+	waitQueued(t, b, "bounded", 100)
 	release()
 	res := append(<-done, <-first)
 
@@ -317,7 +337,10 @@ func TestCloseCommitsAcceptedIncrements(t *testing.T) {
 			done := make(chan []result)
 			go func() { done <- burst(b.svc, "closing", 40, 10) }()
 			waitLockWaiters(t, b.pool, 1)
-			time.Sleep(100 * time.Millisecond) // let the burst queue up
+			// The whole burst is in, blocked behind the lock: combined, in
+			// the blocked upsert or queued for the next; uncombined, each in
+			// its own upsert.
+			waitAccepted(t, b, "closing", 50)
 			closed := make(chan error)
 			go func() { closed <- b.svc.Close(ctx) }()
 			select {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/registration"
 )
@@ -97,7 +98,10 @@ func TestARegistrationsEventsAreItsHistory(t *testing.T) {
 func TestActivityFeedPagesAndLongPollsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	a := apptest.Start(t, apptest.Options{})
+	// a's background work is put off, so that its statements are the
+	// feed's alone: that tells when the long poll has read the feed.
+	a := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
+		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour}})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
 	id := a.CreateActivity(t, "feed", 10)
 	for i := range 5 {
@@ -111,7 +115,10 @@ func TestActivityFeedPagesAndLongPollsAcrossInstances(t *testing.T) {
 	require.Equal(t, []int64{3, 4}, seqs(p.Items))
 	p = feed(t, a, id, client.EventFeedOptions{After: p.NextAfter})
 	require.Equal(t, []int64{5}, seqs(p.Items))
+	queries := a.Queries.Count()
 	p = feed(t, a, id, client.EventFeedOptions{After: 5})
+	perRead := a.Queries.Count() - queries // the statements of one read of the feed
+	require.Positive(t, perRead)
 	require.Empty(t, p.Items)
 	require.Equal(t, int64(5), p.NextAfter, "an empty page keeps the position")
 
@@ -121,8 +128,11 @@ func TestActivityFeedPagesAndLongPollsAcrossInstances(t *testing.T) {
 		at   time.Time
 	}
 	done := make(chan polled)
+	queries = a.Queries.Count()
 	go func() { done <- polled{feed(t, a, id, client.EventFeedOptions{After: 5, WaitSeconds: 20}), time.Now()} }()
-	time.Sleep(300 * time.Millisecond) // the poll is waiting
+	// The poll has read the feed, found nothing, and waits.
+	require.Eventually(t, func() bool { return a.Queries.Count() >= queries+perRead }, 10*time.Second, time.Millisecond,
+		"the long poll reads the feed")
 	select {
 	case <-done:
 		t.Fatal("the long poll returned before any change")

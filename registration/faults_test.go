@@ -90,11 +90,15 @@ func TestRedisKilledAndRestartedMidBurstStaysExact(t *testing.T) {
 
 	stop := make(chan struct{})
 	highest := watchAuthority(t, inst, id, stop)
+	// Redis dies once the burst has begun to commit, and comes back once
+	// signups have committed without it (or the activity is full).
 	var chaos sync.WaitGroup
 	chaos.Go(func() {
-		time.Sleep(30 * time.Millisecond)
+		inst.WaitCommitted(id, 1)
 		redis.Kill()
-		time.Sleep(300 * time.Millisecond)
+		if st, err := inst.App.Store.SeatState(context.Background(), id); err == nil {
+			inst.WaitCommitted(id, min(st.Taken+1, 120))
+		}
 		redis.Start(t)
 	})
 	counts := signupBurst(t, []*apptest.Instance{inst}, id, "u", 2000)

@@ -131,13 +131,20 @@ func TestHubCoalescesBurstsAndEndsExact(t *testing.T) {
 	var times []time.Time
 	stop := make(chan struct{})
 	collected := make(chan struct{})
+	exact := make(chan struct{}) // closed on the event of the last change
 	go func() {
 		defer close(collected)
+		sawLast := false
 		for {
 			select {
 			case ev := <-s.Events():
-				events = append(events, eventSeats(t, ev))
+				seats := eventSeats(t, ev)
+				events = append(events, seats)
 				times = append(times, time.Now())
+				if seats.Taken == 200 && !sawLast {
+					sawLast = true
+					close(exact)
+				}
 			case <-stop:
 				return
 			}
@@ -149,7 +156,11 @@ func TestHubCoalescesBurstsAndEndsExact(t *testing.T) {
 		publish(t, b.rdb, id)
 	}
 	burst := time.Since(start)
-	time.Sleep(time.Second)
+	select {
+	case <-exact:
+	case <-time.After(5 * time.Second):
+		t.Error("no event of the last change within 5s")
+	}
 	close(stop)
 	<-collected
 	require.NotEmpty(t, events)
@@ -222,7 +233,11 @@ func TestHubWithoutRedisRefreshesFromTheAuthority(t *testing.T) {
 	t.Cleanup(s.Close)
 	require.Equal(t, 0, eventSeats(t, s.Initial()).Taken)
 
-	time.Sleep(200 * time.Millisecond)
+	// Three re-reads on the timer: the first two have been fanned out (or
+	// not) by the time the third starts.
+	reads := b.seats.reads.Load()
+	require.Eventually(t, func() bool { return b.seats.reads.Load() >= reads+3 }, 5*time.Second, 5*time.Millisecond,
+		"the hub re-reads on the notifier's timer")
 	select {
 	case ev := <-s.Events():
 		t.Fatalf("an unchanged refresh sent %q", ev)

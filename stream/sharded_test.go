@@ -61,14 +61,24 @@ func TestShardChannelsFollowWatchers(t *testing.T) {
 	t.Parallel()
 	cluster := testenv.PrivateRedisCluster(t)
 	n := startNotifier(t, cluster.Client(t), 0)
+	other := startNotifier(t, cluster.Client(t), 0)
 	id := activity(t)
 	owner := cluster.MasterOf(t, stream.ShardChannel(id))
 	_, stop1 := n.Watch(id)
-	_, stop2 := n.Watch(id)
+	left, stop2 := n.Watch(id)
 	require.Eventually(t, func() bool { return contains(shardChannels(t, cluster, owner), stream.ShardChannel(id)) },
 		5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, n.Healthy, 5*time.Second, 5*time.Millisecond)
 	stop1()
-	time.Sleep(100 * time.Millisecond)
+	// With one watcher left the channel stays subscribed: the watcher
+	// still hears an announcement made on another instance after the
+	// first watcher left.
+	select {
+	case <-left:
+	default:
+	}
+	other.Announce(context.Background(), id)
+	require.True(t, signalled(left, time.Second), "the watcher left hears the other instance")
 	require.Contains(t, shardChannels(t, cluster, owner), stream.ShardChannel(id), "one watcher left")
 	stop2()
 	require.Eventually(t, func() bool { return !contains(shardChannels(t, cluster, owner), stream.ShardChannel(id)) },

@@ -118,8 +118,11 @@ func TestDeletingAWebhookStopsItsDeliveries(t *testing.T) {
 	do(t, inst, http.MethodPost, "/v1/activities/"+act+"/registrations", inst.Token(t, "u1", false), map[string]any{}, http.StatusCreated)
 	eventually(t, func() bool { return len(rc.deliveries()) >= 2 })
 	do(t, inst, http.MethodDelete, "/v1/webhooks/"+w.ID, inst.Token(t, "admin", true), nil, http.StatusNoContent)
-	time.Sleep(200 * time.Millisecond) // an attempt in flight may still land
+	// An attempt under way at the deletion may still land; wait for it.
+	require.Eventually(t, func() bool { return gauge(t, inst, "capacityd_webhook_sends_in_flight") == 0 },
+		10*time.Second, 10*time.Millisecond, "the attempt under way ends")
 	n := len(rc.deliveries())
+	// Proves that nothing more is sent after the deletion, over a second.
 	time.Sleep(time.Second)
 	require.Equal(t, n, len(rc.deliveries()), "nothing sent after the deletion")
 	var left int
@@ -185,4 +188,20 @@ func TestWithoutASecretKeySecretsAreKeptInClearThenSealed(t *testing.T) {
 	do(t, keyed, http.MethodPost, signup, keyed.Token(t, "u2", false), map[string]any{}, http.StatusCreated)
 	eventually(t, func() bool { return len(rc.counts()) == 2 })
 	require.Empty(t, rc.failures(), "every delivery verifies with the secret shown at creation")
+}
+
+// gauge returns the value of a gauge (without labels) of the instance's
+// registry.
+func gauge(t *testing.T, inst *apptest.Instance, name string) float64 {
+	t.Helper()
+	mfs, err := inst.App.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			require.Len(t, mf.GetMetric(), 1, name)
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	require.Failf(t, "no such gauge", "%s", name)
+	return 0
 }

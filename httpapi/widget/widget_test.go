@@ -103,6 +103,19 @@ func waitText(sel, want string, within time.Duration) chromedp.Action[chromedp.V
 	}
 }
 
+// waitAttr waits until the element's attribute attr is want.
+func waitAttr(sel, attr, want string, within time.Duration) chromedp.Action[chromedp.Void] {
+	js := fmt.Sprintf(`(document.querySelector(%q) || {getAttribute() { return null }}).getAttribute(%q) === %q`, sel, attr, want)
+	p := void(chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(10*time.Millisecond)))
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := p(ctx, t)
+		if err != nil {
+			err = fmt.Errorf("waiting for %s's %s to be %q: %w", sel, attr, want, err)
+		}
+		return chromedp.Void{}, err
+	}
+}
+
 // void drops an action's value.
 func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
@@ -194,7 +207,9 @@ func TestSeatWidgetReconnects(t *testing.T) {
 	inst.MustSignup(t, a, "u1")
 	do(t, ctx, 10*time.Second, waitText("[data-seats-activity]", "9 of 10 seats left", 5*time.Second))
 	proxy.CloseClientConnections()
-	time.Sleep(100 * time.Millisecond)
+	// The widget has noticed the cut before the next signup, which it
+	// must then catch up on.
+	do(t, ctx, 10*time.Second, waitAttr("[data-seats-activity]", "data-seats-state", "reconnecting", 5*time.Second))
 	inst.MustSignup(t, a, "u2")
 	do(t, ctx, 10*time.Second, waitText("[data-seats-activity]", "8 of 10 seats left", 5*time.Second))
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-seats-activity]').getAttribute('data-seats-state')`))
@@ -224,6 +239,8 @@ func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
 		void(chromedp.Evaluate[bool](`(() => { const b = document.querySelector('[data-note] .note-water'); b.click(); b.click(); return true })()`)),
 		waitText(waters, "1 water", 5*time.Second),
 	)
+	// Proves that the second click sent nothing: room for a second water,
+	// had one been sent, to reach the server before the numbers are read.
 	time.Sleep(300 * time.Millisecond)
 	stats, err := inst.Public().NoteStats(t.Context(), note)
 	require.NoError(t, err)

@@ -261,7 +261,20 @@ func (i *Instance) CreateWaitlisted(t testing.TB, title string, capacity int) st
 	return a.ID
 }
 
-// AuthorityTaken counts the occupying registrations of an activity
+// WaitCommitted waits until the activity has at least n occupied seats
+// in the database, or for 30 s at most. It may run in a goroutine of its
+// own: it fails nothing.
+func (i *Instance) WaitCommitted(activityID string, n int) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); <-tick.C {
+		if st, err := i.App.Store.SeatState(context.Background(), activityID); err == nil && st.Taken >= n {
+			return
+		}
+	}
+}
+
+// AuthorityTaken counts the occupied seats of an activity
 // straight from the database.
 func (i *Instance) AuthorityTaken(t testing.TB, activityID string) int {
 	t.Helper()

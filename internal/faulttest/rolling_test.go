@@ -75,6 +75,8 @@ func (l *rollingLoad) signup(user string) {
 		if attempt == 0 {
 			l.signupRetries.Add(1)
 		}
+		// The client's backoff before it sends the request again, not a
+		// wait for anything.
 		time.Sleep(50 * time.Millisecond)
 	}
 	l.signupsGivenUp.Add(1)
@@ -152,14 +154,14 @@ func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 	}
 	load.run()
-	time.Sleep(500 * time.Millisecond)
+	require.Eventually(t, func() bool { return load.signups.Load() > 0 && load.views.Load() > 0 && load.reads.Load() > 0 },
+		30*time.Second, 10*time.Millisecond, "the load is under way")
 	for i, addr := range addrs {
 		before := load.signups.Load() + load.views.Load()
 		procs[i].Signal(t, syscall.SIGTERM)
 		require.Equal(t, 0, procs[i].Wait(30*time.Second), procs[i].Output())
 		procs[i] = apptest.StartProcessAt(t, addr, db, testenv.RedisURL(), env...)
 		proxy.WaitServersUp(t, 3)
-		time.Sleep(300 * time.Millisecond)
 		require.Greater(t, load.signups.Load()+load.views.Load(), before, "the load went on during restart %d", i)
 	}
 	load.done.Store(true)

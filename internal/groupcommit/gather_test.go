@@ -20,6 +20,8 @@ func crowdBatches(t *testing.T, clients, rounds int, opts groupcommit.Options) [
 	var mu sync.Mutex
 	var sizes []int
 	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
+		// The flush's own work, not a wait: the crowd's next requests
+		// arrive while it runs.
 		time.Sleep(2 * time.Millisecond)
 		mu.Lock()
 		sizes = append(sizes, len(reqs))
@@ -80,6 +82,8 @@ type gatherer struct {
 func newGatherer(gatherFor time.Duration) *gatherer {
 	r := &gatherer{}
 	r.g = groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
+		// The flush's own work, not a wait: requests sent meanwhile queue
+		// for the next flush.
 		time.Sleep(5 * time.Millisecond)
 		r.mu.Lock()
 		r.batches = append(r.batches, slices.Clone(reqs))

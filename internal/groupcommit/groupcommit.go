@@ -185,6 +185,19 @@ func (g *Group[K, Req, Res]) Submit(ctx context.Context, key K, req Req) (Res, e
 	return o.res, o.err
 }
 
+// Queued returns how many requests are queued under key and not yet taken
+// by a flush. It is a point-in-time reading for tests and diagnostics
+// (for one, a test that must know its requests are waiting before it lets
+// a blocked flush go); it takes the group's lock.
+func (g *Group[K, Req, Res]) Queued(key K) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if q := g.queues[key]; q != nil {
+		return len(q.items)
+	}
+	return 0
+}
+
 // withdraw removes it from key's queue if no flush has taken it yet.
 func (g *Group[K, Req, Res]) withdraw(key K, it *item[Req, Res]) bool {
 	g.mu.Lock()

@@ -15,9 +15,14 @@ import (
 
 func TestGroupCombinesConcurrentRequestsAndAnswersEach(t *testing.T) {
 	t.Parallel()
+	const n, maxBatch = 1000, 50
+	// The first flush holds on until every other request has queued
+	// behind it: a second flush of the key meanwhile would be two at once.
+	firstTaken := make(chan int, 1)
+	release := make(chan struct{})
 	var flushes, inFlight, maxInFlight atomic.Int64
 	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
-		flushes.Add(1)
+		f := flushes.Add(1)
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for {
@@ -26,15 +31,17 @@ func TestGroupCombinesConcurrentRequestsAndAnswersEach(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(2 * time.Millisecond)
+		if f == 1 {
+			firstTaken <- len(reqs)
+			<-release
+		}
 		out := make([]int, len(reqs))
 		for i, r := range reqs {
 			out[i] = r * 2
 		}
 		return out, nil
-	}), groupcommit.Options{MaxBatch: 50})
+	}), groupcommit.Options{MaxBatch: maxBatch})
 
-	const n = 1000
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -43,8 +50,14 @@ func TestGroupCombinesConcurrentRequestsAndAnswersEach(t *testing.T) {
 			require.Equal(t, i*2, res)
 		})
 	}
+	taken := <-firstTaken
+	require.Eventually(t, func() bool { return g.Queued("k") == n-taken }, 10*time.Second, time.Millisecond,
+		"the other requests queue while the first flush runs")
+	close(release)
 	wg.Wait()
-	require.Less(t, flushes.Load(), int64(n), "concurrent requests must share flushes")
+	queued := n - taken
+	require.Equal(t, int64(1+(queued+maxBatch-1)/maxBatch), flushes.Load(),
+		"the %d requests queued behind the first flush go in whole batches of %d", queued, maxBatch)
 	require.Equal(t, int64(1), maxInFlight.Load(), "one flush per key at a time")
 	require.NoError(t, g.Close(context.Background()))
 }
@@ -65,8 +78,9 @@ func TestGroupFailsWholeBatchAndRefusesAfterClose(t *testing.T) {
 func TestGroupCloseWaitsForQueuedWork(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	var done atomic.Int64
+	var taken, done atomic.Int64
 	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key int, reqs []int) ([]int, error) {
+		taken.Add(int64(len(reqs)))
 		<-release
 		done.Add(int64(len(reqs)))
 		return reqs, nil
@@ -75,7 +89,9 @@ func TestGroupCloseWaitsForQueuedWork(t *testing.T) {
 	for i := range 10 {
 		wg.Go(func() { _, _ = g.Submit(context.Background(), i%2, i) })
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Every request is in, taken by a blocked flush or queued behind it.
+	require.Eventually(t, func() bool { return taken.Load()+int64(g.Queued(0)+g.Queued(1)) == 10 },
+		10*time.Second, time.Millisecond)
 	closed := make(chan error)
 	go func() { closed <- g.Close(context.Background()) }()
 	close(release)
@@ -118,6 +134,8 @@ func TestFlushesServeManyKeysWithinTheirCaps(t *testing.T) {
 		}
 		mu.Unlock()
 		raise(&maxReqs, int64(n))
+		// The flush's own work, not a wait: keys queue for the next
+		// flushes meanwhile, and a key flushed twice at once would show.
 		time.Sleep(time.Millisecond)
 		mu.Lock()
 		for _, b := range batches {
@@ -157,8 +175,13 @@ func TestFlushesServeManyKeysWithinTheirCaps(t *testing.T) {
 func TestOneKeysErrorFailsOnlyItsBatch(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
+	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	g := groupcommit.New(func(ctx context.Context, batches []*groupcommit.Batch[string, int, int]) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
 		<-release
 		for _, b := range batches {
 			if b.Key == "bad" {
@@ -172,7 +195,7 @@ func TestOneKeysErrorFailsOnlyItsBatch(t *testing.T) {
 	// The first flush blocks, so the next requests queue and share one.
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = g.Submit(context.Background(), "first", 0) })
-	time.Sleep(10 * time.Millisecond)
+	<-started
 	errs := make(map[string]error)
 	var mu sync.Mutex
 	for _, k := range []string{"a", "bad", "b"} {
@@ -183,7 +206,8 @@ func TestOneKeysErrorFailsOnlyItsBatch(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	time.Sleep(10 * time.Millisecond)
+	require.Eventually(t, func() bool { return g.Queued("a") == 1 && g.Queued("bad") == 1 && g.Queued("b") == 1 },
+		10*time.Second, time.Millisecond, "the three queue behind the blocked flush")
 	close(release)
 	wg.Wait()
 	require.NoError(t, errs["a"])
@@ -247,7 +271,8 @@ func TestRequestsWithdrawnWhileQueuedAreNeverFlushed(t *testing.T) {
 			require.Equal(t, r.req, res)
 		})
 	}
-	time.Sleep(50 * time.Millisecond) // let the three queue
+	require.Eventually(t, func() bool { return g.Queued("a") == 2 && g.Queued("b") == 1 }, 10*time.Second, time.Millisecond,
+		"the three queue behind the blocked flush")
 	cancel()
 	require.Eventually(t, func() bool { return withdrawn.Load() == 2 }, 5*time.Second, time.Millisecond)
 	close(release)
