@@ -33,7 +33,9 @@ func TestSmoke(t *testing.T) {
 	t.Cleanup(func() { dropDatabase(t, name) })
 	rdb := testenv.PrivateRedis(t)
 
-	var log bytes.Buffer
+	// activity_read drives its signups and its reads at once: two
+	// progress writers.
+	var log apptest.SyncBuffer
 	seed, err := Seed(ctx, dbURL, Scale{Activities: 8, PerActivity: 10, HotRows: 100}, &log)
 	require.NoError(t, err, log.String())
 	require.Equal(t, ActivityPublicID(9), seed.HotActivity)
@@ -44,7 +46,7 @@ func TestSmoke(t *testing.T) {
 		DatabaseURL: dbURL, RedisURL: rdb.URL(), Binary: apptest.Binary(t),
 		ScenarioDuration: time.Second, BaselineDuration: 300 * time.Millisecond,
 		Sizes: Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, WaitlistCrowdUsers: 600,
-			PromoteCancels: 20, PromoteWaiting: 50, CourseActivities: 10, CourseUsers: 200,
+			PromoteCancels: 20, PromoteWaiting: 50, PromoteRounds: 1, CourseActivities: 10, CourseUsers: 200,
 			GroupActivities: 10, GroupUsers: 200},
 		StatsIdleWait: time.Nanosecond,
 		Log:           &log,
