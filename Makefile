@@ -62,8 +62,9 @@ lint:
 # full scale, measures, and rewrites BENCHMARKS.md and docs/bench/ (PNG
 # charts and the JSON report);
 # `make bench-quick` (≤ 3 min, smaller seed, short runs, smaller waiting-list
-# crowd and course rush) prints every target met or not and writes only the
-# JSON, to $(BENCH_JSON). Neither fails on unmet targets, only on errors.
+# crowd, course rush and group rush) prints every target met or not and
+# writes only the JSON, to $(BENCH_JSON). Neither fails on unmet targets,
+# only on errors.
 # BENCH_DATABASE_URL and BENCH_REDIS_URL choose another bench database and
 # Redis (the database name must contain "bench").
 BENCH_JSON ?= .data/bench-quick.json

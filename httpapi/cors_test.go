@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
@@ -124,4 +125,21 @@ func TestDemoPageAndSignups(t *testing.T) {
 	require.Equal(t, "activity_full", r.ErrorCode())
 	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": "a_01JD0000000000000000000000"})
 	require.Equal(t, http.StatusNotFound, r.Status)
+
+	// A party, as in a signup: all or nothing, within the activity's
+	// max_seats_per_registration.
+	party, err := on.API(t, "admin", true).CreateActivity(t.Context(), client.NewActivity{Title: "party", Capacity: 4, MaxSeatsPerRegistration: 3})
+	require.NoError(t, err)
+	for _, seats := range []int{0, 4, 101} {
+		r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]any{"activity_id": party.ID, "seats": seats})
+		require.Equal(t, http.StatusBadRequest, r.Status, "seats %d", seats)
+	}
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]any{"activity_id": party.ID, "seats": 3})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	var seated client.Registration
+	r.JSON(t, &seated)
+	require.Equal(t, 3, seated.Seats)
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]any{"activity_id": party.ID, "seats": 2})
+	require.Equal(t, http.StatusConflict, r.Status)
+	require.Equal(t, "activity_full", r.ErrorCode())
 }

@@ -109,12 +109,9 @@ func (s *Server) signup(c echo.Context) error {
 			return capacityd.Errorf(capacityd.EInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, sent once")
 		}
 	}
-	seats := 1
-	if req.Seats != nil {
-		seats = *req.Seats
-		if seats < 1 || seats > registration.MaxSeatsLimit {
-			return capacityd.Errorf(capacityd.EInvalid, "seats must be between 1 and the activity's max_seats_per_registration")
-		}
+	seats, err := signupSeats(req.Seats)
+	if err != nil {
+		return err
 	}
 	reg, replayed, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
 		ActivityID: id, Caller: callerOf(c), Metadata: meta, Seats: seats, IdempotencyKey: key,
@@ -126,6 +123,19 @@ func (s *Server) signup(c echo.Context) error {
 		return err
 	}
 	return writeSignup(c, reg)
+}
+
+// signupSeats returns the seats a signup body asks for: 1 when absent. More
+// than MaxSeatsLimit is refused here; more than the activity's
+// max_seats_per_registration by the service.
+func signupSeats(seats *int) (int, error) {
+	if seats == nil {
+		return 1, nil
+	}
+	if *seats < 1 || *seats > registration.MaxSeatsLimit {
+		return 0, capacityd.Errorf(capacityd.EInvalid, "seats must be between 1 and the activity's max_seats_per_registration")
+	}
+	return *seats, nil
 }
 
 // writeSignup answers a signup: 201 with a registration that took a seat,

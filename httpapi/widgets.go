@@ -115,12 +115,14 @@ func baseURL(c echo.Context) string {
 }
 
 // demoSignup signs up a random user ("demo-" and 12 hex digits) for the
-// activity of the body {"activity_id": "…"}. It exists so that the demo
-// page, which has no token, can show the counter move; it is off unless
-// the DemoSignups setting turns it on.
+// activity of the body {"activity_id": "…", "seats": n}, seats as in a
+// signup (absent: 1). It exists so that the demo page, which has no token,
+// can show the counter move; it is off unless the DemoSignups setting
+// turns it on.
 func (s *Server) demoSignup(c echo.Context) error {
 	var req struct {
 		ActivityID string `json:"activity_id"`
+		Seats      *int   `json:"seats"`
 	}
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
@@ -128,11 +130,15 @@ func (s *Server) demoSignup(c echo.Context) error {
 	if !idPattern.MatchString(req.ActivityID) || req.ActivityID[0] != 'a' {
 		return registration.ActivityNotFound(safeForMessage(req.ActivityID))
 	}
+	seats, err := signupSeats(req.Seats)
+	if err != nil {
+		return err
+	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	caller := registration.Caller{UserID: "demo-" + hex.EncodeToString(b), RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
 	reg, _, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
-		ActivityID: req.ActivityID, Caller: caller, Metadata: []byte(`{"demo":true}`),
+		ActivityID: req.ActivityID, Caller: caller, Metadata: []byte(`{"demo":true}`), Seats: seats,
 	})
 	if err != nil {
 		return err

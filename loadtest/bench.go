@@ -245,6 +245,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioWaitCrowd, b.flashCrowdWaitlist},
 		{ScenarioPromoteStorm, b.promoteStorm},
 		{ScenarioCourseRush, b.courseRush},
+		{ScenarioGroupRush, b.groupRush},
 		{ScenarioViewsHot, func(ctx context.Context) error { return b.views(ctx, ScenarioViewsHot) }},
 		{StepDeadTuple, b.signupDeadTuples},
 	}

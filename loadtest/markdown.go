@@ -28,7 +28,7 @@ const topicsText = "Each target names the part of the service it measures: " +
 	"**admission** (signups, group admission into PostgreSQL), **seat reads** (the display tier), " +
 	"**seat changes** (cancellations on the same path as signups), **notes** (view and water counters), " +
 	"**streams** (live seat streams), **waiting list** (waitlisted signups and promotion on release) " +
-	"and **spread** (signups over many activities at once)."
+	"and **spread** (signups over many activities at once, one seat each or in parties)."
 
 // scenarioDescriptions say what each scenario does, in the page's table.
 var scenarioDescriptions = map[string]string{
@@ -41,6 +41,7 @@ var scenarioDescriptions = map[string]string{
 	ScenarioWaitCrowd:         "the flash crowd on an activity with a waiting list: 500 admitted (201), the others waitlisted (202)",
 	ScenarioPromoteStorm:      "POST cancel (as an admin) of the 1,000 seats of a full activity with 5,000 waiting, each promoting the first in line, 64 clients; five such storms one after another, each on an activity of its own (rps: their cancellations over their summed durations)",
 	ScenarioCourseRush:        "20,000 distinct users each signing up for 3 of 300 activities of 50 seats at once (60,000 requests), 256 clients",
+	ScenarioGroupRush:         "course_rush with parties: each of the 20,000 users signs up a party of 1 to 4 seats (uniformly at random; all or nothing) for 3 of 300 activities of 50 seats (at most 4 seats per registration) at once (60,000 requests), 256 clients",
 	ScenarioSeatsRead:         "GET seats of the hot activity, cache warm, 64 clients",
 	ScenarioActivityRead:      "signup_hot (64 clients) while 64 more clients read GET /v1/activities/{id} of the hot activity anonymously: its signups",
 	ScenarioActivityReadReads: "the reads of activity_read: GET /v1/activities/{id} of the hot activity without a token, 64 clients",
@@ -94,6 +95,15 @@ var checkDescriptions = map[string]string{
 	CheckCourseInexact:        "course rush activities whose `taken` is not min(capacity, users who asked for it)",
 	CheckCourseRefusedNotFull: "course rush activities that refused someone as full yet are not full",
 	CheckCourseP99MS:          "course rush p99 latency (ms)",
+	CheckGroupActivities:      "group rush activities (50 seats each, at most 4 per registration)",
+	CheckGroupAdmitted:        "group rush parties answered 201",
+	CheckGroupSeats:           "seats of the group rush parties answered 201",
+	CheckGroupFull:            "group rush parties refused as full (409 `activity_full`)",
+	CheckGroup5xx:             "group rush responses with a 5xx status",
+	CheckGroupInexact:         "group rush activities whose `taken` is not the sum of the seats of their parties answered 201, or exceeds 50",
+	CheckGroupRefusedFitting:  "group rush activities that refused as full a party no larger than the seats they have left (nothing is released: it fitted when refused)",
+	CheckGroupRefusedNotFull:  "group rush activities that refused a party and yet are not full: rightly, each party refused was larger than the seats left (else counted above)",
+	CheckGroupP99MS:           "group rush p99 latency (ms)",
 	CheckCountHotMS:           "authority COUNT of the hot activity: median ms of prepared executions 7–20",
 	CheckCountHotPlan:         "its plan after 20 executions (EXPLAIN ANALYZE, BUFFERS)",
 	CheckCountSmallMS:         "the same COUNT for an ordinary activity (ms)",
@@ -118,7 +128,7 @@ var checkDescriptions = map[string]string{
 
 // scenarioOrder is the order of the page's table; others follow sorted.
 var scenarioOrder = []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
-	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush,
+	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush,
 	ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 
 // orderedScenarios returns the report's scenario names in page order.

@@ -19,6 +19,7 @@ const (
 	ScenarioWaitCrowd    = "flash_crowd_waitlist"
 	ScenarioPromoteStorm = "promote_storm"
 	ScenarioCourseRush   = "course_rush"
+	ScenarioGroupRush    = "group_rush"
 	ScenarioSeatsRead    = "seats_read"
 	ScenarioTrivial      = "trivial"
 	ScenarioViewsHot     = "views_hot"
@@ -60,6 +61,7 @@ const (
 	RatioSpreadVsSignupHot       = "signup_spread_vs_signup_hot"
 	RatioSpreadVsAppendInsert    = "signup_spread_vs_append_insert"
 	RatioCourseRushVsSignupHot   = "course_rush_vs_signup_hot"
+	RatioGroupRushVsCourseRush   = "group_rush_vs_course_rush"
 	RatioFlashWaitlistVsFlash    = "flash_crowd_waitlist_vs_flash_crowd"
 	RatioPromoteStormVsCancelHot = "promote_storm_vs_cancel_hot"
 	RatioCancelHotVsSignupHot    = "cancel_hot_vs_signup_hot"
@@ -114,6 +116,15 @@ const (
 	CheckCourseInexact        = "course_rush_inexact_activities"
 	CheckCourseRefusedNotFull = "course_rush_refused_while_not_full"
 	CheckCourseP99MS          = "course_rush_p99_ms"
+	CheckGroupActivities      = "group_rush_activities"
+	CheckGroupAdmitted        = "group_rush_admitted"
+	CheckGroupSeats           = "group_rush_seats_admitted"
+	CheckGroupFull            = "group_rush_refused_full"
+	CheckGroup5xx             = "group_rush_5xx"
+	CheckGroupInexact         = "group_rush_inexact_activities"
+	CheckGroupRefusedFitting  = "group_rush_refused_while_fitting"
+	CheckGroupRefusedNotFull  = "group_rush_refused_while_not_full"
+	CheckGroupP99MS           = "group_rush_p99_ms"
 	CheckSeatsReadRedisErrors = "seats_read_redis_errors"
 	CheckSeatsReadRebuilds    = "seats_read_cache_rebuilds"
 	CheckSpreadCountersWarm   = "signup_spread_counters_warm"
@@ -216,6 +227,7 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioSpreadVsSignupHot] = ratio(r.scenarioRPS(ScenarioSignupSpread), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioSpreadVsAppendInsert] = ratio(r.scenarioRPS(ScenarioSignupSpread), r.Baselines[BaselineAppend32])
 	r.Ratios[RatioCourseRushVsSignupHot] = ratio(r.scenarioRPS(ScenarioCourseRush), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioGroupRushVsCourseRush] = ratio(r.scenarioRPS(ScenarioGroupRush), r.scenarioRPS(ScenarioCourseRush))
 	r.Ratios[RatioFlashWaitlistVsFlash] = ratio(r.scenarioRPS(ScenarioWaitCrowd), r.scenarioRPS(ScenarioFlashCrowd))
 	r.Ratios[RatioCancelHotVsSignupHot] = ratio(r.scenarioRPS(ScenarioCancelHot), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioPromoteStormVsCancelHot] = ratio(r.scenarioRPS(ScenarioPromoteStorm), r.scenarioRPS(ScenarioCancelHot))

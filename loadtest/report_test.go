@@ -208,6 +208,23 @@ func TestTargetsOfTheSpread(t *testing.T) {
 	require.False(t, *got["course rush: activities that refused someone as full while not full"].Met)
 	require.False(t, *got["course rush: p99 latency (ms)"].Met, "1000 is not < 1000")
 	require.False(t, *got["course rush signups/s vs hot signups/s"].Met, "0.775 < 0.8")
+	// The group rush beside it.
+	r.Scenarios[ScenarioGroupRush] = &ScenarioResult{RPS: 2480, Ops: 60000}
+	r.Checks[CheckGroupInexact] = int64(0)
+	r.Checks[CheckGroupRefusedFitting] = int64(2)
+	r.Checks[CheckGroup5xx] = int64(0)
+	r.Checks[CheckGroupP99MS] = 999.9
+	r.ComputeRatios()
+	require.InDelta(t, 0.8, *r.Ratios[RatioGroupRushVsCourseRush], 1e-9)
+	got = targetsByWhat(t, r)
+	require.True(t, *got["group rush signups/s vs course rush signups/s"].Met, "0.8 meets ≥ 0.8")
+	require.True(t, *got["group rush: activities not exact (taken = seats answered 201, at most 50)"].Met)
+	require.False(t, *got["group rush: activities that refused a party that fitted"].Met)
+	require.True(t, *got["group rush: 5xx responses"].Met)
+	require.True(t, *got["group rush: p99 latency (ms)"].Met)
+	delete(r.Scenarios, ScenarioCourseRush)
+	r.ComputeRatios()
+	require.Nil(t, targetsByWhat(t, r)["group rush signups/s vs course rush signups/s"].Met, "no course_rush in the run: not measured")
 	for _, topic := range []string{TopicAdmission, TopicSeatReads, TopicSeatChanges, TopicNotes, TopicStreams, TopicWaitlist, TopicSpread} {
 		require.Contains(t, topicsText, "**"+topic+"**", "the page introduces every topic")
 	}
@@ -222,12 +239,15 @@ func TestEveryScenarioAndCheckIsDescribed(t *testing.T) {
 		CheckWaitAdmissionTx, CheckWaitTaken, CheckWaitWaiting, CheckPromoteSeats, CheckPromoteWaitingBefore,
 		CheckPromoteCancelled, CheckPromoteTaken, CheckPromoteWaiting, CheckPromotePromoted, CheckPromoteInLine,
 		CheckPromoteWithCancel, CheckCourseActivities, CheckCourseAdmitted, CheckCourseFull, CheckCourse5xx,
-		CheckCourseInexact, CheckCourseRefusedNotFull, CheckCourseP99MS, CheckSpreadCountersWarm} {
+		CheckCourseInexact, CheckCourseRefusedNotFull, CheckCourseP99MS, CheckSpreadCountersWarm,
+		CheckGroupActivities, CheckGroupAdmitted, CheckGroupSeats, CheckGroupFull, CheckGroup5xx,
+		CheckGroupInexact, CheckGroupRefusedFitting, CheckGroupRefusedNotFull, CheckGroupP99MS} {
 		require.NotEmpty(t, checkDescriptions[c], c)
 	}
 	r := NewReport("x")
-	for _, s := range []string{ScenarioCourseRush, ScenarioFlashCrowd, ScenarioPromoteStorm, ScenarioWaitCrowd} {
+	for _, s := range []string{ScenarioGroupRush, ScenarioCourseRush, ScenarioFlashCrowd, ScenarioPromoteStorm, ScenarioWaitCrowd} {
 		r.Scenarios[s] = &ScenarioResult{}
 	}
-	require.Equal(t, []string{ScenarioFlashCrowd, ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush}, orderedScenarios(r))
+	require.Equal(t, []string{ScenarioFlashCrowd, ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush}, orderedScenarios(r),
+		"group_rush next to course_rush")
 }

@@ -28,7 +28,7 @@ const (
 // authority) and any activity that refused someone as full must be full.
 func (b *bench) courseRush(ctx context.Context) error {
 	n, users := b.cfg.CourseActivities, b.cfg.CourseUsers
-	ids, err := b.createActivities(ctx, "Course", n, courseSeats)
+	ids, err := b.createActivities(ctx, n, client.NewActivity{Title: "Course", Capacity: courseSeats})
 	if err != nil {
 		return err
 	}
@@ -130,14 +130,17 @@ func (r *courseRun) judge(taken []int, capacity int) (inexact, refusedNotFull in
 	return inexact, refusedNotFull
 }
 
-// createActivities creates n activities of capacity seats from 16 clients,
-// untimed, and returns their ids in order.
-func (b *bench) createActivities(ctx context.Context, title string, n, capacity int) ([]string, error) {
+// createActivities creates n activities as like from 16 clients, untimed,
+// each titled like's title, its number and the run's nonce, and returns
+// their ids in order.
+func (b *bench) createActivities(ctx context.Context, n int, like client.NewActivity) ([]string, error) {
 	admin := b.api.WithToken(b.admin)
 	ids := make([]string, n)
 	out := b.drive(ctx, Load{Name: "setup:activities", Clients: 16, Duration: 2 * time.Minute, MaxOps: int64(n)},
 		func(ctx context.Context, _ int, i int64) error {
-			a, err := admin.CreateActivity(ctx, client.NewActivity{Title: fmt.Sprintf("%s %d %s", title, i+1, b.nonce), Capacity: capacity})
+			in := like
+			in.Title = fmt.Sprintf("%s %d %s", like.Title, i+1, b.nonce)
+			a, err := admin.CreateActivity(ctx, in)
 			ids[i] = a.ID
 			return err
 		})

@@ -27,18 +27,23 @@ type Sizes struct {
 	// each sign up for courseChoices of them at once: course_rush.
 	CourseActivities int
 	CourseUsers      int
+	// GroupActivities and GroupUsers are group_rush's: course_rush's
+	// shape, each user with a party of 1 to groupMaxParty seats.
+	GroupActivities int
+	GroupUsers      int
 }
 
 // FullSizes are the sizes of make bench.
 var FullSizes = Sizes{
 	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
 	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
-	CourseActivities: 300, CourseUsers: 20000,
+	CourseActivities: 300, CourseUsers: 20000, GroupActivities: 300, GroupUsers: 20000,
 }
 
 // QuickSizes are the sizes of make bench-quick: the waiting-list crowd and
-// the course rush are smaller, the rest as in make bench.
-var QuickSizes = Sizes{WaitlistCrowdUsers: 5000, CourseActivities: 100, CourseUsers: 5000}.withDefaults()
+// the course and group rushes are smaller, the rest as in make bench.
+var QuickSizes = Sizes{WaitlistCrowdUsers: 5000, CourseActivities: 100, CourseUsers: 5000,
+	GroupActivities: 100, GroupUsers: 5000}.withDefaults()
 
 // withDefaults fills the zero sizes from FullSizes.
 func (s Sizes) withDefaults() Sizes {
@@ -52,6 +57,8 @@ func (s Sizes) withDefaults() Sizes {
 	s.PromoteRounds = cmp.Or(s.PromoteRounds, f.PromoteRounds)
 	s.CourseActivities = cmp.Or(s.CourseActivities, f.CourseActivities)
 	s.CourseUsers = cmp.Or(s.CourseUsers, f.CourseUsers)
+	s.GroupActivities = cmp.Or(s.GroupActivities, f.GroupActivities)
+	s.GroupUsers = cmp.Or(s.GroupUsers, f.GroupUsers)
 	return s
 }
 

@@ -33,7 +33,9 @@ func TestSmoke(t *testing.T) {
 	t.Cleanup(func() { dropDatabase(t, name) })
 	rdb := testenv.PrivateRedis(t)
 
-	var log bytes.Buffer
+	// activity_read drives its signups and its reads at once: two
+	// progress writers.
+	var log apptest.SyncBuffer
 	seed, err := Seed(ctx, dbURL, Scale{Activities: 8, PerActivity: 10, HotRows: 100}, &log)
 	require.NoError(t, err, log.String())
 	require.Equal(t, ActivityPublicID(9), seed.HotActivity)
@@ -44,13 +46,14 @@ func TestSmoke(t *testing.T) {
 		DatabaseURL: dbURL, RedisURL: rdb.URL(), Binary: apptest.Binary(t),
 		ScenarioDuration: time.Second, BaselineDuration: 300 * time.Millisecond,
 		Sizes: Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, WaitlistCrowdUsers: 600,
-			PromoteCancels: 20, PromoteWaiting: 50, CourseActivities: 10, CourseUsers: 200},
+			PromoteCancels: 20, PromoteWaiting: 50, PromoteRounds: 1, CourseActivities: 10, CourseUsers: 200,
+			GroupActivities: 10, GroupUsers: 200},
 		StatsIdleWait: time.Nanosecond,
 		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
 	for _, s := range []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
-		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioSeatsRead, ScenarioTrivial} {
+		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioSeatsRead, ScenarioTrivial} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
 	}
@@ -64,8 +67,8 @@ func TestSmoke(t *testing.T) {
 	require.NotNil(t, r.Baselines[BaselineHotRow32])
 	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")
 	require.LessOrEqual(t, r.Checks[CheckFlashAdmitted], int64(FlashCrowdCapacity))
-	// The exactness of the waiting list and of the course rush holds at any
-	// size.
+	// The exactness of the waiting list and of the course and group rushes
+	// holds at any size.
 	require.EqualValues(t, 600, r.Scenarios[ScenarioWaitCrowd].Ops, log.String())
 	require.EqualValues(t, 100, r.Checks[CheckWaitPositions], log.String())
 	require.EqualValues(t, 20, r.Checks[CheckPromoteInLine], log.String())
@@ -75,6 +78,10 @@ func TestSmoke(t *testing.T) {
 	require.Zero(t, r.Checks[CheckCourseInexact], log.String())
 	require.Zero(t, r.Checks[CheckCourseRefusedNotFull], log.String())
 	require.Contains(t, r.Scenarios[ScenarioCourseRush].Note, "200 users over 10 activities instead of 20000 users over 300 activities")
+	require.EqualValues(t, 600, r.Scenarios[ScenarioGroupRush].Ops, log.String())
+	require.Zero(t, r.Checks[CheckGroupInexact], log.String())
+	require.Zero(t, r.Checks[CheckGroupRefusedFitting], log.String())
+	require.NotNil(t, r.Ratios[RatioGroupRushVsCourseRush], "group_rush is compared with course_rush")
 
 	var js bytes.Buffer
 	require.NoError(t, r.WriteJSON(&js))

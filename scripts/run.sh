@@ -96,7 +96,8 @@ demo_activity() {
 }
 DEMO=$(demo_activity demo-activity '{"title":"Cardiology grand rounds (demo)","capacity":20}') ||
   { kill -TERM "$PID"; fail "could not create the demo activity"; }
-WAITLIST=$(demo_activity demo-waitlist-activity '{"title":"Journal club (demo, with a waiting list)","capacity":3,"waitlist":true}') ||
+WAITLIST=$(demo_activity demo-party-waitlist-activity \
+  '{"title":"Journal club (demo, with a waiting list)","capacity":6,"waitlist":true,"max_seats_per_registration":4}') ||
   { kill -TERM "$PID"; fail "could not create the demo activity with a waiting list"; }
 
 cat <<MSG
@@ -113,6 +114,7 @@ capacityd is running on $BASE (Ctrl-C stops it)
   curl -s $BASE/v1/activities/$DEMO
   curl -s $BASE/v1/activities/$DEMO/seats
   curl -s -X POST $BASE/v1/activities/$DEMO/registrations -H "Authorization: Bearer \$USER_TOKEN" -d '{}'
+  curl -s -X POST $BASE/v1/activities/$WAITLIST/registrations -H "Authorization: Bearer \$USER_TOKEN" -d '{"seats":3}'
   curl -s -X POST $BASE/v1/activities -H "Authorization: Bearer \$ADMIN" -d '{"title":"Journal club","capacity":120}'
   curl -s -X POST $BASE/v1/notes/demo-note/views
   curl -N $BASE/v1/activities/$DEMO/seats/stream

@@ -1,4 +1,7 @@
-/* The demo page's own behaviour: the activities' titles and their "sign up a random user" buttons. */
+/*
+ * The demo page's own behaviour: the activities' titles and their "sign up a random user" buttons, which
+ * sign up a party of the size the card's picker shows, if it has one (else one seat).
+ */
 (function () {
   'use strict';
   document.querySelectorAll('[data-demo-title]').forEach(function (title) {
@@ -10,30 +13,42 @@
     }).catch(function () {});
   });
 
+  function seatsWord(n) { return n === 1 ? '1 seat' : n + ' seats'; }
+
+  // answer says what the service answered a signup for seats.
+  function answer(res, seats) {
+    var b = res.body;
+    if (res.ok && b.status === 'waitlisted') {
+      return 'No room for ' + seatsWord(b.seats) + ': ' + b.user_id + ' joined the waiting list at place ' +
+        b.waitlist_position + '.';
+    }
+    if (res.ok) { return 'Signed up ' + b.user_id + ' for ' + seatsWord(b.seats) + '.'; }
+    var e = b.error || {};
+    if (e.code === 'activity_full') {
+      return typeof e.remaining === 'number' && e.remaining > 0 ?
+        'No room for ' + seatsWord(seats) + ': only ' + seatsWord(e.remaining) + ' left.' :
+        'No seat left: the activity is full.';
+    }
+    return 'Signup failed: ' + (e.message || 'unknown error');
+  }
+
   document.querySelectorAll('[data-demo-signup]').forEach(function (button) {
     var id = button.getAttribute('data-demo-signup');
     var result = document.querySelector('[data-demo-signup-result="' + id + '"]');
+    var picker = document.querySelector('[data-demo-seats="' + id + '"]');
     if (!result) { return; }
     button.addEventListener('click', function () {
       if (button.disabled) { return; }
       button.disabled = true;
+      var seats = picker ? parseInt(picker.value, 10) : 1;
       fetch('/demo/signups', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ activity_id: id })
+        body: JSON.stringify({ activity_id: id, seats: seats })
       }).then(function (r) {
         return r.json().then(function (body) { return { ok: r.ok, body: body }; });
       }).then(function (res) {
-        if (res.ok && res.body.status === 'waitlisted') {
-          result.textContent = 'No seat free: ' + res.body.user_id + ' joined the waiting list at place ' +
-            res.body.waitlist_position + '.';
-        } else if (res.ok) {
-          result.textContent = 'Signed up ' + res.body.user_id + '.';
-        } else if (res.body.error && res.body.error.code === 'activity_full') {
-          result.textContent = 'No seat left: the activity is full.';
-        } else {
-          result.textContent = 'Signup failed: ' + (res.body.error ? res.body.error.message : 'unknown error');
-        }
+        result.textContent = answer(res, seats);
       }).catch(function () {
         result.textContent = 'Signup failed: the server could not be reached.';
       }).then(function () { button.disabled = false; });

@@ -252,8 +252,10 @@ func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
 }
 
 // TestDemoPage shows both widgets for an activity and for one with a
-// waiting list, and signs random users up from the page. With
-// UPDATE_DOCS=1 it also saves the screenshot as docs/demo.png.
+// waiting list that takes parties, and signs random users up from the
+// page: one seat on the first, a party of the picker's size on the
+// second. With UPDATE_DOCS=1 it also saves the screenshot as
+// docs/demo.png.
 func TestDemoPage(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
@@ -261,9 +263,10 @@ func TestDemoPage(t *testing.T) {
 	for i := range 7 {
 		inst.MustSignup(t, a, fmt.Sprintf("u%d", i))
 	}
-	w := inst.CreateWaitlisted(t, "Journal club", 2)
-	for i := range 2 {
-		inst.MustSignup(t, w, fmt.Sprintf("j%d", i))
+	// Parties of 3 and 2 of 6 seats: the widget counts seats.
+	w := inst.CreateWaitlistedParties(t, "Journal club", 6, 4)
+	for i, party := range []int{3, 2} {
+		inst.MustSignup(t, w, fmt.Sprintf("j%d", i), client.SignupOptions{Seats: party})
 	}
 	note := "demo-note" // each instance has a database of its own
 	public := inst.Public()
@@ -290,7 +293,7 @@ func TestDemoPage(t *testing.T) {
 		chromedp.EmulateViewport(900, 1100),
 		chromedp.Navigate(inst.URL+page),
 		waitText(seats(a), "13 of 20 seats left", 5*time.Second),
-		waitText(seats(w), "Full", 5*time.Second),
+		waitText(seats(w), "1 of 6 seats left", 5*time.Second),
 		waitText("[data-note] .note-views", "42 views", 5*time.Second),
 		waitText(`[data-demo-title="`+a+`"]`, "Cardiology grand rounds", 5*time.Second),
 		waitText(`[data-demo-title="`+w+`"]`, "Journal club", 5*time.Second),
@@ -298,15 +301,40 @@ func TestDemoPage(t *testing.T) {
 		waitText(seats(a), "12 of 20 seats left", 2*time.Second),
 		void(chromedp.Poll[bool](`document.querySelector('[data-demo-signup-result="`+a+`"]').textContent.startsWith('Signed up demo-')`,
 			chromedp.WithPollingTimeout(2*time.Second))),
+		// A party of 1 (the picker's first choice) takes the last seat.
+		chromedp.Click(`[data-demo-signup="`+w+`"]`),
+		waitText(seats(w), "Full", 2*time.Second),
+		void(chromedp.Poll[bool](`/^Signed up demo-[0-9a-f]{12} for 1 seat\.$/.test(document.querySelector('[data-demo-signup-result="`+w+`"]').textContent)`,
+			chromedp.WithPollingTimeout(2*time.Second))),
+		// A party of 2 waits, for both its seats.
+		void(chromedp.Evaluate[bool](`(() => { document.querySelector('[data-demo-seats="`+w+`"]').value = '2'; return true })()`)),
 		chromedp.Click(`[data-demo-signup="`+w+`"]`),
 		waitText(seats(w), "Full · 1 waiting", 2*time.Second),
-		void(chromedp.Poll[bool](`document.querySelector('[data-demo-signup-result="`+w+`"]').textContent.endsWith('joined the waiting list at place 1.')`,
+		void(chromedp.Poll[bool](`/^No room for 2 seats: demo-[0-9a-f]{12} joined the waiting list at place 1\.$/.test(document.querySelector('[data-demo-signup-result="`+w+`"]').textContent)`,
 			chromedp.WithPollingTimeout(2*time.Second))),
 	)
+	require.Equal(t, 0, countOf(t, ctx, `[data-demo-seats="`+a+`"]`), "the activity without a waiting list signs up one seat")
+	require.Equal(t, []string{"1", "2", "3", "4"}, optionValues(t, ctx, `[data-demo-seats="`+w+`"]`))
 	png := screenshot(t, ctx)
 	if os.Getenv("UPDATE_DOCS") != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(testenv.ModuleRoot(t), "docs", "demo.png"), png, 0o644))
 	}
+}
+
+// countOf returns the number of elements sel matches.
+func countOf(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+	require.NoError(t, err)
+	return n
+}
+
+// optionValues returns the values of the options of the select sel.
+func optionValues(t *testing.T, ctx context.Context, sel string) []string {
+	t.Helper()
+	vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(`Array.from(document.querySelector(%q).options, o => o.value)`, sel)))
+	require.NoError(t, err)
+	return vs
 }
 
 // TestSeatWidgetFollowsTheWaitingList embeds the seat widget of a full

@@ -261,6 +261,18 @@ func (i *Instance) CreateWaitlisted(t testing.TB, title string, capacity int) st
 	return a.ID
 }
 
+// CreateWaitlistedParties creates an activity with a waiting list whose
+// registrations may hold up to maxSeats seats.
+func (i *Instance) CreateWaitlistedParties(t testing.TB, title string, capacity, maxSeats int) string {
+	t.Helper()
+	a, err := i.API(t, "admin", true).CreateActivity(context.Background(),
+		client.NewActivity{Title: title, Capacity: capacity, Waitlist: true, MaxSeatsPerRegistration: maxSeats})
+	if err != nil {
+		t.Fatalf("create activity: %v", err)
+	}
+	return a.ID
+}
+
 // WaitCommitted waits until the activity has at least n occupied seats
 // in the database, or for 30 s at most. It may run in a goroutine of its
 // own: it fails nothing.
