@@ -4,7 +4,9 @@
  * and every element
  *   <div data-seats-activity="ACTIVITY_ID"></div>
  * shows "N of M seats left", "Full", or "Full · N waiting" when the
- * activity has a waiting list, updated live from the service's seat stream.
+ * activity has a waiting list ("N of M seats left · K waiting" when seats
+ * are free that the parties in line do not fit), updated live from the
+ * service's seat stream.
  * Text is in English or Simplified Chinese: the element's data-lang, else
  * the page's lang, else the browser's language. Widgets of the same activity
  * share one stream; a broken stream is reopened with exponential backoff.
@@ -23,6 +25,7 @@
   var TEXT = {
     en: {
       left: function (r, c) { return r + ' of ' + c + ' seats left'; },
+      leftWaiting: function (n) { return ' \u00b7 ' + n + ' waiting'; },
       full: 'Full',
       waiting: function (n) { return 'Full \u00b7 ' + n + ' waiting'; },
       loading: 'Loading seats\u2026',
@@ -30,6 +33,7 @@
     },
     zh: {
       left: function (r, c) { return '剩余 ' + r + ' / ' + c + ' 个名额'; },
+      leftWaiting: function (n) { return ' \u00b7 ' + n + ' 人候补'; },
       full: '已满',
       waiting: function (n) { return '已满 \u00b7 ' + n + ' 人候补'; },
       loading: '正在加载名额\u2026',
@@ -52,7 +56,9 @@
   }
 
   function seatsText(s, t) {
-    if (s.remaining > 0) { return t.left(s.remaining, s.capacity); }
+    if (s.remaining > 0) {
+      return t.left(s.remaining, s.capacity) + (s.waiting > 0 ? t.leftWaiting(s.waiting) : '');
+    }
     return s.waiting > 0 ? t.waiting(s.waiting) : t.full;
   }
 

@@ -265,8 +265,9 @@ func TestDemoPage(t *testing.T) {
 	}
 	// Parties of 3 and 2 of 6 seats: the widget counts seats.
 	w := inst.CreateWaitlistedParties(t, "Journal club", 6, 4)
+	var parties []client.Registration
 	for i, party := range []int{3, 2} {
-		inst.MustSignup(t, w, fmt.Sprintf("j%d", i), client.SignupOptions{Seats: party})
+		parties = append(parties, inst.MustSignup(t, w, fmt.Sprintf("j%d", i), client.SignupOptions{Seats: party}))
 	}
 	note := "demo-note" // each instance has a database of its own
 	public := inst.Public()
@@ -313,6 +314,15 @@ func TestDemoPage(t *testing.T) {
 		void(chromedp.Poll[bool](`/^No room for 2 seats: demo-[0-9a-f]{12} joined the waiting list at place 1\.$/.test(document.querySelector('[data-demo-signup-result="`+w+`"]').textContent)`,
 			chromedp.WithPollingTimeout(2*time.Second))),
 	)
+	// The party of 3 cancels: the waiting 2 take two of its seats; a party
+	// of 4 then waits with one seat free, and the widget says both.
+	_, err := inst.API(t, "j0", false).CancelRegistration(t.Context(), parties[0].ID)
+	require.NoError(t, err)
+	do(t, ctx, 10*time.Second, waitText(seats(w), "1 of 6 seats left", 2*time.Second))
+	res, err := inst.Signup(t, w, "j9", client.SignupOptions{Seats: 4})
+	require.NoError(t, err)
+	require.True(t, res.Waitlisted)
+	do(t, ctx, 10*time.Second, waitText(seats(w), "1 of 6 seats left \u00b7 1 waiting", 2*time.Second))
 	require.Equal(t, 0, countOf(t, ctx, `[data-demo-seats="`+a+`"]`), "the activity without a waiting list signs up one seat")
 	require.Equal(t, []string{"1", "2", "3", "4"}, optionValues(t, ctx, `[data-demo-seats="`+w+`"]`))
 	png := screenshot(t, ctx)
