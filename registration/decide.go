@@ -124,6 +124,10 @@ type decision struct {
 	queue    []*Registration // waiting, oldest first, as far as known
 	unread   int             // waiting registrations not in queue
 	tail     []*Registration // waitlisted by this batch, after the unread ones
+	// stray are the waiting registrations the commands name that are not
+	// in queue: promotion under PolicyFill takes them into the line (see
+	// adoptStray).
+	stray    []*Registration
 	events   []Event
 	outcomes []Outcome
 	first    map[IdempotencyRef]int
@@ -150,11 +154,14 @@ func newDecision(st ActivityState, cmds []Command) *decision {
 	for u, id := range st.Holders {
 		d.holders[u] = id
 	}
+	inQueue := make(map[string]bool, len(st.Queue))
 	for _, r := range st.Queue {
+		if inQueue[r.ID] {
+			continue // read twice (the head and a party size)
+		}
+		inQueue[r.ID] = true
 		if p, ok := d.regs[r.ID]; ok {
-			if !slices.Contains(d.queue, p) {
-				d.queue = append(d.queue, p)
-			}
+			d.queue = append(d.queue, p)
 			continue
 		}
 		p := &r
@@ -162,9 +169,19 @@ func newDecision(st ActivityState, cmds []Command) *decision {
 		d.regs[r.ID] = p
 		d.queue = append(d.queue, p)
 	}
-	slices.SortFunc(d.queue, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
+	sortLine(d.queue)
+	for id, r := range st.Registrations {
+		if r.Status == Waitlisted && !inQueue[id] {
+			d.stray = append(d.stray, d.regs[id])
+		}
+	}
 	d.unread = max(0, st.Activity.Waiting-len(d.queue))
 	return d
+}
+
+// sortLine puts waiting registrations in join order.
+func sortLine(line []*Registration) {
+	slices.SortFunc(line, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
 }
 
 func (d *decision) free() int { return d.act.Capacity - d.act.Taken }

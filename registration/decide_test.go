@@ -336,7 +336,7 @@ func TestDecideRefusesToPromotePastAShortQueue(t *testing.T) {
 	st := state(1, true, reg("a", "u1", registration.Pending), waiting("w1", "v1", 1))
 	st.Activity.Waiting = 5 // the store read only the head of a longer list
 	n := registration.QueueNeeded(st, []registration.Command{cancelCmd("a", "u1")})
-	require.Equal(t, 2, n.Head(), "the seat the cancellation frees, and the place it may take off the line")
+	require.Equal(t, 1, n.Head(), "the seat the cancellation of an occupying registration frees")
 	st.Queue = nil
 	_, err := registration.Decide(st, []registration.Command{cancelCmd("a", "u1")}, now)
 	require.Error(t, err, "a head shorter than QueueNeeded is a bug, not a guess")

@@ -265,7 +265,7 @@ func TestDecideGroupsReleasesFreeAllSeats(t *testing.T) {
 // whole list, over random histories of both policies.
 func TestDecideGroupsNeedsOnlyWhatTheStoreReads(t *testing.T) {
 	t.Parallel()
-	for run := range 300 {
+	for run := range 1000 {
 		rng := rand.New(rand.NewPCG(uint64(run), 7))
 		policy := registration.PolicyStrict
 		if run%2 == 1 {

@@ -1,10 +1,5 @@
 package registration
 
-import (
-	"cmp"
-	"slices"
-)
-
 // reduce gives back some of a registration's seats: it keeps c.Seats.
 func (d *decision) reduce(i int, c SeatsCommand) error {
 	r, err := d.named(c.RegistrationID)
@@ -23,13 +18,6 @@ func (d *decision) reduce(i int, c SeatsCommand) error {
 	from := r.Seats
 	if r.Status.Occupying() {
 		d.act.Taken -= from - c.Seats
-	} else if d.act.Policy == PolicyFill && !d.known(r) {
-		// A smaller party may now fit: it takes its place in the known
-		// part of the line (no unread party of its size is older and
-		// reachable, see QueueNeed).
-		d.unread--
-		d.queue = append(d.queue, r)
-		slices.SortFunc(d.queue, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
 	}
 	r.Seats = c.Seats
 	status := r.Status
@@ -42,10 +30,24 @@ func (d *decision) reduce(i int, c SeatsCommand) error {
 	return err
 }
 
-// known reports whether a waiting registration is in the known part of
-// the line.
-func (d *decision) known(r *Registration) bool {
-	return slices.Contains(d.queue, r) || slices.Contains(d.tail, r)
+// adoptStray takes the waiting registrations the commands named, and
+// that the read of the line did not hold, into the known part of the line
+// at their places, for PolicyFill: one that shrank may now fit. No unread
+// party of the same size is older and reachable in the batch (see
+// QueueNeed), so taking it in skips nobody. Under PolicyStrict the known
+// line is a head without gaps, and they stay out of it.
+func (d *decision) adoptStray() {
+	if len(d.stray) == 0 {
+		return
+	}
+	for _, r := range d.stray {
+		if r.Status == Waitlisted {
+			d.unread--
+			d.queue = append(d.queue, r)
+		}
+	}
+	d.stray = nil
+	sortLine(d.queue)
 }
 
 // promote gives the free seats to the line by the activity's policy:
@@ -54,6 +56,7 @@ func (d *decision) known(r *Registration) bool {
 func (d *decision) promote(cause Origin) error {
 	o := Origin{Actor: ActorSystem, RequestID: cause.RequestID}
 	if d.act.Policy == PolicyFill {
+		d.adoptStray()
 		d.queue = d.promoteFitting(d.queue, o)
 		d.tail = d.promoteFitting(d.tail, o)
 		return nil

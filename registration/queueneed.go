@@ -60,8 +60,14 @@ func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
 	for _, c := range cmds {
 		switch c := c.(type) {
 		case CancelCommand:
+			// A cancellation frees the seats of an occupying registration
+			// or takes a waiting one off the line. (One promoted by the
+			// batch and then cancelled gives back seats its promotion took
+			// from those counted: its place counts once.)
+			if r, ok := st.Registrations[c.RegistrationID]; !ok || r.Status == Waitlisted {
+				removals++
+			}
 			released(c.RegistrationID, 0)
-			removals++
 		case ExpireCommand:
 			released(c.RegistrationID, 0)
 		case SeatsCommand:
