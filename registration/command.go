@@ -226,8 +226,9 @@ type FullAnswer struct {
 	Holders map[string]string
 }
 
-// Counts returns the answer's counts, for Admit of a signup for seats.
-func (a FullAnswer) Counts(seats int) Counts {
+// Counts returns the answer's counts, for Admit (with Counts.For the
+// seats a signup asks for).
+func (a FullAnswer) Counts() Counts {
 	return Counts{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
-		Fill: a.Policy == PolicyFill, Seats: seats}
+		Fill: a.Policy == PolicyFill}
 }

@@ -106,7 +106,7 @@ func TestUnitConcurrentFullChecksOfOneActivityShareOneSnapshot(t *testing.T) {
 		}
 	}
 	require.Equal(t, [][]FullVerdict{
-		{{Counts: Counts{Capacity: 1, Taken: 1, Seats: 1}, Holder: holder.ID}, {Counts: Counts{Capacity: 1, Taken: 1, Seats: 1}}},
-		{{Counts: Counts{Capacity: 3, Seats: 1}}},
+		{{Counts: Counts{Capacity: 1, Taken: 1}, Holder: holder.ID}, {Counts: Counts{Capacity: 1, Taken: 1}}},
+		{{Counts: Counts{Capacity: 3}}},
 	}, verdicts)
 }

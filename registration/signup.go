@@ -132,7 +132,7 @@ func (s *Service) checkFullOnce(ctx context.Context, batches []*groupcommit.Batc
 		a := answers[i]
 		b.Results = make([]fullVerdict, len(b.Reqs))
 		for j, u := range b.Reqs {
-			b.Results[j] = fullVerdict{counts: a.Counts(1), holder: a.Holders[u], maxSeats: a.MaxSeats}
+			b.Results[j] = fullVerdict{counts: a.Counts(), holder: a.Holders[u], maxSeats: a.MaxSeats}
 		}
 	}
 	return nil

@@ -202,14 +202,14 @@ func TestCheckFullAnswersFromTheAuthority(t *testing.T) {
 		{ActivityID: lined.ID, UserIDs: []string{"waiter", "other"}},
 	})
 	require.NoError(t, err)
-	require.Equal(t, registration.Counts{Capacity: 1, Taken: 1, Seats: 1}, ans[0].Counts(1))
-	require.Equal(t, registration.AdmitFull, registration.Admit(ans[0].Counts(1)))
+	require.Equal(t, registration.Counts{Capacity: 1, Taken: 1}, ans[0].Counts())
+	require.Equal(t, registration.AdmitFull, registration.Admit(ans[0].Counts()))
 	require.Equal(t, map[string]string{"holder": holder.RegistrationID}, ans[0].Holders)
-	require.Equal(t, registration.Counts{Capacity: 1, Seats: 1}, ans[1].Counts(1))
-	require.Equal(t, registration.AdmitSeat, registration.Admit(ans[1].Counts(1)))
+	require.Equal(t, registration.Counts{Capacity: 1}, ans[1].Counts())
+	require.Equal(t, registration.AdmitSeat, registration.Admit(ans[1].Counts()))
 	require.Empty(t, ans[1].Holders)
-	require.Equal(t, registration.Counts{Capacity: 1, Taken: 1, Waiting: 1, Waitlist: true, Seats: 1}, ans[2].Counts(1))
-	require.Equal(t, registration.AdmitWaitlist, registration.Admit(ans[2].Counts(1)))
+	require.Equal(t, registration.Counts{Capacity: 1, Taken: 1, Waiting: 1, Waitlist: true}, ans[2].Counts())
+	require.Equal(t, registration.AdmitWaitlist, registration.Admit(ans[2].Counts()))
 	require.Equal(t, map[string]string{"waiter": waiter.RegistrationID}, ans[2].Holders, "one who waits holds a place too")
 }
 
