@@ -17,6 +17,31 @@ type Counts struct {
 	Fill bool
 	// Seats is the seats the signup asks for; 0 means 1.
 	Seats int
+	// Pooled is true when the activity belongs to pools, and Shared is
+	// then the fewest seats left in them (the least capacity - taken over
+	// its pools; taken + held for the display tier's gate). A signup must
+	// fit the activity and every pool.
+	Pooled bool
+	Shared int
+}
+
+// Free returns the seats a signup could take: the activity's own free
+// seats, or fewer when a pool has fewer left (negative when overfull).
+func (c Counts) Free() int {
+	free := c.Capacity - c.Taken
+	if c.Pooled {
+		free = min(free, c.Shared)
+	}
+	return free
+}
+
+// Within returns the counts with one more pool of free seats left.
+func (c Counts) Within(free int) Counts {
+	if !c.Pooled || free < c.Shared {
+		c.Shared = free
+	}
+	c.Pooled = true
+	return c
 }
 
 // Admission is the admission rule's answer for one signup.
@@ -48,7 +73,8 @@ func (a Admission) String() string {
 // Admit is the one admission rule: whether a signup gets its seats, a
 // place in line or a refusal. A signup for n seats joins the end of the
 // line, and the waiting-list policy's promotion decides: under
-// PolicyStrict it takes its seats only when n are free and nobody waits
+// PolicyStrict it takes its seats only when n are free (in the activity
+// and in each of its pools) and nobody waits
 // (the line is served first); under PolicyFill whenever n are free (every
 // party that waits asks for more than are free, since each release
 // promotes every party that fits). Else it joins the waiting list when the
@@ -64,10 +90,13 @@ func (a Admission) String() string {
 //     form is written once, beside the reserve script in capacity's
 //     scripts.go, on the counter's fields (Taken = taken + held), and a
 //     test in the capacity package requires both forms to give the same
-//     answers. Change them together.
+//     answers. Change them together. A pooled activity's gate asks its
+//     pools' counters too, one script each (they live in other Redis
+//     Cluster slots), and the signup is held only when every pool has
+//     room: Shared is the least of them.
 func Admit(c Counts) Admission {
 	switch {
-	case c.Capacity-c.Taken >= max(c.Seats, 1) && (c.Waiting == 0 || c.Fill):
+	case c.Free() >= max(c.Seats, 1) && (c.Waiting == 0 || c.Fill):
 		return AdmitSeat
 	case c.Waitlist:
 		return AdmitWaitlist

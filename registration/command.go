@@ -120,6 +120,8 @@ type Outcome struct {
 	Registration *Registration
 	// Activity is the activity after an ActivityCommand.
 	Activity *Activity
+	// Pool is the pool after a PoolCommand.
+	Pool *Pool
 	// Err is a *capacityd.Error when the command was refused.
 	Err error
 	// Replayed is true when the outcome is the stored first outcome of the
@@ -130,15 +132,23 @@ type Outcome struct {
 	Changed bool
 }
 
-// CommandBatch is the queued commands of one activity, in queue order.
+// CommandBatch is the queued commands of one activity, in queue order;
+// or, when ActivityID is a pool's id (p_…), the PoolCommands of that pool.
 type CommandBatch struct {
 	ActivityID string
 	Commands   []Command
 }
 
+// IsPool reports whether the batch holds a pool's commands.
+func (b CommandBatch) IsPool() bool { return IsPoolID(b.ActivityID) }
+
+// IsPoolID reports whether id names a pool rather than an activity.
+func IsPoolID(id string) bool { return len(id) > 2 && id[:2] == "p_" }
+
 // Applied is what one activity's commands did in a transaction: the plan
 // that was committed, or the error that refused the whole batch (an
-// activity that does not exist).
+// activity that does not exist). The plan of a pool's batch has the
+// commands' outcomes and the pool's state (Plan.Pools) alone.
 type Applied struct {
 	Plan Plan
 	Err  error
@@ -152,6 +162,17 @@ type Hold struct {
 	Gen string
 	// Seats is how many seats are held (0 reads as 1).
 	Seats int
+	// Pools are the same seats held in the display counters of the
+	// activity's pools.
+	Pools []PoolHold
+}
+
+// PoolHold is seats held in a pool's display counter for a signup in
+// flight, in the counter's generation Gen.
+type PoolHold struct {
+	PoolID string
+	Gen    string
+	Seats  int
 }
 
 // Count returns the seats h holds.
@@ -168,6 +189,8 @@ func (h Hold) Held() bool { return h.Gen != "" }
 // Commit tells observers what one activity's part of a transaction
 // changed, after the commit (or that it failed).
 type Commit struct {
+	// ActivityID is the activity whose part this is; "" for a pool's own
+	// change (a PoolCommand), which has only Pools.
 	ActivityID string
 	// Failed is true when the transaction did not commit: nothing changed,
 	// and only Holds are to be given back.
@@ -181,6 +204,10 @@ type Commit struct {
 	ActivityChanged bool
 	// Holds are the display holds of the batch's signups, to give back.
 	Holds []Hold
+	// Pools are the states of the activity's pools right after the commit
+	// (a change in one activity of a pool moves the display of all of
+	// them); nil for a failed transaction.
+	Pools []PoolSeatState
 }
 
 // SeatState is an activity's seats at one moment of the authority: as of
@@ -194,6 +221,18 @@ type SeatState struct {
 	Waiting   int
 	LastSeq   int64
 	UpdatedAt time.Time
+	// Pools are the states of the activity's pools in the same snapshot.
+	Pools []PoolSeatState
+}
+
+// Remaining is what a new signup could get: the activity's own free
+// seats, or fewer when one of its pools has fewer left.
+func (s SeatState) Remaining() int {
+	r := Remaining(s.Capacity, s.Taken)
+	for _, p := range s.Pools {
+		r = min(r, p.Remaining())
+	}
+	return r
 }
 
 // DueHold is an awaiting_payment registration whose hold has run out.
@@ -221,6 +260,8 @@ type FullAnswer struct {
 	Waitlist bool
 	Policy   WaitlistPolicy
 	MaxSeats int
+	// Pools are the activity's pools, in the same snapshot.
+	Pools []PoolSeatState
 	// Holders maps the users that hold an active registration of the
 	// activity to its id.
 	Holders map[string]string
@@ -229,6 +270,10 @@ type FullAnswer struct {
 // Counts returns the answer's counts, for Admit (with Counts.For the
 // seats a signup asks for).
 func (a FullAnswer) Counts() Counts {
-	return Counts{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
+	c := Counts{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
 		Fill: a.Policy == PolicyFill}
+	for _, p := range a.Pools {
+		c = c.Within(p.Capacity - p.Taken)
+	}
+	return c
 }

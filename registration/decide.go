@@ -52,6 +52,9 @@ type Plan struct {
 	Records []IdempotentOutcome
 	// LastSeq is the seq of the last event after the commands.
 	LastSeq int64
+	// Pools are the states of the activity's pools after the transaction
+	// (of the pool itself for a pool's batch).
+	Pools []PoolSeatState
 }
 
 // errShortQueue means the state's queue held fewer registrations than the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/physiciansnet/capacityd"
 )
 
 // MemStore is an in-memory Store for unit tests of the Service's own
@@ -308,3 +310,13 @@ func (m *MemStore) PurgeOutcomes(ctx context.Context, before time.Time) (int64, 
 }
 
 var _ Store = (*MemStore)(nil)
+
+// errMemNoPools is the in-memory store's answer to pools, which it does
+// not model: the Service's pool rules are tested on PostgreSQL.
+var errMemNoPools = capacityd.Errorf(capacityd.EInternal, "the in-memory store has no pools")
+
+func (m *MemStore) CreatePool(context.Context, string, NewPool) (Pool, error) {
+	return Pool{}, errMemNoPools
+}
+func (m *MemStore) GetPool(context.Context, string) (Pool, error)          { return Pool{}, errMemNoPools }
+func (m *MemStore) ListPools(context.Context, string, int) ([]Pool, error) { return nil, errMemNoPools }

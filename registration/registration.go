@@ -101,13 +101,18 @@ type Activity struct {
 	// MaxSeats is the most seats one registration may hold
 	// (max_seats_per_registration), Policy how the waiting list serves
 	// parties (waitlist_policy).
-	MaxSeats  int            `json:"max_seats_per_registration"`
-	Policy    WaitlistPolicy `json:"waitlist_policy"`
-	Taken     int            `json:"taken"`
-	Remaining int            `json:"remaining"`
-	Waiting   int            `json:"waiting"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	MaxSeats int            `json:"max_seats_per_registration"`
+	Policy   WaitlistPolicy `json:"waitlist_policy"`
+	// Pools are the ids of the pools the activity belongs to, sorted
+	// (never nil in an answer).
+	Pools []string `json:"pools"`
+	Taken int      `json:"taken"`
+	// Remaining is what a new signup could get: the activity's own free
+	// seats, or fewer when one of its pools has fewer left.
+	Remaining int       `json:"remaining"`
+	Waiting   int       `json:"waiting"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Remaining returns max(0, capacity - taken).
@@ -123,6 +128,8 @@ type NewActivity struct {
 	// PolicyStrict.
 	MaxSeats int
 	Policy   WaitlistPolicy
+	// Pools are the pools the activity joins (0 to MaxPoolsPerActivity).
+	Pools []string
 }
 
 // ActivityPatch changes the fields that are set.
@@ -133,6 +140,8 @@ type ActivityPatch struct {
 	Waitlist    *bool
 	MaxSeats    *int
 	Policy      *WaitlistPolicy
+	// Pools replaces the activity's pools when set.
+	Pools *[]string
 }
 
 // Registration is one user's claim on a seat of an activity.
@@ -201,17 +210,26 @@ func (n *NewActivity) Validate() error {
 	if err := validateFields(&n.Title, &n.Capacity, &n.HoldSeconds); err != nil {
 		return err
 	}
+	if err := validatePools(n.Pools); err != nil {
+		return err
+	}
 	return validateGroups(&n.MaxSeats, &n.Policy)
 }
 
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
-	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil {
+	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil &&
+		p.Pools == nil {
 		return capacityd.Errorf(capacityd.EInvalid,
-			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration or waitlist_policy")
+			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy or pools")
 	}
 	if err := validateFields(p.Title, p.Capacity, p.HoldSeconds); err != nil {
 		return err
+	}
+	if p.Pools != nil {
+		if err := validatePools(*p.Pools); err != nil {
+			return err
+		}
 	}
 	return validateGroups(p.MaxSeats, p.Policy)
 }

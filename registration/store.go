@@ -19,12 +19,24 @@ type Store interface {
 	// UnknownCursor when before names no activity.
 	ListActivities(ctx context.Context, before string, limit int) ([]Activity, error)
 
+	// CreatePool inserts a pool with public id id.
+	CreatePool(ctx context.Context, id string, in NewPool) (Pool, error)
+	// GetPool returns the pool with its authoritative Taken, or not_found.
+	GetPool(ctx context.Context, id string) (Pool, error)
+	// ListPools returns up to limit pools created before the one of
+	// public id before ("": from the newest), newest first, or
+	// UnknownCursor when before names no pool.
+	ListPools(ctx context.Context, before string, limit int) ([]Pool, error)
+
 	// Apply runs one change transaction for the queued commands of one or
-	// more activities: it takes their admission locks in a fixed order
-	// (so that instances never deadlock), reads each activity's
-	// ActivityState, decides with Decide, writes every plan (rows, events,
-	// idempotency records) and commits. The results are in batch order; a
-	// batch whose activity does not exist gets a not_found Applied.Err.
+	// more activities (and pools): it takes their admission locks, and
+	// those of their pools, in one global order (so that instances never
+	// deadlock), reads their states, decides with DecideAll, writes every
+	// plan (rows, events, idempotency records) and commits. The results
+	// are in batch order, one per batch, followed by one per activity
+	// that the transaction changed without commands of its own (waiting
+	// registrations promoted across a pool); a batch whose activity (or
+	// pool) does not exist gets a not_found Applied.Err.
 	Apply(ctx context.Context, batches []CommandBatch, now time.Time) ([]Applied, error)
 	// CheckFull answers FullChecks, each from one snapshot of the
 	// authority, without taking any lock.
