@@ -61,11 +61,18 @@ func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string
 			}
 			p := applied[i].Plan
 			b.Results = p.Outcomes
-			commits = append(commits, Commit{ActivityID: b.Key, Holds: holdsOf(b.Reqs),
-				Events: p.Events, ActivityChanged: p.ActivityChanged,
-				State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist, Policy: p.Activity.Policy,
-					Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt}})
+			if IsPoolID(b.Key) {
+				commits = append(commits, Commit{Pools: p.Pools})
+				continue
+			}
+			commits = append(commits, commitOf(b.Key, p, holdsOf(b.Reqs)))
 			s.metrics.count(p.Events)
+		}
+		// Activities the transaction changed without commands of their
+		// own: promotions across a pool.
+		for _, a := range applied[len(part):] {
+			commits = append(commits, commitOf(a.Plan.Activity.ID, a.Plan, nil))
+			s.metrics.count(a.Plan.Events)
 		}
 		return nil
 	}, commandsAtFault)(ctx, batches)
@@ -84,6 +91,14 @@ func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string
 	}
 	s.notify(ctx, commits)
 	return err
+}
+
+// commitOf is what observers are told of one activity's committed plan.
+func commitOf(activityID string, p Plan, holds []Hold) Commit {
+	return Commit{ActivityID: activityID, Holds: holds, Events: p.Events, ActivityChanged: p.ActivityChanged, Pools: p.Pools,
+		State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist, Policy: p.Activity.Policy,
+			Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt,
+			Pools: p.Pools}}
 }
 
 // commandsAtFault reports whether a change transaction's failure may be the

@@ -87,8 +87,16 @@ var errShortQueue = errors.New("registration: the waiting list's head was read t
 // now is the service's clock: hold deadlines and expiry follow it. Decide
 // has no side effects; the caller writes the plan in the same transaction.
 func Decide(st ActivityState, cmds []Command, now time.Time) (Plan, error) {
-	d := newDecision(st, cmds)
-	for i, c := range cmds {
+	plans, _, err := DecideAll(Change{Activities: []ActivityState{st}, Commands: [][]Command{cmds}}, now)
+	if err != nil {
+		return Plan{}, err
+	}
+	return plans[0], nil
+}
+
+// run applies the decision's commands in order.
+func (d *decision) run(now time.Time) error {
+	for i, c := range d.cmds {
 		var err error
 		switch c := c.(type) {
 		case SignupCommand:
@@ -103,14 +111,16 @@ func Decide(st ActivityState, cmds []Command, now time.Time) (Plan, error) {
 			err = d.reduce(i, c)
 		case ActivityCommand:
 			err = d.patch(i, c)
+		case PoolCommand:
+			d.outcomes[i] = Outcome{Err: PoolNotFound(c.PoolID)}
 		default:
 			err = fmt.Errorf("registration: unknown command %T", c)
 		}
 		if err != nil {
-			return Plan{}, err
+			return err
 		}
 	}
-	return d.plan()
+	return nil
 }
 
 // decision is the state of Decide while it goes through the commands.
@@ -135,6 +145,13 @@ type decision struct {
 	outcomes []Outcome
 	first    map[IdempotencyRef]int
 	changed  bool
+	// w is the transaction's world, pools the counts of the activity's
+	// pools in it (shared with the other activities of those pools).
+	w     *world
+	pools []*Pool
+	// left are the pools the activity left in this transaction: their
+	// activities may take the seats it gave up.
+	left []*Pool
 }
 
 func newDecision(st ActivityState, cmds []Command) *decision {
@@ -187,7 +204,26 @@ func sortLine(line []*Registration) {
 	slices.SortFunc(line, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
 }
 
-func (d *decision) free() int { return d.act.Capacity - d.act.Taken }
+// free returns the seats a signup or promotion could take now: the
+// activity's own free seats, or fewer when one of its pools has fewer.
+func (d *decision) free() int {
+	free := d.act.Capacity - d.act.Taken
+	for _, p := range d.pools {
+		free = min(free, p.Capacity-p.Taken)
+	}
+	return free
+}
+
+// take counts n more seats taken, in the activity and its pools.
+func (d *decision) take(n int) {
+	d.act.Taken += n
+	for _, p := range d.pools {
+		p.Taken += n
+	}
+}
+
+// remaining is what a new signup could get now.
+func (d *decision) remaining() int { return max(0, d.free()) }
 
 // record appends the event of r moving from from (nil: created) to its
 // current status, and marks r as changed.
@@ -196,6 +232,7 @@ func (d *decision) record(r *Registration, typ EventType, from *Status, o Origin
 	r.UpdatedAt = d.st.At
 	if typ == EventWaitlisted {
 		r.WaitlistSeq = d.seq
+		r.Joined = d.w.join()
 	}
 	snapshot := *r
 	d.events = append(d.events, Event{
@@ -254,7 +291,7 @@ func (d *decision) signup(i int, c SignupCommand) {
 	switch Admit(d.counts(n)) {
 	case AdmitSeat:
 		r.Status = Pending
-		d.act.Taken += n
+		d.take(n)
 		d.inserted[r.ID] = true
 		d.record(r, EventCreated, nil, c.Origin)
 	case AdmitWaitlist:
@@ -275,7 +312,7 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.outcomes[i] = Outcome{Registration: &snapshot, Changed: true}
 		return
 	default:
-		d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, n, Remaining(d.act.Capacity, d.act.Taken))}
+		d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, n, d.remaining())}
 		return
 	}
 	d.regs[r.ID] = r
@@ -288,8 +325,12 @@ func (d *decision) waiting() int { return d.act.Waiting }
 // counts returns the activity's counts as they stand, for Admit of a
 // signup for seats.
 func (d *decision) counts(seats int) Counts {
-	return Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Waiting: d.act.Waiting, Waitlist: d.act.Waitlist,
+	c := Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Waiting: d.act.Waiting, Waitlist: d.act.Waitlist,
 		Fill: d.act.Policy == PolicyFill, Seats: seats}
+	for _, p := range d.pools {
+		c = c.Within(p.Capacity - p.Taken)
+	}
+	return c
 }
 
 func (d *decision) changedOutcome(r *Registration) Outcome {
@@ -320,7 +361,7 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 	switch {
 	case r.Status.Occupying():
 		d.move(r, Cancelled, EventCancelled, c.Origin)
-		d.act.Taken -= r.Seats
+		d.take(-r.Seats)
 		delete(d.holders, r.UserID)
 		d.outcomes[i] = d.changedOutcome(r)
 		return d.promote(c.Origin)
@@ -380,11 +421,11 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 		// A re-admission takes its seats or nothing: it never joins the
 		// line.
 		if Admit(d.counts(r.Seats)) != AdmitSeat {
-			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, r.Seats, Remaining(d.act.Capacity, d.act.Taken))}
+			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, r.Seats, d.remaining())}
 			return nil
 		}
 		d.move(r, Approved, EventReadmitted, c.Origin)
-		d.act.Taken += r.Seats
+		d.take(r.Seats)
 		d.holders[r.UserID] = r.ID
 	default:
 		d.outcomes[i] = Outcome{Err: InvalidTransition(*r, c.To)}
@@ -405,7 +446,7 @@ func (d *decision) expire(i int, c ExpireCommand, now time.Time) error {
 		return nil
 	}
 	d.move(r, Expired, EventExpired, c.Origin)
-	d.act.Taken -= r.Seats
+	d.take(-r.Seats)
 	delete(d.holders, r.UserID)
 	d.outcomes[i] = d.changedOutcome(r)
 	return d.promote(c.Origin)
@@ -413,6 +454,13 @@ func (d *decision) expire(i int, c ExpireCommand, now time.Time) error {
 
 func (d *decision) patch(i int, c ActivityCommand) error {
 	p := c.Patch
+	if p.Pools != nil {
+		if missing := d.w.unknownPools(*p.Pools); len(missing) > 0 {
+			d.outcomes[i] = Outcome{Err: UnknownPools(missing)}
+			return nil
+		}
+		d.left = append(d.left, d.repool(*p.Pools)...)
+	}
 	if p.Title != nil {
 		d.act.Title = *p.Title
 	}
@@ -458,7 +506,10 @@ func settingsChangedAt(last, now time.Time) time.Time {
 // activity returns the activity as it stands, with its derived numbers.
 func (d *decision) activity() Activity {
 	a := d.act
-	a.Remaining = Remaining(a.Capacity, a.Taken)
+	a.Remaining = d.remaining()
+	if a.Pools == nil {
+		a.Pools = []string{}
+	}
 	return a
 }
 

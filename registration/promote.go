@@ -1,5 +1,7 @@
 package registration
 
+import "slices"
+
 // reduce gives back some of a registration's seats: it keeps c.Seats.
 func (d *decision) reduce(i int, c SeatsCommand) error {
 	r, err := d.named(c.RegistrationID)
@@ -17,7 +19,7 @@ func (d *decision) reduce(i int, c SeatsCommand) error {
 	}
 	from := r.Seats
 	if r.Status.Occupying() {
-		d.act.Taken -= from - c.Seats
+		d.take(c.Seats - from)
 	}
 	r.Seats = c.Seats
 	status := r.Status
@@ -55,6 +57,9 @@ func (d *decision) adoptStray() {
 // waiting registration that fits, oldest first.
 func (d *decision) promote(cause Origin) error {
 	o := Origin{Actor: ActorSystem, RequestID: cause.RequestID}
+	if len(d.pools) > 0 || len(d.left) > 0 {
+		return d.w.promoteAcross(d.w.neighbours(d, append(slices.Clone(d.pools), d.left...)), o)
+	}
 	if d.act.Policy == PolicyFill {
 		d.adoptStray()
 		d.queue = d.promoteFitting(d.queue, o)
@@ -101,6 +106,6 @@ func (d *decision) promoteFitting(line []*Registration, o Origin) []*Registratio
 // admit moves a waiting registration to pending.
 func (d *decision) admit(r *Registration, o Origin) {
 	d.act.Waiting--
-	d.act.Taken += r.Seats
+	d.take(r.Seats)
 	d.move(r, Pending, EventPromoted, o)
 }

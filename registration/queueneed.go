@@ -40,8 +40,15 @@ func (q QueueNeed) None() bool { return !q.Strict && !q.Fill }
 // nor for commands that promote nobody (signups and status changes: a
 // quiet line stays quiet when seats are only taken).
 func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
+	return queueNeeded(st, cmds, false, -1)
+}
+
+// queueNeeded is QueueNeeded for an activity that a release elsewhere in
+// one of its pools may promote into (shared), with at most bound seats
+// free in its pools at any moment (bound < 0: no pools).
+func queueNeeded(st ActivityState, cmds []Command, shared bool, bound int) QueueNeed {
 	a := st.Activity
-	if a.Waiting == 0 || !slices.ContainsFunc(cmds, promotes) {
+	if a.Waiting == 0 || (!shared && !slices.ContainsFunc(cmds, promotes)) {
 		return QueueNeed{}
 	}
 	most := a.Capacity
@@ -83,12 +90,19 @@ func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
 		}
 	}
 	need.Seats, need.Removals = max(0, most-a.Taken)+freed, min(removals, a.Waiting)
+	if bound >= 0 {
+		need.Seats = min(need.Seats, max(0, bound))
+	}
 	if need.Seats == 0 {
 		// No seat can be free: nobody is promoted.
 		return QueueNeed{}
 	}
 	return need
 }
+
+// Promotes reports whether a command may promote from the waiting list
+// (and free seats of its activity's pools).
+func Promotes(c Command) bool { return promotes(c) }
 
 // promotes reports whether a command may promote from the waiting list.
 func promotes(c Command) bool {
@@ -111,4 +125,101 @@ func Releases(cmds []Command) int {
 		}
 	}
 	return n
+}
+
+// QueueNeeds is what of each activity's waiting list DecideAll may need
+// for the change c: c.Activities and c.Pools must carry exact counts, and
+// the activities' states the registrations their commands name. An
+// activity in no pool needs what QueueNeeded says. A pooled one may also
+// be promoted into by a release elsewhere in one of its pools (a release in
+// another activity, a pool's capacity raise, an activity leaving the
+// pool), bounded by the seats that can be free in each of its pools.
+func QueueNeeds(c Change) []QueueNeed {
+	out := make([]QueueNeed, len(c.Activities))
+	pools := make(map[string]PoolState, len(c.Pools))
+	for _, p := range c.Pools {
+		pools[p.Pool.ID] = p
+	}
+	// most[p] bounds the seats that can be free in pool p at any moment
+	// of the change; freedIn[p] says whether anything may free some.
+	most := make(map[string]int, len(c.Pools))
+	freedIn := make(map[string]bool, len(c.Pools))
+	for i, p := range c.Pools {
+		capacity := p.Pool.Capacity
+		if i < len(c.PoolCommands) {
+			for _, cmd := range c.PoolCommands[i] {
+				if pc, ok := cmd.(PoolCommand); ok && pc.Patch.Capacity != nil {
+					capacity = max(capacity, *pc.Patch.Capacity)
+					freedIn[p.Pool.ID] = true
+				}
+			}
+		}
+		most[p.Pool.ID] = capacity - p.Pool.Taken
+	}
+	for i, st := range c.Activities {
+		cmds := commandsOf(c, i)
+		freed, leaves := releasedSeats(st, cmds)
+		for _, id := range st.Activity.Pools {
+			most[id] += freed
+			if freed > 0 || leaves {
+				freedIn[id] = true
+			}
+		}
+		if leaves {
+			for _, id := range st.Activity.Pools {
+				most[id] += st.Activity.Taken
+			}
+		}
+	}
+	for i, st := range c.Activities {
+		cmds := commandsOf(c, i)
+		if len(st.Activity.Pools) == 0 {
+			out[i] = QueueNeeded(st, cmds)
+			continue
+		}
+		bound, shared := -1, false
+		for _, id := range st.Activity.Pools {
+			shared = shared || freedIn[id]
+			if bound < 0 || most[id] < bound {
+				bound = most[id]
+			}
+		}
+		out[i] = queueNeeded(st, cmds, shared, bound)
+	}
+	return out
+}
+
+func commandsOf(c Change, i int) []Command {
+	if i < len(c.Commands) {
+		return c.Commands[i]
+	}
+	return nil
+}
+
+// releasedSeats bounds the seats the commands free in the activity, and
+// says whether one of them changes its pools (an activity leaving a pool
+// frees its seats there).
+func releasedSeats(st ActivityState, cmds []Command) (freed int, leaves bool) {
+	released := func(id string, keep int) {
+		r, ok := st.Registrations[id]
+		switch {
+		case !ok:
+			freed += MaxSeatsLimit
+		case r.Status.Occupying():
+			freed += max(0, r.Seats-keep)
+		}
+	}
+	for _, c := range cmds {
+		switch c := c.(type) {
+		case CancelCommand:
+			released(c.RegistrationID, 0)
+		case ExpireCommand:
+			released(c.RegistrationID, 0)
+		case SeatsCommand:
+			released(c.RegistrationID, c.Seats)
+		case ActivityCommand:
+			leaves = leaves || c.Patch.Pools != nil
+		}
+	}
+	return freed, leaves
 }

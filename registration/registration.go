@@ -165,6 +165,9 @@ type Registration struct {
 	// WaitlistSeq is the seq of the registration's waitlisted event: its
 	// place in the join order of the waiting list. Zero if it never waited.
 	WaitlistSeq int64 `json:"-"`
+	// Joined orders the registration's joining of a waiting list among
+	// those of every activity (see DecideAll); zero if it never waited.
+	Joined int64 `json:"-"`
 }
 
 // ActivityPage is one page of the activity listing.

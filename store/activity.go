@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,31 +29,89 @@ const CountOccupyingSQL = `SELECT coalesce(sum(seats), 0) FROM registration WHER
 // countWaitingSQL is the length of an activity's waiting list.
 const countWaitingSQL = `SELECT count(*) FROM registration WHERE activity_id = $1 AND status = 'waitlisted'`
 
-const activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist,
+var activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist,
 	a.max_seats_per_registration, a.waitlist_policy, a.created_at, a.updated_at,
 	(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN ` + occupying + `),
-	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted')`
+	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
+	ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.public_id),
+	(SELECT min(p.capacity - ` + poolTakenSQL("p.id") + `) FROM activity_pool m JOIN pool p ON p.id = m.pool_id
+		WHERE m.activity_id = a.id)`
 
 func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting int64
+	var shared *int64
 	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
-		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting)
+		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared)
 	a.Taken, a.Waiting = int(taken), int(waiting)
 	a.Remaining = registration.Remaining(a.Capacity, a.Taken)
+	if shared != nil {
+		a.Remaining = max(0, min(a.Remaining, int(*shared)))
+	}
+	if a.Pools == nil {
+		a.Pools = []string{}
+	}
 	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
 	return a, err
 }
 
-// CreateActivity inserts an activity with public id id.
+// CreateActivity inserts an activity with public id id, in its pools: it
+// takes the pools' locks (a new activity changes what their change
+// transactions read) and moves their last seq forward.
 func (s *Store) CreateActivity(ctx context.Context, id string, in registration.NewActivity) (registration.Activity, error) {
-	row := s.db.QueryRow(ctx, `
-		INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy)
+	insert := `INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		RETURNING `+activityColumns, id, in.Title, in.Capacity, in.HoldSeconds, in.Waitlist,
-		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict)))
-	a, err := scanActivity(row)
-	return a, interpret(err)
+		RETURNING `
+	args := []any{id, in.Title, in.Capacity, in.HoldSeconds, in.Waitlist,
+		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict))}
+	if len(in.Pools) == 0 {
+		a, err := scanActivity(s.db.QueryRow(ctx, insert+activityColumns, args...))
+		return a, interpret(err)
+	}
+	pids, err := s.poolIDs(ctx, in.Pools)
+	if err != nil {
+		return registration.Activity{}, err
+	}
+	var ids []int64
+	var unknown []string
+	for _, p := range in.Pools {
+		if pid, ok := pids[p]; ok {
+			ids = append(ids, pid)
+		} else {
+			unknown = append(unknown, p)
+		}
+	}
+	if len(unknown) > 0 {
+		return registration.Activity{}, registration.UnknownPools(unknown)
+	}
+	slices.Sort(ids)
+	var a registration.Activity
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+admissionLockTimeout+`'`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT count(pg_advisory_xact_lock($1, k.id)) FROM unnest($2::int[]) AS k(id)`,
+			int32(poolLockNamespace), ids); err != nil {
+			return err
+		}
+		var aid int64
+		if err := tx.QueryRow(ctx, insert+`a.id`, args...).Scan(&aid); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO activity_pool (activity_id, pool_id) SELECT $1, unnest($2::bigint[])`, aid, ids); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE pool SET last_seq = last_seq + 1 WHERE id = ANY($1)`, ids); err != nil {
+			return err
+		}
+		a, err = scanActivity(tx.QueryRow(ctx, `SELECT `+activityColumns+` FROM activity a WHERE a.id = $1`, aid))
+		return err
+	})
+	if err != nil {
+		return registration.Activity{}, err
+	}
+	s.members.forget(nil, ids)
+	return a, nil
 }
 
 // GetActivity returns an activity with its authoritative taken and waiting

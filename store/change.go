@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -24,7 +27,7 @@ type seatCache struct {
 
 // activityWork is one activity's part of a change transaction.
 type activityWork struct {
-	index int // in Apply's batches
+	index int // in Apply's batches; -1 for an activity locked for its pools
 	aid   int64
 	batch registration.CommandBatch
 	state registration.ActivityState
@@ -34,67 +37,218 @@ type activityWork struct {
 	// trip read (state.Queue), ahead of knowing how much is needed.
 	headRead int
 	plan     registration.Plan
+	// releases is true when the batch may free seats; joins are the
+	// pools its activity commands put it in; pools are its pools as
+	// read under the lock.
+	releases bool
+	joins    []int64
+	pools    []int64
 }
 
 // Apply runs one change transaction for the command batches of several
-// activities, in two round trips (three when it must count):
+// activities (and pools), in two round trips (three when it must count):
 //
-//	BEGIN; SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, activity) for each activity, in id order;
-//	the activities with their last seq; the named registrations; the active registrations
-//	of the signups' users (and re-admissions'); stored idempotency outcomes; counts of
-//	the activities this instance does not know at their last seq; the heads of the
+//	BEGIN; SET LOCAL lock_timeout; pg_advisory_xact_lock(ns, id) for each pool, then each activity,
+//	in id order (one statement); the activities with their last seq and pools; the pools with
+//	their last seq and activities; the named registrations; the active registrations of the
+//	signups' users (and re-admissions'); stored idempotency outcomes; counts of the activities
+//	and pools this instance does not know at their last seq; the join order; the heads of the
 //	waiting lists that cancellations and expiries may promote from, where someone may
 //	wait                                                            -- one round trip
-//	[counts of activities changed elsewhere; heads of waiting lists]    -- a second, when needed
-//	registration.Decide for each activity
+//	[counts of activities and pools changed elsewhere; heads of waiting lists] -- a second, when needed
+//	registration.DecideAll
 //	UPDATE changed rows; INSERT new rows; INSERT events; bump last_seq;
-//	UPDATE changed activities; INSERT idempotency records; COMMIT      -- one round trip
+//	UPDATE changed activities and pools; INSERT idempotency records; COMMIT -- one round trip
 //
-// Locks are taken in a fixed order, so transactions of several instances
-// wait for each other but never deadlock. The counts are the authority:
-// COUNT over the activity's index, or what this instance counted at the
+// Locks are taken in one global order, so transactions of several
+// instances wait for each other but never deadlock. Which locks: every
+// activity of the batches and its pools; where a batch may free seats (or
+// for a pool's own commands), every activity of those pools and their
+// pools too, since a release promotes across a pool (see
+// membership.locksFor). The memberships are guessed before the locks and
+// read again under them: a guess that missed a lock rolls the transaction
+// back and it runs again (errLocksMoved). The counts are the authority:
+// sums over the occupying index, or what this instance counted at the
 // same last seq plus what it changed since (every change records an event
-// and bumps last_seq, so an unchanged seq means unchanged counts).
+// and bumps the activity's last_seq, and its pools').
 func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, now time.Time) ([]registration.Applied, error) {
+	for attempt := 1; ; attempt++ {
+		out, err := s.applyOnce(ctx, batches, now)
+		if !errors.Is(err, errLocksMoved) {
+			return out, err
+		}
+		if attempt == maxLockAttempts {
+			return nil, capacityd.Unavailable(err, "pool memberships kept changing during the transaction; nothing was written")
+		}
+	}
+}
+
+// errLocksMoved means that the memberships read under a change
+// transaction's locks needed a lock it did not take: it is rolled back and
+// run again with the memberships it read.
+var errLocksMoved = errors.New("store: pool memberships changed before the locks were taken")
+
+// maxLockAttempts bounds the runs of one change transaction whose
+// memberships keep changing.
+const maxLockAttempts = 5
+
+func (s *Store) applyOnce(ctx context.Context, batches []registration.CommandBatch, now time.Time) ([]registration.Applied, error) {
 	out := make([]registration.Applied, len(batches))
-	public := make([]string, len(batches))
-	for i, b := range batches {
-		public[i] = b.ActivityID
+	var public, poolPublic []string
+	for _, b := range batches {
+		if b.IsPool() {
+			poolPublic = append(poolPublic, b.ActivityID)
+			continue
+		}
+		public = append(public, b.ActivityID)
+		poolPublic = append(poolPublic, joinedPools(b.Commands)...)
 	}
 	ids, err := s.activityIDs(ctx, public)
 	if err != nil {
 		return nil, err
 	}
+	pids, err := s.poolIDs(ctx, poolPublic)
+	if err != nil {
+		return nil, err
+	}
 	var work []*activityWork
+	var pools []*poolWork
 	for i, b := range batches {
+		if b.IsPool() {
+			pid, ok := pids[b.ActivityID]
+			if !ok {
+				out[i].Err = registration.PoolNotFound(b.ActivityID)
+				continue
+			}
+			pools = append(pools, &poolWork{index: i, pid: pid, batch: b})
+			continue
+		}
 		aid, ok := ids[b.ActivityID]
 		if !ok {
 			out[i].Err = registration.ActivityNotFound(b.ActivityID)
 			continue
 		}
-		work = append(work, &activityWork{index: i, aid: aid, batch: b})
+		w := &activityWork{index: i, aid: aid, batch: b, releases: slices.ContainsFunc(b.Commands, registration.Promotes)}
+		for _, p := range joinedPools(b.Commands) {
+			if pid, ok := pids[p]; ok {
+				w.joins = append(w.joins, pid)
+			}
+		}
+		work = append(work, w)
 	}
-	if len(work) == 0 {
+	if len(work)+len(pools) == 0 {
 		return out, nil
 	}
-	slices.SortFunc(work, func(a, b *activityWork) int { return int(a.aid - b.aid) })
+	locks, err := s.plannedLocks(ctx, work, pools)
+	if err != nil {
+		return nil, err
+	}
+	work, pools = withLocked(work, pools, locks)
 
 	err = s.pipelined(ctx, func(t *txn) error {
-		hooks, err := s.readStates(ctx, t, work)
+		rd, err := s.readStates(ctx, t, work, pools, locks)
 		if err != nil {
 			return err
 		}
-		for _, w := range work {
-			p, err := registration.Decide(w.state, w.batch.Commands, now)
-			if err != nil {
-				return fmt.Errorf("activity %s: %w", w.batch.ActivityID, err)
-			}
-			w.plan = p
+		plans, poolPlans, err := registration.DecideAll(changeOf(work, pools, rd), now)
+		if err != nil {
+			return err
 		}
-		return s.writePlans(ctx, t, work, hooks)
+		for i, w := range work {
+			w.plan = plans[i]
+		}
+		for i, p := range pools {
+			p.plan = poolPlans[i]
+		}
+		return s.writePlans(ctx, t, work, pools, rd.hooks)
 	})
+	s.remember(work, pools, err)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range work {
+		switch {
+		case w.index >= 0:
+			out[w.index].Plan = w.plan
+		case len(w.plan.Events) > 0 || w.plan.ActivityChanged:
+			out = append(out, registration.Applied{Plan: w.plan})
+		}
+	}
+	for _, p := range pools {
+		if p.index >= 0 {
+			out[p.index].Plan = registration.Plan{Outcomes: p.plan.Outcomes, Pools: []registration.PoolSeatState{p.plan.SeatState()}}
+		}
+	}
+	return out, nil
+}
+
+// joinedPools returns the pools that activity commands put the activity in.
+func joinedPools(cmds []registration.Command) []string {
+	var out []string
+	for _, c := range cmds {
+		if c, ok := c.(registration.ActivityCommand); ok && c.Patch.Pools != nil {
+			out = append(out, *c.Patch.Pools...)
+		}
+	}
+	return out
+}
+
+// plannedLocks returns the locks the work needs by the memberships this
+// instance knows, learning those it does not know first.
+func (s *Store) plannedLocks(ctx context.Context, work []*activityWork, pools []*poolWork) (lockSet, error) {
+	for range 4 {
+		locks, acts, ps := s.members.locksFor(work, pools)
+		if len(acts)+len(ps) == 0 {
+			return locks, nil
+		}
+		if err := s.members.learn(ctx, s.db, acts, ps); err != nil {
+			return lockSet{}, err
+		}
+	}
+	locks, acts, ps := s.members.locksFor(work, pools)
+	if len(acts)+len(ps) > 0 {
+		return lockSet{}, errLocksMoved
+	}
+	return locks, nil
+}
+
+// withLocked adds to the work the activities and pools locked only for
+// promotions across pools, and orders both by id (the lock order).
+func withLocked(work []*activityWork, pools []*poolWork, locks lockSet) ([]*activityWork, []*poolWork) {
+	for aid := range locks.acts {
+		if !slices.ContainsFunc(work, func(w *activityWork) bool { return w.aid == aid }) {
+			work = append(work, &activityWork{index: -1, aid: aid})
+		}
+	}
+	for pid := range locks.pools {
+		if !slices.ContainsFunc(pools, func(p *poolWork) bool { return p.pid == pid }) {
+			pools = append(pools, &poolWork{index: -1, pid: pid})
+		}
+	}
+	slices.SortFunc(work, func(a, b *activityWork) int { return cmp.Compare(a.aid, b.aid) })
+	slices.SortFunc(pools, func(a, b *poolWork) int { return cmp.Compare(a.pid, b.pid) })
+	return work, pools
+}
+
+// changeOf is what the transaction read, for DecideAll.
+func changeOf(work []*activityWork, pools []*poolWork, rd txnRead) registration.Change {
+	c := registration.Change{At: rd.at, JoinBase: rd.joinBase}
+	for _, w := range work {
+		c.Activities = append(c.Activities, w.state)
+		c.Commands = append(c.Commands, w.batch.Commands)
+	}
+	for _, p := range pools {
+		c.Pools = append(c.Pools, p.state)
+		c.PoolCommands = append(c.PoolCommands, p.batch.Commands)
+	}
+	return c
+}
+
+// remember keeps what this instance now knows exactly of the counts of
+// the activities and pools it committed, and forgets them after a failure.
+func (s *Store) remember(work []*activityWork, pools []*poolWork, err error) {
+	var movedActs, movedPools []int64
 	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
 	for _, w := range work {
 		if err != nil {
 			delete(s.cache, w.aid)
@@ -102,12 +256,24 @@ func (s *Store) Apply(ctx context.Context, batches []registration.CommandBatch, 
 		}
 		a := w.plan.Activity
 		s.cache[w.aid] = seatCache{seq: w.plan.LastSeq, taken: a.Taken, waiting: a.Waiting, fill: a.Policy == registration.PolicyFill}
-		out[w.index].Plan = w.plan
+		if !slices.Equal(a.Pools, w.state.Activity.Pools) {
+			movedActs = append(movedActs, w.aid)
+		}
 	}
-	if err != nil {
-		return nil, err
+	for _, p := range pools {
+		if err != nil {
+			delete(s.poolCache, p.pid)
+			continue
+		}
+		s.poolCache[p.pid] = poolCache{seq: p.plan.LastSeq, taken: p.plan.Pool.Taken}
+		if !slices.Equal(p.plan.Pool.Activities, p.state.Pool.Activities) {
+			movedPools = append(movedPools, p.pid)
+		}
 	}
-	return out, nil
+	s.cacheMu.Unlock()
+	if len(movedActs)+len(movedPools) > 0 {
+		s.members.forget(movedActs, movedPools)
+	}
 }
 
 // cached returns this instance's exact counts of an activity at seq.
@@ -118,16 +284,29 @@ func (s *Store) cached(aid, seq int64) (seatCache, bool) {
 	return c, ok && (c.seq == seq || trustCachedCounts)
 }
 
-// readStates takes the activities' locks and reads their states, and
-// whether any webhook is enabled (then the transaction writes the webhook
-// outbox of its events; a webhook enabled while it runs gets the events of
-// the transactions that begin after).
-func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (hooks bool, err error) {
+// txnRead is what a change transaction reads besides the states.
+type txnRead struct {
+	// hooks is whether any webhook is enabled (then the transaction
+	// writes the webhook outbox of its events; a webhook enabled while it
+	// runs gets the events of the transactions that begin after).
+	hooks bool
+	// joinBase is the transaction's value of registration_join_seq (0
+	// when it has no signup, which alone may waitlist).
+	joinBase int64
+	// at is the transaction's time.
+	at time.Time
+}
+
+// readStates takes the locks of the activities and pools and reads their
+// states. It fails with errLocksMoved when the memberships it reads under
+// the locks need a lock it did not take.
+func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, pools []*poolWork, locked lockSet) (rd txnRead, err error) {
 	byAID := make(map[int64]*activityWork, len(work))
 	aids := make([]int64, len(work))
 	var pairAIDs []int64
 	var pairUsers, named, readmitted, keyUsers, keys []string
 	var keyAIDs, uncounted []int64
+	signups := false
 	for i, w := range work {
 		byAID[w.aid], aids[i] = w, w.aid
 		w.state = registration.ActivityState{
@@ -138,6 +317,7 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 		for _, c := range w.batch.Commands {
 			switch c := c.(type) {
 			case registration.SignupCommand:
+				signups = true
 				pairAIDs, pairUsers = append(pairAIDs, w.aid), append(pairUsers, c.UserID)
 				if c.IdempotencyKey != "" {
 					keyAIDs, keyUsers, keys = append(keyAIDs, w.aid), append(keyUsers, c.UserID), append(keys, c.IdempotencyKey)
@@ -175,26 +355,37 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 	t.begin(b, s.timeouts)
 	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
 	b.Queue(genericPlans)
-	locks := make([]int32, len(aids))
-	for i, aid := range aids {
-		locks[i] = int32(aid)
-	}
 	// One statement takes every lock, one after the other as unnest yields
-	// the array's elements: in ascending order.
-	b.Queue(`SELECT count(pg_advisory_xact_lock($1, k.id)) FROM unnest($2::int[]) AS k(id)`,
-		int32(admissionLockNamespace), locks)
+	// the arrays' elements: the pools', then the activities', each in
+	// ascending order (work and pools are sorted by id).
+	ns := make([]int32, 0, len(pools)+len(aids))
+	keys32 := make([]int32, 0, len(pools)+len(aids))
+	for _, p := range pools {
+		ns, keys32 = append(ns, int32(poolLockNamespace)), append(keys32, int32(p.pid))
+	}
+	for _, aid := range aids {
+		ns, keys32 = append(ns, int32(admissionLockNamespace)), append(keys32, int32(aid))
+	}
+	b.Queue(`SELECT count(pg_advisory_xact_lock(k.ns, k.id)) FROM unnest($1::int[], $2::int[]) AS k(ns, id)`, ns, keys32)
 	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.max_seats_per_registration,
 			a.waitlist_policy, a.created_at, a.updated_at,
-			coalesce((SELECT s.last_seq FROM activity_state s WHERE s.activity_id = a.id), 0), now()
+			coalesce((SELECT s.last_seq FROM activity_state s WHERE s.activity_id = a.id), 0), now(),
+			ARRAY(SELECT m.pool_id FROM activity_pool m WHERE m.activity_id = a.id ORDER BY m.pool_id),
+			ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
+				ORDER BY p.public_id)
 		FROM activity a WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
 		var aid, seq int64
 		var a registration.Activity
 		var at time.Time
+		var poolIDs []int64
 		_, err := pgx.ForEachRow(rows, []any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
-			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at}, func() error {
+			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at, &poolIDs, &a.Pools}, func() error {
 			w := byAID[aid]
 			a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
-			w.state.Activity, w.state.LastSeq, w.state.At = a, seq, at.UTC()
+			w.state.Activity, w.state.LastSeq, w.state.At, rd.at = a, seq, at.UTC(), at.UTC()
+			w.pools, w.batch.ActivityID = poolIDs, a.ID
+			// A fresh array for the next row.
+			a.Pools, poolIDs = nil, nil
 			if c, ok := s.cached(aid, seq); ok {
 				w.state.Activity.Taken, w.state.Activity.Waiting, w.counted = c.taken, c.waiting, true
 			}
@@ -239,11 +430,18 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork) (h
 	if len(uncounted) > 0 {
 		queueCounts(b, uncounted, byAID)
 	}
-	b.Queue(anyWebhookSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&hooks) })
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
-		return false, err
+	byPID := queuePools(b, s, pools, &rd)
+	if signups {
+		b.Queue(`SELECT nextval('registration_join_seq')`).QueryRow(func(row pgx.Row) error { return row.Scan(&rd.joinBase) })
 	}
-	return hooks, readRest(ctx, t.conn, work, byAID)
+	b.Queue(anyWebhookSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&rd.hooks) })
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+		return rd, err
+	}
+	if err := s.checkLocks(work, pools, locked); err != nil {
+		return rd, err
+	}
+	return rd, readRest(ctx, t.conn, work, byAID, pools, byPID)
 }
 
 // queueHolders adds to b the read of the active registrations of the
@@ -276,7 +474,7 @@ func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, use
 // statement of their own after the others, since the unique index of
 // active registrations is checked row by row and one statement updates
 // its rows in no set order.
-func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, hooks bool) error {
+func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, pools []*poolWork, hooks bool) error {
 	b := &pgx.Batch{}
 	var rows, readmitted rowsOf
 	var evs eventsOf
@@ -304,8 +502,12 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, ho
 			b.Queue(`UPDATE activity SET title = $2, capacity = $3, hold_seconds = $4, waitlist = $5, updated_at = $6,
 				max_seats_per_registration = $7, waitlist_policy = $8
 				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt, a.MaxSeats, string(a.Policy))
+			if !slices.Equal(a.Pools, w.state.Activity.Pools) {
+				queueRepool(b, w.aid, a.Pools, pools)
+			}
 		}
 	}
+	queuePoolPlans(b, pools)
 	rows.queue(b)
 	readmitted.queue(b)
 	evs.queue(b)
@@ -336,6 +538,7 @@ type rowsOf struct {
 	inAt              []time.Time
 	inExpires         []*time.Time
 	inWaitSeq         []*int64
+	inJoined          []*int64
 }
 
 func (c *rowsOf) update(r registration.Registration) {
@@ -353,6 +556,11 @@ func (c *rowsOf) insert(aid int64, r registration.Registration) {
 	c.inSeats = append(c.inSeats, int32(r.Seats))
 	c.inStatus, c.inMetas = append(c.inStatus, string(r.Status)), append(c.inMetas, string(r.Metadata))
 	c.inAt, c.inExpires, c.inWaitSeq = append(c.inAt, r.CreatedAt), append(c.inExpires, r.ExpiresAt), append(c.inWaitSeq, ws)
+	var joined *int64
+	if r.Joined != 0 {
+		joined = &r.Joined
+	}
+	c.inJoined = append(c.inJoined, joined)
 }
 
 func (c *rowsOf) queue(b *pgx.Batch) {
@@ -369,12 +577,13 @@ func (c *rowsOf) queue(b *pgx.Batch) {
 	}
 	if len(c.inIDs) > 0 {
 		b.Queue(`INSERT INTO registration (public_id, activity_id, user_id, status, metadata, created_at, updated_at, expires_at,
-				waitlist_seq, seats)
-			SELECT t.public_id, t.activity_id, t.user_id, t.status, t.metadata::json, t.at, t.at, t.expires_at, t.waitlist_seq, t.seats
+				waitlist_seq, seats, joined)
+			SELECT t.public_id, t.activity_id, t.user_id, t.status, t.metadata::json, t.at, t.at, t.expires_at, t.waitlist_seq, t.seats,
+				t.joined
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[],
-				$9::int[])
-				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq, seats)`,
-			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq, c.inSeats)
+				$9::int[], $10::bigint[])
+				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq, seats, joined)`,
+			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq, c.inSeats, c.inJoined)
 	}
 }
 

@@ -10,7 +10,8 @@ import (
 
 // CheckFull answers each check from one snapshot of the authority (one
 // statement), without a lock: the activity's capacity, occupying and
-// waitlisted registrations and waiting-list setting (the caller applies
+// waitlisted registrations, its pools' capacities and taken seats and
+// waiting-list setting (the caller applies
 // registration.Admit to them), and which of the users hold an active
 // registration of it.
 func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) ([]registration.FullAnswer, error) {
@@ -50,7 +51,10 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 			(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN `+occupying+`),
 			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
-			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}')
+			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
+			ARRAY(SELECT p.capacity FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.id),
+			ARRAY(SELECT `+poolTakenSQL("p.id")+` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
+				ORDER BY p.id)
 		FROM activity a WHERE a.id = ANY($1)`, aids, pairAIDs, pairUsers)
 	if err != nil {
 		return nil, interpret(err)
@@ -61,10 +65,16 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	var policy registration.WaitlistPolicy
 	var maxSeats int
 	var users, regs []string
-	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &policy, &maxSeats, &taken, &waiting, &users, &regs}, func() error {
+	var poolCapacities, poolTaken []int64
+	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &policy, &maxSeats, &taken, &waiting, &users, &regs,
+		&poolCapacities, &poolTaken}, func() error {
+		var pools []registration.PoolSeatState
+		for k := range poolCapacities {
+			pools = append(pools, registration.PoolSeatState{Capacity: int(poolCapacities[k]), Taken: int(poolTaken[k])})
+		}
 		for _, i := range index[aid] {
 			out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
-			out[i].Policy, out[i].MaxSeats = policy, maxSeats
+			out[i].Policy, out[i].MaxSeats, out[i].Pools = policy, maxSeats, pools
 			for k, u := range users {
 				out[i].Holders[u] = regs[k]
 			}

@@ -9,28 +9,41 @@ import (
 )
 
 // readRest reads what the commands need beyond the first round trip: the
-// counts of activities changed by another instance since this one last
-// counted them (a round trip), then the parts of the waiting lists the
-// commands may promote from (registration.QueueNeeded, which needs the
-// counts and the named registrations; a round trip when the read-ahead
-// head does not cover them).
-func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID map[int64]*activityWork) error {
-	var stale []int64
+// counts of activities and pools changed by another instance since this
+// one last counted them (a round trip), then the parts of the waiting
+// lists the commands may promote from (registration.QueueNeeds, which
+// needs the counts and the named registrations; a round trip when the
+// read-ahead head does not cover them).
+func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID map[int64]*activityWork,
+	pools []*poolWork, byPID map[int64]*poolWork,
+) error {
+	var stale, stalePools []int64
 	for _, w := range work {
 		if !w.counted {
 			stale = append(stale, w.aid)
 		}
 	}
-	if len(stale) > 0 {
+	for _, p := range pools {
+		if !p.counted {
+			stalePools = append(stalePools, p.pid)
+		}
+	}
+	if len(stale)+len(stalePools) > 0 {
 		b := &pgx.Batch{}
-		queueCounts(b, stale, byAID)
+		if len(stale) > 0 {
+			queueCounts(b, stale, byAID)
+		}
+		if len(stalePools) > 0 {
+			queuePoolCounts(b, stalePools, byPID)
+		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 	}
 	b := &pgx.Batch{}
-	for _, w := range work {
-		need := registration.QueueNeeded(w.state, w.batch.Commands)
+	needs := registration.QueueNeeds(changeOf(work, pools, txnRead{}))
+	for i, w := range work {
+		need := needs[i]
 		head := 0
 		if need.Strict {
 			head = min(need.Head(), w.state.Activity.Waiting)

@@ -35,8 +35,13 @@ type Store struct {
 	idMu sync.RWMutex
 	ids  map[string]int64 // activity public id → internal id (immutable)
 
-	cacheMu sync.Mutex
-	cache   map[int64]seatCache // activity internal id → counts at a seq
+	cacheMu   sync.Mutex
+	cache     map[int64]seatCache // activity internal id → counts at a seq
+	poolCache map[int64]poolCache // pool internal id → taken at a seq
+
+	// members guesses the pools of activities and the activities of
+	// pools, to choose a change transaction's locks.
+	members *membership
 
 	// timeouts set the session timeouts of the pool's configuration for
 	// one transaction (SET LOCAL ...); begin starts every transaction
@@ -50,6 +55,7 @@ func New(pool *pgxpool.Pool) *Store {
 	timeouts := localTimeouts(pool.Config().ConnConfig.RuntimeParams)
 	return &Store{
 		db: pool, pool: pool, ids: make(map[string]int64), cache: make(map[int64]seatCache),
+		poolCache: make(map[int64]poolCache), members: newMembership(),
 		timeouts: timeouts, begin: pgx.TxOptions{BeginQuery: strings.Join(append([]string{"BEGIN"}, timeouts...), "; ")},
 	}
 }
