@@ -141,16 +141,18 @@ func QueueNeeds(c Change) []QueueNeed {
 		pools[p.Pool.ID] = p
 	}
 	// most[p] bounds the seats that can be free in pool p at any moment
-	// of the change; freedIn[p] says whether anything may free some.
+	// of the change; freedIn[p] says whether a promotion across it may
+	// run.
 	most := make(map[string]int, len(c.Pools))
 	freedIn := make(map[string]bool, len(c.Pools))
 	for i, p := range c.Pools {
 		capacity := p.Pool.Capacity
 		if i < len(c.PoolCommands) {
 			for _, cmd := range c.PoolCommands[i] {
+				// Any pool command runs the promotion across the pool.
+				freedIn[p.Pool.ID] = true
 				if pc, ok := cmd.(PoolCommand); ok && pc.Patch.Capacity != nil {
 					capacity = max(capacity, *pc.Patch.Capacity)
-					freedIn[p.Pool.ID] = true
 				}
 			}
 		}
@@ -159,9 +161,12 @@ func QueueNeeds(c Change) []QueueNeed {
 	for i, st := range c.Activities {
 		cmds := commandsOf(c, i)
 		freed, leaves := releasedSeats(st, cmds)
+		// Any command that may promote runs the promotion across the
+		// activity's pools.
+		promoting := slices.ContainsFunc(cmds, promotes)
 		for _, id := range st.Activity.Pools {
 			most[id] += freed
-			if freed > 0 || leaves {
+			if promoting {
 				freedIn[id] = true
 			}
 		}
