@@ -304,7 +304,7 @@ func (s *Store) checkLocks(work []*activityWork, pools []*poolWork, locked lockS
 // queueRepool adds to b the replacement of an activity's pools (public
 // ids, all among the transaction's pools).
 func queueRepool(b *pgx.Batch, aid int64, ids []string, pools []*poolWork) {
-	var pids []int64
+	pids := []int64{} // never NULL: <> ALL(NULL) matches nothing
 	for _, p := range pools {
 		if slices.Contains(ids, p.state.Pool.ID) {
 			pids = append(pids, p.pid)

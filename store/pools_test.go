@@ -27,7 +27,7 @@ func createPooled(t *testing.T, s *store.Store, capacity int, waitlist bool, poo
 	a, err := s.CreateActivity(context.Background(), newID("a"), registration.NewActivity{Title: "pooled", Capacity: capacity,
 		HoldSeconds: 900, Waitlist: waitlist, Pools: pools})
 	require.NoError(t, err)
-	require.Equal(t, pools, a.Pools)
+	require.Equal(t, append([]string{}, pools...), a.Pools)
 	return a.ID
 }
 
@@ -155,4 +155,61 @@ func assertNoErr(t *testing.T, err error) bool {
 		return false
 	}
 	return true
+}
+
+// TestActivityLeavingAPoolPromotesAcrossIt: A and B share a pool of 2
+// that A fills; B's line waits. A leaves the pool: its seats are no
+// longer the pool's, and B's first in line takes them in the same
+// transaction. Joining a pool that does not exist is refused.
+func TestActivityLeavingAPoolPromotesAcrossIt(t *testing.T) {
+	t.Parallel()
+	s := store.New(testenv.Pool(t, testenv.NewDatabase(t), 4))
+	p := createPool(t, s, 2)
+	a := createPooled(t, s, 10, true, p)
+	b := createPooled(t, s, 10, true, p)
+	for i := range 2 {
+		applyOne(t, s, a, signupOf(fmt.Sprint("h", i)))
+	}
+	o, _ := applyOne(t, s, b, signupOf("b1"))
+	require.Equal(t, registration.Waitlisted, o.Registration.Status)
+
+	missing := []string{p, newID("p")}
+	o, _ = applyOne(t, s, a, registration.ActivityCommand{Patch: registration.ActivityPatch{Pools: &missing}})
+	require.ErrorContains(t, o.Err, "pools not found")
+
+	none := []string{}
+	o, applied := applyOne(t, s, a, registration.ActivityCommand{Patch: registration.ActivityPatch{Pools: &none}})
+	require.NoError(t, o.Err)
+	require.Empty(t, o.Activity.Pools)
+	require.Len(t, applied, 2)
+	require.Equal(t, b, applied[1].Plan.Activity.ID)
+	require.Equal(t, registration.Pending, applied[1].Plan.Updates[0].Status)
+	pool, err := s.GetPool(context.Background(), p)
+	require.NoError(t, err)
+	require.Equal(t, []string{b}, pool.Activities)
+	require.Equal(t, 1, pool.Taken)
+}
+
+// TestAStaleMembershipIsReadAgainUnderTheLocks: one store knows an
+// activity in no pool; another puts it in a full pool. The first store's
+// next signup on it is refused by the pool: the memberships read under
+// the locks differ from its guess, so it locks the pool and runs again.
+func TestAStaleMembershipIsReadAgainUnderTheLocks(t *testing.T) {
+	t.Parallel()
+	url := testenv.NewDatabase(t)
+	s1, s2 := store.New(testenv.Pool(t, url, 4)), store.New(testenv.Pool(t, url, 4))
+	p := createPool(t, s1, 1)
+	b := createPooled(t, s1, 5, false, p)
+	a := createPooled(t, s1, 5, false)
+	o, _ := applyOne(t, s1, a, signupOf("first"))
+	require.Equal(t, registration.Pending, o.Registration.Status)
+	joined := []string{p}
+	o, _ = applyOne(t, s2, a, registration.ActivityCommand{Patch: registration.ActivityPatch{Pools: &joined}})
+	require.NoError(t, o.Err)
+	require.Equal(t, joined, o.Activity.Pools)
+
+	o, _ = applyOne(t, s1, a, signupOf("second"))
+	require.ErrorContains(t, o.Err, "no seats left", "the pool holds 1 seat, taken by the first signup")
+	o, _ = applyOne(t, s1, b, signupOf("third"))
+	require.ErrorContains(t, o.Err, "no seats left")
 }
