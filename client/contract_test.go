@@ -235,3 +235,41 @@ func TestContractWebhooks(t *testing.T) {
 	cs.answerWith("deleteWebhook", http.StatusNotFound)
 	requireCode(t, cs.client.DeleteWebhook(c, w.ID), http.StatusNotFound, client.CodeNotFound)
 }
+
+func TestContractPools(t *testing.T) {
+	t.Parallel()
+	cs := newContractServer(t)
+	c := ctx(t)
+	p, err := cs.client.CreatePool(c, client.NewPool{Title: "Main hall", Capacity: 200})
+	require.NoError(t, err)
+	require.Equal(t, "/v1/pools", cs.lastURL())
+	require.Equal(t, 200, p.Remaining)
+	require.Equal(t, []string{}, p.Activities)
+	require.Empty(t, p.Source)
+
+	got, err := cs.client.GetPool(c, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/pools/"+p.ID, cs.lastURL())
+	require.Equal(t, "cache", got.Source)
+	require.Equal(t, 163, got.Remaining)
+	require.Len(t, got.Activities, 2)
+
+	page, err := cs.client.ListPools(c, client.ListOptions{Limit: 10, Cursor: "cF8x"})
+	require.NoError(t, err)
+	require.Equal(t, "/v1/pools?cursor=cF8x&limit=10", cs.lastURL())
+	require.Len(t, page.Items, 1)
+	require.Nil(t, page.NextCursor)
+
+	changed, err := cs.client.UpdatePool(c, p.ID, client.PoolPatch{Capacity: new(250)})
+	require.NoError(t, err)
+	require.Equal(t, 250, changed.Capacity)
+
+	a, err := cs.client.UpdateActivity(c, "a_1", client.ActivityPatch{Pools: &[]string{}})
+	require.NoError(t, err)
+	require.Equal(t, "/v1/activities/a_1", cs.lastURL())
+	require.Equal(t, []string{}, a.Pools)
+
+	cs.answerWith("getPool", http.StatusNotFound)
+	_, err = cs.client.GetPool(c, "p_1")
+	requireCode(t, err, http.StatusNotFound, client.CodeNotFound)
+}

@@ -19,8 +19,13 @@ type Activity struct {
 	// hold; WaitlistPolicy is "strict" or "fill".
 	MaxSeatsPerRegistration int    `json:"max_seats_per_registration"`
 	WaitlistPolicy          string `json:"waitlist_policy"`
+	// Pools are the ids of the pools the activity belongs to, sorted;
+	// empty when none.
+	Pools []string `json:"pools"`
 	// Taken counts seats: a registration for 3 occupies 3.
-	Taken     int       `json:"taken"`
+	Taken int `json:"taken"`
+	// Remaining is what a new signup could get: the activity's own free
+	// seats, or fewer when one of its pools has fewer left.
 	Remaining int       `json:"remaining"`
 	Waiting   int       `json:"waiting"`
 	CreatedAt time.Time `json:"created_at"`
@@ -41,6 +46,8 @@ type NewActivity struct {
 	// "" for the default ("strict").
 	MaxSeatsPerRegistration int    `json:"max_seats_per_registration,omitempty"`
 	WaitlistPolicy          string `json:"waitlist_policy,omitempty"`
+	// Pools are the ids of the pools the activity joins (at most 4).
+	Pools []string `json:"pools,omitempty"`
 }
 
 // ActivityPatch is what UpdateActivity sends: the fields that are set.
@@ -51,6 +58,9 @@ type ActivityPatch struct {
 	Waitlist                *bool   `json:"waitlist,omitempty"`
 	MaxSeatsPerRegistration *int    `json:"max_seats_per_registration,omitempty"`
 	WaitlistPolicy          *string `json:"waitlist_policy,omitempty"`
+	// Pools replaces the activity's pools when set: a pointer to an
+	// empty list takes it out of every pool.
+	Pools *[]string `json:"pools,omitempty"`
 }
 
 // Page is one page of a list. Pass NextCursor as the Cursor of the next
@@ -62,6 +72,43 @@ type Page[T any] struct {
 
 // ActivityPage is one page of ListActivities.
 type ActivityPage = Page[Activity]
+
+// Pool is a number of seats shared by several activities: a signup must
+// fit its activity and every pool the activity belongs to. Read with
+// GetPool by an admin, Capacity, Taken and Remaining are authoritative
+// (Source "database"); read by anyone else, they are the live seat
+// display's (Source "cache" or "database").
+type Pool struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Capacity int    `json:"capacity"`
+	// Taken is the seats of the occupying registrations of all its
+	// activities.
+	Taken     int `json:"taken"`
+	Remaining int `json:"remaining"`
+	// Activities are the ids of the activities that belong to it, sorted.
+	Activities []string  `json:"activities"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	// Source is set by GetPool only: where the seat numbers come from,
+	// "cache" (the Redis display) or "database".
+	Source string `json:"source,omitempty"`
+}
+
+// NewPool is what CreatePool sends.
+type NewPool struct {
+	Title    string `json:"title"`
+	Capacity int    `json:"capacity"`
+}
+
+// PoolPatch is what UpdatePool sends: the fields that are set.
+type PoolPatch struct {
+	Title    *string `json:"title,omitempty"`
+	Capacity *int    `json:"capacity,omitempty"`
+}
+
+// PoolPage is one page of ListPools.
+type PoolPage = Page[Pool]
 
 // Seats is the seats display of an activity.
 type Seats struct {

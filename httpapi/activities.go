@@ -16,6 +16,9 @@ type activityRequest struct {
 	Waitlist    *bool   `json:"waitlist"`
 	MaxSeats    *int    `json:"max_seats_per_registration"`
 	Policy      *string `json:"waitlist_policy"`
+	// Pools are the ids of the pools the activity belongs to: null or
+	// absent leaves them as they are, [] leaves every pool.
+	Pools *[]string `json:"pools"`
 }
 
 // policy returns the request's waiting-list policy, nil when absent.
@@ -55,6 +58,9 @@ func (s *Server) createActivity(c echo.Context) error {
 		}
 		in.Policy = *p
 	}
+	if req.Pools != nil {
+		in.Pools = *req.Pools
+	}
 	a, err := s.regs.CreateActivity(c.Request().Context(), in)
 	if err != nil {
 		return err
@@ -63,7 +69,16 @@ func (s *Server) createActivity(c echo.Context) error {
 		s.cfg.Activities.Created(a)
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/activities/"+a.ID)
-	return writeJSON(c, http.StatusCreated, a)
+	return writeJSON(c, http.StatusCreated, activityAnswer(a))
+}
+
+// activityAnswer returns a as the API answers it: its pools a list, []
+// when it belongs to none, never null.
+func activityAnswer(a registration.Activity) registration.Activity {
+	if a.Pools == nil {
+		a.Pools = []string{}
+	}
+	return a
 }
 
 func activityID(c echo.Context) (string, error) {
@@ -92,7 +107,7 @@ func (s *Server) getActivity(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(c, http.StatusOK, activityRead{Activity: a, Source: registration.SourceDatabase})
+		return writeJSON(c, http.StatusOK, activityRead{Activity: activityAnswer(a), Source: registration.SourceDatabase})
 	}
 	a, err := s.publicActivity(c, id)
 	if err != nil {
@@ -103,7 +118,7 @@ func (s *Server) getActivity(c echo.Context) error {
 		return err
 	}
 	a.Capacity, a.Taken, a.Remaining, a.Waiting = st.Capacity, st.Taken, st.Remaining, st.Waiting
-	return writeJSON(c, http.StatusOK, activityRead{Activity: a, Source: st.Source})
+	return writeJSON(c, http.StatusOK, activityRead{Activity: activityAnswer(a), Source: st.Source})
 }
 
 func (s *Server) patchActivity(c echo.Context) error {
@@ -117,12 +132,12 @@ func (s *Server) patchActivity(c echo.Context) error {
 	}
 	a, err := s.regs.UpdateActivity(c.Request().Context(), id, registration.ActivityPatch{
 		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds, Waitlist: req.Waitlist,
-		MaxSeats: req.MaxSeats, Policy: req.policy(),
+		MaxSeats: req.MaxSeats, Policy: req.policy(), Pools: req.Pools,
 	}, callerOf(c))
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, a)
+	return writeJSON(c, http.StatusOK, activityAnswer(a))
 }
 
 func (s *Server) seats(c echo.Context) error {

@@ -119,5 +119,8 @@ func (s *Server) listActivities(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	for i, a := range page.Items {
+		page.Items[i] = activityAnswer(a)
+	}
 	return writeJSON(c, http.StatusOK, page)
 }

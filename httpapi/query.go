@@ -19,6 +19,7 @@ import (
 // parameters, which a test checks.
 var queryParams = map[string][]string{
 	"GET /v1/activities":                      {"limit", "cursor"},
+	"GET /v1/pools":                           {"limit", "cursor"},
 	"GET /v1/me/registrations":                {"limit", "cursor"},
 	"GET /v1/activities/{}/registrations":     {"status", "limit", "cursor"},
 	"GET /v1/activities/{}/registrations.csv": {"status"},

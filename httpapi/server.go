@@ -32,7 +32,11 @@ type Config struct {
 	// CachedSeats reads it from a warm display counter only (ok false
 	// otherwise), without any database query; nil: never warm.
 	CachedSeats func(ctx context.Context, activityID string) (registration.Seats, bool)
-	Auth        *Authenticator
+	// PoolSeats reads a pool's seats from the display tier, with their
+	// source (registration.SourceCache or SourceDatabase), for the public
+	// read of a pool; nil: that read is authoritative, like an admin's.
+	PoolSeats func(ctx context.Context, poolID string) (registration.PoolSeatState, string, error)
+	Auth      *Authenticator
 	// PingPostgres and PingRedis back /readyz. PingRedis nil means no
 	// display tier is configured.
 	PingPostgres func(context.Context) error
@@ -76,8 +80,9 @@ type Config struct {
 	// open (429 beyond); zero: DefaultEventWaitsPerUser, negative: no cap.
 	EventWaitsPerUser int
 	// PublicReadLimit limits, per client IP, the public reads that reach
-	// PostgreSQL: note stats, and reads of an activity (its settings, its
-	// seats, its seat stream) that miss Activities; the zero value is off.
+	// PostgreSQL: note stats, reads of a pool, and reads of an activity
+	// (its settings, its seats, its seat stream) that miss Activities; the
+	// zero value is off.
 	PublicReadLimit RateLimit
 	// Activities caches the settings of activities, and the ids that name
 	// none, for the public reads; nil: those read the database every time.
@@ -163,6 +168,10 @@ func New(cfg Config) *Server {
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
 	v1.POST("/registrations/:id/seats", s.reduceSeats, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
+	v1.POST("/pools", s.createPool, admin...)
+	v1.GET("/pools", s.listPools, admin...)
+	v1.GET("/pools/:id", s.getPool)
+	v1.PATCH("/pools/:id", s.patchPool, admin...)
 	if cfg.Notes != nil {
 		s.registerNoteRoutes(v1, admin)
 	}

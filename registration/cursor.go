@@ -18,11 +18,12 @@ import (
 const (
 	ActivityCursor     = "a_"
 	RegistrationCursor = "r_"
+	PoolCursor         = "p_"
 )
 
-// cursorIDPattern matches the public ids of activities and registrations:
-// a one-letter prefix and a ULID.
-var cursorIDPattern = regexp.MustCompile(`^[ar]_[0-9A-HJKMNP-TV-Z]{26}$`)
+// cursorIDPattern matches the public ids of activities, registrations and
+// pools: a one-letter prefix and a ULID.
+var cursorIDPattern = regexp.MustCompile(`^[arp]_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 // maxCursorLen is the longest well-formed cursor: a 28-byte id encoded.
 var maxCursorLen = base64.RawURLEncoding.EncodedLen(28)
@@ -34,9 +35,9 @@ func EncodeCursor(id string) string {
 }
 
 // DecodeCursor returns the public id a cursor made by EncodeCursor names,
-// which must start with prefix (ActivityCursor or RegistrationCursor), or
-// invalid_request. Whether the id names an item of the listing is the
-// store's to say.
+// which must start with prefix (ActivityCursor, RegistrationCursor or
+// PoolCursor), or invalid_request. Whether the id names an item of the
+// listing is the store's to say.
 func DecodeCursor(s, prefix string) (string, error) {
 	if len(s) > maxCursorLen {
 		return "", malformedCursor()

@@ -42,6 +42,9 @@ func TestRenderCoversEveryOperationAndSchema(t *testing.T) {
 		"| [`GET /v1/me/registrations`](#op-listmyregistrations) | user |",
 		"| [`GET /v1/webhooks/{id}/deliveries`](#op-listdeliveries) | admin |",
 		"| [`GET /v1/activities/{id}`](#op-getactivity) | public |",
+		"| [`GET /v1/pools/{id}`](#op-getpool) | public |",
+		"| [`PATCH /v1/pools/{id}`](#op-updatepool) | admin |",
+		"<a id=\"schema-pool\"></a>",
 		"Callback `registrationEvent`: `POST {$request.body#/url}`",
 	} {
 		require.Contains(t, md, want)
