@@ -147,15 +147,14 @@ func New(cfg Config) *Counter {
 		cfg.Logger = slog.Default()
 	}
 	return &Counter{
-		rdb:       cfg.Redis,
-		authority: cfg.Authority,
-		announcer: cfg.Announcer,
-		ttl:       cfg.TTL,
-		now:       cfg.Now,
-		log:       cfg.Logger,
-		metrics:   newMetrics(cfg.Registerer),
-		active:    make(map[string]time.Time),
-
+		rdb:         cfg.Redis,
+		authority:   cfg.Authority,
+		announcer:   cfg.Announcer,
+		ttl:         cfg.TTL,
+		now:         cfg.Now,
+		log:         cfg.Logger,
+		metrics:     newMetrics(cfg.Registerer),
+		active:      make(map[string]time.Time),
 		activePools: make(map[string]time.Time),
 	}
 }
