@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +96,8 @@ func TestTheGateAdmitsAsTheRule(t *testing.T) {
 			return "0"
 		}
 		require.NoError(t, rdb.HSet(ctx, key, "taken", c.taken, "held", c.held, "capacity", c.capacity,
-			"waiting", c.waiting, "waitlist", flag(c.waitlist), "fill", flag(c.fill), "seq", 1, "version", 1, "gen", "g1").Err())
+			"waiting", c.waiting, "waitlist", flag(c.waitlist), "fill", flag(c.fill), "seq", 1, "version", 1, "gen", "g1",
+			"pools", "").Err())
 		require.NoError(t, rdb.PExpire(ctx, key, time.Minute).Err())
 		t.Cleanup(func() { rdb.Del(context.Background(), key) })
 
@@ -121,4 +123,109 @@ func TestTheGateAdmitsAsTheRule(t *testing.T) {
 		}
 		require.Equal(t, fmt.Sprint(held), bundle{rdb: rdb}.fields(t, id)["held"], "%v: a hold only for a seat", c)
 	}
+}
+
+// poolCase is the counters of an activity's pools.
+type poolCase []struct{ capacity, taken, held int }
+
+// poolCases are pool sets of an activity: one pool with room for several,
+// one, none, overfull (taken + held over capacity), and two pools, the
+// second with less room than the first.
+func poolCases() []poolCase {
+	return []poolCase{
+		{{capacity: 10, taken: 2}},
+		{{capacity: 3, taken: 1, held: 1}},
+		{{capacity: 2, taken: 1, held: 1}},
+		{{capacity: 2, taken: 2, held: 1}},
+		{{capacity: 5, taken: 1}, {capacity: 4, taken: 1, held: 1}},
+		{{capacity: 20}, {capacity: 2, held: 2}},
+	}
+}
+
+// TestTheGateAdmitsAsTheRuleInPools: for a pooled activity the gate (the
+// activity's script, then one script per pool) answers as
+// registration.Admit on the counts with Pooled and Shared (the fewest
+// seats left in a pool, taken + held counted as taken), and holds the
+// seats in the activity and every pool only when it gives a seat: a
+// refusal by a pool gives back what was held.
+func TestTheGateAdmitsAsTheRuleInPools(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	counter := capacity.New(capacity.Config{Redis: rdb, TTL: time.Minute})
+	ctx := context.Background()
+	base := fmt.Sprintf("a_admitpool_%d", time.Now().UnixNano()+seq.Add(1))
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	cases := gateCases()
+	n := 0
+	for i, c := range cases {
+		for j, pc := range poolCases() {
+			if (i+j)%2 == 1 { // every pool set, on half the cases each
+				continue
+			}
+			n++
+			id := fmt.Sprintf("%s_%d_%d", base, i, j)
+			var pools []string
+			shared := 1 << 30
+			for k, p := range pc {
+				pid := fmt.Sprintf("p_%s_%d", id, k)
+				pools = append(pools, pid)
+				shared = min(shared, p.capacity-p.taken-p.held)
+				require.NoError(t, rdb.HSet(ctx, capacity.PoolKey(pid), "taken", p.taken, "held", p.held,
+					"capacity", p.capacity, "seq", 1, "version", 1, "gen", "pg"+fmt.Sprint(k), "activities", id).Err())
+				require.NoError(t, rdb.PExpire(ctx, capacity.PoolKey(pid), time.Minute).Err())
+			}
+			require.NoError(t, rdb.HSet(ctx, capacity.Key(id), "taken", c.taken, "held", c.held, "capacity", c.capacity,
+				"waiting", c.waiting, "waitlist", flag(c.waitlist), "fill", flag(c.fill), "seq", 1, "version", 1, "gen", "g1",
+				"pools", strings.Join(pools, ",")).Err())
+			require.NoError(t, rdb.PExpire(ctx, capacity.Key(id), time.Minute).Err())
+
+			counts := registration.Counts{Capacity: c.capacity, Taken: c.taken + c.held,
+				Waiting: c.waiting, Waitlist: c.waitlist, Fill: c.fill, Seats: c.seats}
+			for _, p := range pc {
+				counts = counts.Within(p.capacity - p.taken - p.held)
+			}
+			require.Equal(t, shared, counts.Shared)
+			want := registration.Admit(counts)
+			what := fmt.Sprintf("%v; pools %+v", c, pc)
+			hold, err := counter.Reserve(ctx, id, c.seats)
+			var got registration.Admission
+			switch {
+			case err == nil:
+				got = registration.AdmitSeat
+				require.Equal(t, "g1", hold.Gen, what)
+				require.Len(t, hold.Pools, len(pc), what)
+				for k, ph := range hold.Pools {
+					require.Equal(t, registration.PoolHold{PoolID: pools[k], Gen: "pg" + fmt.Sprint(k), Seats: max(c.seats, 1)}, ph, what)
+				}
+			case errors.Is(err, registration.ErrGateWaitlist):
+				got = registration.AdmitWaitlist
+			case errors.Is(err, registration.ErrGateFull):
+				got = registration.AdmitFull
+			default:
+				t.Fatalf("%s: the gate answered %v", what, err)
+			}
+			require.Equal(t, want, got, "%s: registration.Admit says %v, the gate %v", what, want, got)
+			taken := 0
+			if got == registration.AdmitSeat {
+				taken = max(c.seats, 1)
+			}
+			require.Equal(t, fmt.Sprint(c.held+taken), bundle{rdb: rdb}.fields(t, id)["held"], "%s: a hold only for a seat", what)
+			for k, p := range pc {
+				held, err := rdb.HGet(ctx, capacity.PoolKey(pools[k]), "held").Result()
+				require.NoError(t, err)
+				require.Equal(t, fmt.Sprint(p.held+taken), held, "%s: pool %d holds only for a seat", what, k)
+			}
+			keys := []string{capacity.Key(id)}
+			for _, pid := range pools {
+				keys = append(keys, capacity.PoolKey(pid))
+			}
+			require.NoError(t, rdb.Del(ctx, keys...).Err())
+		}
+	}
+	t.Logf("%d pooled cases", n)
 }

@@ -10,6 +10,11 @@
 // the authority; a missing counter is rebuilt by the next commit (from the
 // counts it carries) or seat read. Redis errors are reported to the
 // caller, which falls back to the authority.
+//
+// A pooled activity (one that shares seats with others in capacity pools)
+// has, besides its own counter, a counter per pool in another Redis
+// Cluster slot: its seats show the fewest left of the activity and its
+// pools, and its gate holds a signup's seats in all of them (see Reserve).
 package capacity
 
 import (
@@ -19,7 +24,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,17 +39,29 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-func newSeats(id string, capacity, taken, waiting int, source string, now time.Time) registration.Seats {
-	return registration.Seats{ActivityID: id, Capacity: capacity, Taken: taken, Remaining: max(0, capacity-taken),
+// newSeats returns a seat display: remaining is what a new signup could
+// get (the activity's free seats, or fewer when a pool has fewer left).
+func newSeats(id string, capacity, taken, waiting, remaining int, source string, now time.Time) registration.Seats {
+	return registration.Seats{ActivityID: id, Capacity: capacity, Taken: taken, Remaining: max(0, remaining),
 		Waiting: waiting, Source: source, AsOf: now.UTC().Truncate(time.Second)}
 }
 
-// Authority reads an activity's seats in the database.
+// stateSeats returns the seat display of an activity's state at the
+// authority.
+func stateSeats(id string, st registration.SeatState, now time.Time) registration.Seats {
+	return newSeats(id, st.Capacity, st.Taken, st.Waiting, st.Remaining(), registration.SourceDatabase, now)
+}
+
+// Authority reads an activity's seats, or a pool's, in the database.
 type Authority interface {
 	// SeatState returns the activity's capacity, waiting-list setting,
-	// occupying and waitlisted registrations and last event seq, all read
-	// in one snapshot, or a not_found *capacityd.Error.
+	// occupying and waitlisted registrations and last event seq, and the
+	// states of its pools, all read in one snapshot, or a not_found
+	// *capacityd.Error.
 	SeatState(ctx context.Context, activityID string) (registration.SeatState, error)
+	// PoolSeatState returns a pool's capacity, taken, last seq and
+	// activities, read in one snapshot, or a not_found *capacityd.Error.
+	PoolSeatState(ctx context.Context, poolID string) (registration.PoolSeatState, error)
 }
 
 // Announcer tells the seat streams of every instance that an activity's
@@ -107,8 +126,9 @@ type Counter struct {
 	suspendedUntil atomic.Int64
 	stale          atomic.Bool
 
-	activeMu sync.Mutex
-	active   map[string]time.Time // activity id → last change seen here
+	activeMu    sync.Mutex
+	active      map[string]time.Time // activity id → last change seen here
+	activePools map[string]time.Time // pool id → last change seen here
 }
 
 // DefaultTTL is the lifetime of a display counter before it is rebuilt
@@ -127,14 +147,15 @@ func New(cfg Config) *Counter {
 		cfg.Logger = slog.Default()
 	}
 	return &Counter{
-		rdb:       cfg.Redis,
-		authority: cfg.Authority,
-		announcer: cfg.Announcer,
-		ttl:       cfg.TTL,
-		now:       cfg.Now,
-		log:       cfg.Logger,
-		metrics:   newMetrics(cfg.Registerer),
-		active:    make(map[string]time.Time),
+		rdb:         cfg.Redis,
+		authority:   cfg.Authority,
+		announcer:   cfg.Announcer,
+		ttl:         cfg.TTL,
+		now:         cfg.Now,
+		log:         cfg.Logger,
+		metrics:     newMetrics(cfg.Registerer),
+		active:      make(map[string]time.Time),
+		activePools: make(map[string]time.Time),
 	}
 }
 
@@ -143,6 +164,11 @@ func New(cfg Config) *Counter {
 // Cluster slot.
 func Key(activityID string) string { return "seats:{" + activityID + "}" }
 
+// PoolKey returns the Redis key of a pool's counter, with the pool's own
+// hash tag: on a Redis Cluster it lives in another slot than the counters
+// of its activities.
+func PoolKey(poolID string) string { return "pool:{" + poolID + "}" }
+
 // Reserve holds seats of the activity for a signup in flight, deciding
 // by registration.Admit on the counter's taken + held (the Lua form of the
 // rule, in scripts.go). It implements registration.Gate:
@@ -150,6 +176,17 @@ func Key(activityID string) string { return "seats:{" + activityID + "}" }
 // when the signup joins the waiting list, ErrNoCounter when the activity has no counter (the
 // authority decides, and its commit builds the counter: see Committed),
 // and a wrapped Redis error when the display tier cannot answer.
+//
+// An activity of no pool costs one script. A pooled activity's seats are
+// held in its counter first and then in each of its pools' counters, one
+// script per pool (they live in other slots of a Redis Cluster) in one
+// pipeline; the Hold carries them all. If a pool has no room left, every
+// seat held for the signup is given back and the answer is the one
+// registration.Admit gives when the pools leave too few seats: the waiting
+// list when the activity keeps one, else full (which the service confirms
+// at the authority before anyone is refused). A missing pool counter is
+// answered like a missing activity counter, after the holds are given
+// back: ErrNoCounter.
 func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (registration.Hold, error) {
 	seats = max(seats, 1)
 	if err := c.usable(); err != nil {
@@ -169,8 +206,90 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 		return registration.Hold{}, registration.ErrGateWaitlist
 	}
 	gen, _ := v[1].(string)
+	hold := registration.Hold{Gen: gen, Seats: seats}
+	if pools := splitIDs(field(v, 2)); len(pools) > 0 {
+		if hold, err = c.reservePools(ctx, activityID, hold, pools, field(v, 3) == "1"); err != nil {
+			return registration.Hold{}, err
+		}
+	}
 	c.recovered(ctx)
-	return registration.Hold{Gen: gen, Seats: seats}, nil
+	return hold, nil
+}
+
+// field returns v[i] as a string, "" when there is none.
+func field(v []any, i int) string {
+	if i >= len(v) {
+		return ""
+	}
+	s, _ := v[i].(string)
+	return s
+}
+
+// reservePools holds hold's seats in each pool's counter, in one pipeline.
+// Unless every pool has room, it gives back what it held (and the
+// activity's hold) and says why.
+func (c *Counter) reservePools(ctx context.Context, activityID string, hold registration.Hold, pools []string,
+	waitlist bool,
+) (registration.Hold, error) {
+	runs := make([]script, len(pools))
+	for i, id := range pools {
+		c.touchPool(id)
+		runs[i] = script{s: poolReserveScript, keys: []string{PoolKey(id)}, args: []any{hold.Seats}}
+	}
+	cmds, _ := runScripts(ctx, c.rdb, runs)
+	var failed error
+	missing, full := false, false
+	for i, cmd := range cmds {
+		v, err := cmd.Slice()
+		if err != nil {
+			failed = err
+			continue
+		}
+		switch n, _ := v[0].(int64); n {
+		case -1:
+			missing = true
+		case -2:
+			full = true
+		default:
+			hold.Pools = append(hold.Pools, registration.PoolHold{PoolID: pools[i], Gen: field(v, 1), Seats: hold.Seats})
+		}
+	}
+	if failed == nil && !missing && !full {
+		return hold, nil
+	}
+	c.giveBack(ctx, activityID, hold)
+	switch {
+	case failed != nil:
+		return registration.Hold{}, c.redisError("reserve", failed)
+	case missing:
+		return registration.Hold{}, ErrNoCounter
+	case waitlist:
+		return registration.Hold{}, registration.ErrGateWaitlist
+	default:
+		return registration.Hold{}, registration.ErrGateFull
+	}
+}
+
+// giveBack gives a hold back to the activity's counter and its pools',
+// for a signup that will not go ahead with it. It runs even when ctx has
+// ended (the client went away), so that no seat stays held for nothing.
+func (c *Counter) giveBack(ctx context.Context, activityID string, hold registration.Hold) {
+	ctx = context.WithoutCancel(ctx)
+	runs := []script{{s: settleScript, keys: []string{Key(activityID)},
+		args: append(failedSettleArgs(c.ttl), holdArgs([]registration.Hold{hold})...)}}
+	for _, ph := range hold.Pools {
+		runs = append(runs, script{s: poolSettleScript, keys: []string{PoolKey(ph.PoolID)},
+			args: []any{-1, 0, 0, 0, c.ttl.Milliseconds(), "", "", ph.Gen, max(ph.Seats, 1)}})
+	}
+	if _, err := runScripts(ctx, c.rdb, runs); err != nil {
+		_ = c.redisError("give back", err)
+	}
+}
+
+// failedSettleArgs are settleScript's arguments of a failed commit: nothing
+// to apply but the holds that follow.
+func failedSettleArgs(ttl time.Duration) []any {
+	return []any{-1, 0, 0, 0, 0, 0, ttl.Milliseconds(), "", 0, ""}
 }
 
 // Committed applies the commits of a change transaction to the display
@@ -178,34 +297,125 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 // commit's seq, the capacity and waiting-list setting as of the activity's
 // updated_at (neither steps back to an older commit's), and the holds of
 // the batch's signups given back; a missing counter is built from the
-// commit (the authority's state as of its seq). It implements
+// commit (the authority's state as of its seq). The pools' counters are
+// settled the same way from the commits' pool states (the newest of each
+// pool's), and the holds' pool holds given back to them; a commit without
+// an activity (a pool's own change) settles its pools alone. It implements
 // registration.Observer.
 func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) {
 	if c.usable() != nil {
 		return
 	}
-	var keys [][]string
-	var args [][]any
+	var runs []script
 	gen := c.newGen()
+	pools := make(map[string]*poolSettle)
+	var order []string
+	pool := func(id string) *poolSettle {
+		p := pools[id]
+		if p == nil {
+			p = &poolSettle{holds: make(map[string]int)}
+			pools[id] = p
+			order = append(order, id)
+			c.touchPool(id)
+		}
+		return p
+	}
 	for _, cm := range commits {
+		for _, h := range cm.Holds {
+			for _, ph := range h.Pools {
+				if ph.Gen != "" {
+					pool(ph.PoolID).give(ph.Gen, max(ph.Seats, 1))
+				}
+			}
+		}
+		if !cm.Failed {
+			for _, ps := range cm.Pools {
+				pool(ps.PoolID).offer(ps)
+			}
+		}
+		if cm.ActivityID == "" {
+			continue
+		}
 		c.touch(cm.ActivityID)
-		a := []any{-1, 0, 0, 0, 0, 0, c.ttl.Milliseconds(), gen, 0}
+		a := failedSettleArgs(c.ttl)
 		if !cm.Failed {
 			st := cm.State
 			a[0], a[1], a[2], a[3], a[4] = st.LastSeq, st.Taken, st.Waiting, st.Capacity, boolFlag(st.Waitlist)
-			a[5], a[8] = st.UpdatedAt.UnixMicro(), boolFlag(st.Policy == registration.PolicyFill)
+			a[5], a[8], a[9] = st.UpdatedAt.UnixMicro(), boolFlag(st.Policy == registration.PolicyFill), joinPools(st.Pools)
 		} else if len(cm.Holds) == 0 {
 			continue
 		}
-		keys = append(keys, []string{Key(cm.ActivityID)})
-		args = append(args, append(a, holdArgs(cm.Holds)...))
+		a[7] = gen
+		runs = append(runs, script{s: settleScript, keys: []string{Key(cm.ActivityID)}, args: append(a, holdArgs(cm.Holds)...)})
 	}
-	if len(keys) == 0 {
+	for _, id := range order {
+		p := pools[id]
+		a := []any{-1, 0, 0, 0, c.ttl.Milliseconds(), gen, ""}
+		if st := p.state; p.has {
+			a[0], a[1], a[2], a[3], a[6] = st.LastSeq, st.Taken, st.Capacity, st.UpdatedAt.UnixMicro(), joinIDs(st.Activities)
+		} else if len(p.order) == 0 {
+			continue
+		}
+		for _, g := range p.order {
+			a = append(a, g, p.holds[g])
+		}
+		runs = append(runs, script{s: poolSettleScript, keys: []string{PoolKey(id)}, args: a})
+	}
+	if len(runs) == 0 {
 		return
 	}
-	if err := runScripts(ctx, c.rdb, settleScript, keys, args); err != nil {
+	if _, err := runScripts(ctx, c.rdb, runs); err != nil {
 		_ = c.redisError("settle", err)
 	}
+}
+
+// poolSettle is what a batch of commits brings one pool's counter: its
+// newest state, and the holds to give back by generation.
+type poolSettle struct {
+	state registration.PoolSeatState
+	has   bool
+	holds map[string]int
+	order []string // generations of holds, in order of appearance
+}
+
+// offer keeps st if it is newer than the state kept.
+func (p *poolSettle) offer(st registration.PoolSeatState) {
+	if !p.has || st.LastSeq > p.state.LastSeq ||
+		(st.LastSeq == p.state.LastSeq && st.UpdatedAt.After(p.state.UpdatedAt)) {
+		p.state, p.has = st, true
+	}
+}
+
+func (p *poolSettle) give(gen string, seats int) {
+	if _, ok := p.holds[gen]; !ok {
+		p.order = append(p.order, gen)
+	}
+	p.holds[gen] += seats
+}
+
+// joinPools returns the ids of pools sorted and comma-separated: the
+// activity counter's pools field.
+func joinPools(pools []registration.PoolSeatState) string {
+	ids := make([]string, len(pools))
+	for i, p := range pools {
+		ids[i] = p.PoolID
+	}
+	return joinIDs(ids)
+}
+
+// joinIDs returns ids sorted and comma-separated.
+func joinIDs(ids []string) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return strings.Join(slices.Compact(ids), ",")
+}
+
+// splitIDs splits a field written by joinIDs; nil for "".
+func splitIDs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // holdArgs returns (generation, seats) pairs of holds.
@@ -240,35 +450,31 @@ func boolFlag(b bool) int {
 
 // CachedSeats returns the activity's seat display from its counter when
 // the counter is warm (ok), which also shows that the activity exists; ok
-// is false when there is no counter or the display tier cannot answer. It
-// never queries the database.
+// is false when there is no counter (of the activity or of one of its
+// pools) or the display tier cannot answer. It never queries the database.
 func (c *Counter) CachedSeats(ctx context.Context, activityID string) (registration.Seats, bool) {
 	if c.usable() != nil {
 		return registration.Seats{}, false
 	}
-	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting").Result()
+	s, ok, err := c.read(ctx, activityID)
 	if err != nil {
 		_ = c.redisError("read", err)
 		return registration.Seats{}, false
 	}
 	c.recovered(ctx)
-	n, ok := parseInts(v)
-	if !ok {
-		return registration.Seats{}, false
-	}
-	return newSeats(activityID, n[2], n[0]+n[1], n[3], registration.SourceCache, c.now()), true
+	return s, ok
 }
 
-// Seats returns the activity's seat display: from the counter while it is
-// warm (no database query), else from the authority, rebuilding the counter
-// on the way.
+// Seats returns the activity's seat display: from the counter (and its
+// pools' counters) while it is warm (no database query), else from the
+// authority, rebuilding the missing counters on the way.
 func (c *Counter) Seats(ctx context.Context, activityID string) (registration.Seats, error) {
 	if c.usable() == nil {
-		v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting").Result()
+		s, ok, err := c.read(ctx, activityID)
 		if err == nil {
 			c.recovered(ctx)
-			if n, ok := parseInts(v); ok {
-				return newSeats(activityID, n[2], n[0]+n[1], n[3], registration.SourceCache, c.now()), nil
+			if ok {
+				return s, nil
 			}
 			return c.rebuild(ctx, activityID)
 		}
@@ -281,7 +487,69 @@ func (c *Counter) Seats(ctx context.Context, activityID string) (registration.Se
 	if err != nil {
 		return registration.Seats{}, err
 	}
-	return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, registration.SourceDatabase, c.now()), nil
+	return stateSeats(activityID, st, c.now()), nil
+}
+
+// read reads the activity's counter and, for a pooled activity, its pools'
+// counters in one pipeline (on a Redis Cluster, one per node); ok is false
+// when one of them is missing.
+func (c *Counter) read(ctx context.Context, activityID string) (registration.Seats, bool, error) {
+	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting", "pools").Result()
+	if err != nil {
+		return registration.Seats{}, false, err
+	}
+	n, ok := parseInts(v[:4])
+	pools, hasPools := v[4].(string)
+	if !ok || !hasPools {
+		return registration.Seats{}, false, nil
+	}
+	taken := n[0] + n[1]
+	remaining := n[2] - taken
+	if ids := splitIDs(pools); len(ids) > 0 {
+		pipe := c.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, len(ids))
+		for i, id := range ids {
+			cmds[i] = pipe.HMGet(ctx, PoolKey(id), "taken", "held", "capacity")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return registration.Seats{}, false, err
+		}
+		for _, cmd := range cmds {
+			p, ok := parseInts(cmd.Val())
+			if !ok {
+				return registration.Seats{}, false, nil
+			}
+			remaining = min(remaining, p[2]-p[0]-p[1])
+		}
+	}
+	return newSeats(activityID, n[2], taken, n[3], remaining, registration.SourceCache, c.now()), true, nil
+}
+
+// PoolSeats returns a pool's seat display, and where it was read
+// (registration.SourceCache or SourceDatabase): from its counter while it
+// is warm, Taken being taken + held (signups in flight count as taken),
+// else from the authority, rebuilding the counter on the way. A pool that
+// does not exist is a not_found error.
+func (c *Counter) PoolSeats(ctx context.Context, poolID string) (registration.PoolSeatState, string, error) {
+	if c.usable() == nil {
+		v, err := c.rdb.HMGet(ctx, PoolKey(poolID), "taken", "held", "capacity", "seq", "version", "activities").Result()
+		if err == nil {
+			c.recovered(ctx)
+			if n, ok := parseInts(v[:5]); ok {
+				return registration.PoolSeatState{PoolID: poolID, Capacity: n[2], Taken: n[0] + n[1], LastSeq: int64(n[3]),
+					UpdatedAt: time.UnixMicro(int64(n[4])).UTC(), Activities: append([]string{}, splitIDs(field(v, 5))...),
+				}, registration.SourceCache, nil
+			}
+			st, err := c.rebuildPool(ctx, poolID)
+			return st, registration.SourceDatabase, err
+		}
+		_ = c.redisError("read", err)
+		if ctx.Err() != nil {
+			return registration.PoolSeatState{}, "", capacityd.Unavailable(ctx.Err(), "the request ended before the seats were read")
+		}
+	}
+	st, err := c.authority.PoolSeatState(ctx, poolID)
+	return st, registration.SourceDatabase, err
 }
 
 // parseInts parses the fields of an HMGET, all integers; ok is false when
@@ -302,8 +570,9 @@ func parseInts(v []any) ([]int, bool) {
 	return out, true
 }
 
-// rebuild reads the activity at the authority and writes the counter if it
-// is still missing. One rebuild per activity runs at a time in this process.
+// rebuild reads the activity at the authority and writes its counter, and
+// its pools' counters, where they are still missing. One rebuild per
+// activity runs at a time in this process.
 func (c *Counter) rebuild(ctx context.Context, activityID string) (registration.Seats, error) {
 	v, err, _ := c.rebuilds.Do(activityID, func() (any, error) {
 		st, err := c.authority.SeatState(ctx, activityID)
@@ -311,18 +580,48 @@ func (c *Counter) rebuild(ctx context.Context, activityID string) (registration.
 			return nil, err
 		}
 		c.metrics.rebuilds.Inc()
-		err = buildScript.Run(ctx, c.rdb, []string{Key(activityID)}, st.Taken, st.Capacity, st.Waiting,
+		runs := []script{{s: buildScript, keys: []string{Key(activityID)}, args: []any{st.Taken, st.Capacity, st.Waiting,
 			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen(), st.UpdatedAt.UnixMicro(),
-			boolFlag(st.Policy == registration.PolicyFill)).Err()
-		if err != nil {
+			boolFlag(st.Policy == registration.PolicyFill), joinPools(st.Pools)}}}
+		for _, p := range st.Pools {
+			runs = append(runs, c.buildPool(p))
+		}
+		if _, err := runScripts(ctx, c.rdb, runs); err != nil {
 			_ = c.redisError("rebuild", err)
 		}
-		return newSeats(activityID, st.Capacity, st.Taken, st.Waiting, registration.SourceDatabase, c.now()), nil
+		return stateSeats(activityID, st, c.now()), nil
 	})
 	if err != nil {
 		return registration.Seats{}, err
 	}
 	return v.(registration.Seats), nil
+}
+
+// rebuildPool reads the pool at the authority and writes its counter if it
+// is still missing. One rebuild per pool runs at a time in this process.
+func (c *Counter) rebuildPool(ctx context.Context, poolID string) (registration.PoolSeatState, error) {
+	v, err, _ := c.rebuilds.Do(PoolKey(poolID), func() (any, error) {
+		st, err := c.authority.PoolSeatState(ctx, poolID)
+		if err != nil {
+			return nil, err
+		}
+		c.metrics.rebuilds.Inc()
+		if _, err := runScripts(ctx, c.rdb, []script{c.buildPool(st)}); err != nil {
+			_ = c.redisError("rebuild", err)
+		}
+		return st, nil
+	})
+	if err != nil {
+		return registration.PoolSeatState{}, err
+	}
+	return v.(registration.PoolSeatState), nil
+}
+
+// buildPool is the build of a pool's counter from its state at the
+// authority.
+func (c *Counter) buildPool(st registration.PoolSeatState) script {
+	return script{s: poolBuildScript, keys: []string{PoolKey(st.PoolID)}, args: []any{st.Taken, st.Capacity, st.LastSeq,
+		st.UpdatedAt.UnixMicro(), c.ttl.Milliseconds(), c.newGen(), joinIDs(st.Activities)}}
 }
 
 // Ping checks that the display tier answers.
@@ -358,7 +657,17 @@ func (c *Counter) recovered(ctx context.Context) {
 	for id := range c.active {
 		ids = append(ids, id)
 	}
+	pools := make([]string, 0, len(c.activePools))
+	for id := range c.activePools {
+		pools = append(pools, id)
+	}
 	c.activeMu.Unlock()
+	for _, id := range pools {
+		if err := c.rdb.Del(ctx, PoolKey(id)).Err(); err != nil {
+			c.stale.Store(true)
+			return
+		}
+	}
 	for _, id := range ids {
 		if err := c.rdb.Del(ctx, Key(id)).Err(); err != nil {
 			c.stale.Store(true)
@@ -367,7 +676,8 @@ func (c *Counter) recovered(ctx context.Context) {
 		// Streams missed the changes made while Redis was away.
 		c.announce(ctx, id)
 	}
-	c.log.Info("redis display tier back; counters of recently active activities invalidated", "count", len(ids))
+	c.log.Info("redis display tier back; counters of recently active activities and pools invalidated",
+		"count", len(ids), "pools", len(pools))
 }
 
 // redisError counts err, suspends the display tier for a moment, logs at
@@ -399,16 +709,22 @@ func (c *Counter) touch(activityID string) {
 	c.activeMu.Unlock()
 }
 
+func (c *Counter) touchPool(poolID string) {
+	c.activeMu.Lock()
+	c.activePools[poolID] = c.now()
+	c.activeMu.Unlock()
+}
+
 func (c *Counter) announce(ctx context.Context, activityID string) {
 	if c.announcer != nil {
 		c.announcer.Announce(ctx, activityID)
 	}
 }
 
-// recent returns the activities changed through this instance within
-// window, with the time of their last change, and forgets older ones (and
-// their drift).
-func (c *Counter) recent(window time.Duration) (active map[string]time.Time, forgotten []string) {
+// recent returns the activities and the pools changed through this
+// instance within window, with the time of their last change, and forgets
+// older ones (and their drift).
+func (c *Counter) recent(window time.Duration) (active, pools map[string]time.Time, forgotten []string) {
 	now := c.now()
 	c.activeMu.Lock()
 	defer c.activeMu.Unlock()
@@ -422,14 +738,26 @@ func (c *Counter) recent(window time.Duration) (active map[string]time.Time, for
 		}
 		active[id] = at
 	}
-	return active, forgotten
+	pools = make(map[string]time.Time, len(c.activePools))
+	for id, at := range c.activePools {
+		if now.Sub(at) > window {
+			delete(c.activePools, id)
+			forgotten = append(forgotten, id)
+			continue
+		}
+		pools[id] = at
+	}
+	return active, pools, forgotten
 }
 
 // reading is one read of a counter next to the authority.
 type reading struct {
 	display int // taken + held
 	gen     string
-	state   registration.SeatState
+	taken   int // at the authority
+	// correct resets the counter, if still of generation gen, to the
+	// authority's state read; it reports whether it did.
+	correct func(ctx context.Context) bool
 }
 
 // compare reads an activity's counter and then its state at the authority,
@@ -445,12 +773,13 @@ func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok
 	if !ok || gen == "" {
 		return r, false, nil
 	}
-	r.display, r.gen = n[0]+n[1], gen
-	r.state, err = c.authority.SeatState(ctx, activityID)
+	st, err := c.authority.SeatState(ctx, activityID)
 	if err != nil {
 		return r, false, err
 	}
-	c.metrics.drift.WithLabelValues(activityID).Set(float64(r.display - r.state.Taken))
+	r = reading{display: n[0] + n[1], gen: gen, taken: st.Taken,
+		correct: func(ctx context.Context) bool { return c.correct(ctx, activityID, gen, st) }}
+	c.metrics.drift.WithLabelValues(activityID).Set(float64(r.display - r.taken))
 	return r, true, nil
 }
 
@@ -465,5 +794,41 @@ func (c *Counter) correct(ctx context.Context, activityID, gen string, st regist
 	c.metrics.corrections.Inc()
 	c.log.Info("display counter corrected", "activity_id", activityID)
 	c.announce(ctx, activityID)
+	return true
+}
+
+// comparePool reads a pool's counter and then its state at the authority;
+// ok is false when there is no counter.
+func (c *Counter) comparePool(ctx context.Context, poolID string) (r reading, ok bool, err error) {
+	v, err := c.rdb.HMGet(ctx, PoolKey(poolID), "taken", "held", "gen").Result()
+	if err != nil {
+		return r, false, c.redisError("reconcile", err)
+	}
+	n, ok := parseInts(v[:2])
+	gen, _ := v[2].(string)
+	if !ok || gen == "" {
+		return r, false, nil
+	}
+	st, err := c.authority.PoolSeatState(ctx, poolID)
+	if err != nil {
+		return r, false, err
+	}
+	return reading{display: n[0] + n[1], gen: gen, taken: st.Taken,
+		correct: func(ctx context.Context) bool { return c.correctPool(ctx, gen, st) }}, true, nil
+}
+
+// correctPool resets a pool's counter of generation gen to the authority's
+// state, unless a newer commit reached it, and announces the change to
+// the streams of its activities. It reports whether it corrected.
+func (c *Counter) correctPool(ctx context.Context, gen string, st registration.PoolSeatState) bool {
+	n, err := poolCorrectScript.Run(ctx, c.rdb, []string{PoolKey(st.PoolID)}, gen, st.Taken, st.LastSeq).Int()
+	if err != nil || n != 1 {
+		return false
+	}
+	c.metrics.corrections.Inc()
+	c.log.Info("display counter corrected", "pool_id", st.PoolID)
+	for _, id := range st.Activities {
+		c.announce(ctx, id)
+	}
 	return true
 }

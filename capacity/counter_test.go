@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -22,14 +23,16 @@ type bundle struct {
 	counter *capacity.Counter
 	store   *store.Store
 	rdb     *redis.Client
+	db      *pgxpool.Pool
 }
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	st := store.New(testenv.DB(t))
+	db := testenv.DB(t)
+	st := store.New(db)
 	rdb := testenv.Redis(t)
 	c := capacity.New(capacity.Config{Redis: rdb, Authority: st, TTL: time.Minute})
-	return bundle{counter: c, store: st, rdb: rdb}
+	return bundle{counter: c, store: st, rdb: rdb, db: db}
 }
 
 var seq atomic.Int64

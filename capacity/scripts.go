@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,9 @@ import (
 //	version   the activity's updated_at (unix microseconds) that capacity,
 //	          waitlist and fill reflect
 //	gen       the counter's generation: a new one at every build
+//	pools     the activity's pools: their ids sorted and comma-separated,
+//	          "" for none (set with taken, or with capacity: by the newer
+//	          of the two)
 //
 // The display shows taken+held: signups in flight count as taken at once,
 // so the display errs towards fewer seats left. Every script below is one
@@ -44,19 +48,23 @@ end
 // counter's fields.
 //
 // KEYS[1] the counter, ARGV[1] the seats asked for. Returns {-1} when the
-// counter is missing (it never creates it), {-3} when the signup joins
-// the waiting list, {-2} when it is refused as full, else {1, gen} after
-// adding the seats to held.
+// counter is missing (it never creates it; a counter without its pools
+// field, written before pools existed, counts as missing), {-3} when the
+// signup joins the waiting list, {-2} when it is refused as full, else
+// {1, gen, pools, waitlist} after adding the seats to held: the activity's
+// pools (the caller holds the seats in each of them next, see
+// poolReserveScript) and its waiting-list setting ('1' or '0': what a pool
+// without room answers).
 var reserveScript = redis.NewScript(admitLua + `
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill')
-if not v[1] or not v[3] then return {-1} end
+local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools')
+if not v[1] or not v[3] or not v[8] then return {-1} end
 local seats = tonumber(ARGV[1])
 local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0'), tonumber(v[4] or '0'), v[5] == '1',
   v[7] == '1', seats)
 if a == 'waitlist' then return {-3} end
 if a == 'full' then return {-2} end
 redis.call('HINCRBY', KEYS[1], 'held', seats)
-return {1, v[6]}
+return {1, v[6], v[8], v[5] or '0'}
 `)
 
 // settleScript applies one commit of the activity's change transaction.
@@ -67,34 +75,40 @@ return {1, v[6]}
 // ARGV[6] the activity's updated_at after the commit (unix microseconds:
 // every change of capacity or waitlist moves it forward), ARGV[7] a TTL
 // in milliseconds, ARGV[8] a fresh generation for a counter built here
-// and ARGV[9] fill (0/1), then pairs of (generation, seats) of holds to
-// give back. A missing
+// ARGV[9] fill (0/1) and ARGV[10] the activity's pools (ids sorted and
+// comma-separated) after the commit, then pairs of (generation, seats) of
+// holds to give back. A missing
 // counter is built from the commit, which is the authority's state as of
 // its seq (so signups need no rebuild query). Commits applied out of order
 // (several instances) never step back: taken and waiting are set only
 // when the seq is newer than the counter's, capacity and waitlist only
-// when the updated_at is; holds are given back only to the generation they
-// were taken in. Returns 0 when nothing was done (a failed commit and no
+// when the updated_at is, the pools when either is (a commit later than
+// another has neither an older seq nor an older updated_at); holds are
+// given back only to the generation they were taken in. Returns 0 when nothing was done (a failed commit and no
 // counter), 2 when the counter was built, else 1.
 var settleScript = redis.NewScript(`
 local seq = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
   redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[4], 'waiting', ARGV[3],
-    'waitlist', ARGV[5], 'version', ARGV[6], 'seq', ARGV[1], 'gen', ARGV[8], 'fill', ARGV[9])
+    'waitlist', ARGV[5], 'version', ARGV[6], 'seq', ARGV[1], 'gen', ARGV[8], 'fill', ARGV[9], 'pools', ARGV[10])
   redis.call('PEXPIRE', KEYS[1], ARGV[7])
   return 2
 end
 if seq >= 0 then
+  local newer = false
   if seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
     redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[1])
+    newer = true
   end
   if tonumber(ARGV[6]) > tonumber(redis.call('HGET', KEYS[1], 'version') or '-1') then
     redis.call('HSET', KEYS[1], 'capacity', ARGV[4], 'waitlist', ARGV[5], 'version', ARGV[6], 'fill', ARGV[9])
+    newer = true
   end
+  if newer then redis.call('HSET', KEYS[1], 'pools', ARGV[10]) end
 end
 local gen = redis.call('HGET', KEYS[1], 'gen')
-for i = 10, #ARGV, 2 do
+for i = 11, #ARGV, 2 do
   if ARGV[i] == gen then
     local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
     if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end
@@ -108,13 +122,18 @@ return 1
 // KEYS[1] the counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3] waiting,
 // ARGV[4] waitlist (0/1), ARGV[5] seq, ARGV[6] TTL in milliseconds,
 // ARGV[7] a fresh generation, ARGV[8] the activity's updated_at (unix
-// microseconds), ARGV[9] fill (0/1). Returns 1 when written, 0 when a counter was
-// already there. The TTL is set here only: a hot counter is still rebuilt
-// from the authority every TTL.
+// microseconds), ARGV[9] fill (0/1), ARGV[10] the activity's pools.
+// Returns 1 when written, 0 when a counter was already there (which gets
+// the pools only if it had none: one written before pools existed). The
+// TTL is set here only: a hot counter is still rebuilt from the authority
+// every TTL.
 var buildScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSETNX', KEYS[1], 'pools', ARGV[10])
+  return 0
+end
 redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'waiting', ARGV[3],
-  'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7], 'version', ARGV[8], 'fill', ARGV[9])
+  'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7], 'version', ARGV[8], 'fill', ARGV[9], 'pools', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return 1
 `)
@@ -130,25 +149,153 @@ redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[4]
 return 1
 `)
 
-// runScripts runs script once per argument list in one pipeline, by hash;
-// if Redis lost its script cache, the pipeline is sent again with the
-// scripts' source.
-func runScripts(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, keys [][]string, args [][]any) error {
-	send := func(eval bool) error {
-		pipe := rdb.Pipeline()
-		for i := range keys {
-			if eval {
-				s.Eval(ctx, pipe, keys[i], args[i]...)
-			} else {
-				s.EvalSha(ctx, pipe, keys[i], args[i]...)
-			}
+// The display counter of a pool is one Redis hash (see PoolKey), in a slot
+// of its own, with the fields:
+//
+//	taken       the seats of the occupying registrations of all its
+//	            activities at the authority as of seq
+//	seq         the pool's last seq that taken reflects
+//	held        seats held in it for signups in flight, of any of its
+//	            activities
+//	capacity    the pool's capacity
+//	version     the pool's updated_at (unix microseconds) that capacity
+//	            reflects
+//	gen         the counter's generation: a new one at every build
+//	activities  the pool's activities as of seq, sorted and comma-separated
+//
+// A signup of a pooled activity holds its seats in the activity's counter
+// (reserveScript) and then in each pool's (poolReserveScript): one script
+// per slot, since one script cannot touch keys of several slots.
+
+// poolLua is the pool's part of the admission rule (registration.Admit's
+// Counts.Shared): a signup for seats fits a pool when that many are left
+// in it, taken + held counted as taken. The activity's part (admitLua)
+// is decided first; TestTheGateAdmitsAsTheRule requires both together to
+// answer as registration.Admit.
+const poolLua = `
+local function fits(capacity, taken, seats)
+  return capacity - taken >= seats
+end
+`
+
+// poolReserveScript holds seats in a pool's counter.
+//
+// KEYS[1] the pool's counter, ARGV[1] the seats. Returns {-1} when the
+// counter is missing (it never creates it), {-2} when the seats do not
+// fit, else {1, gen} after adding them to held.
+var poolReserveScript = redis.NewScript(poolLua + `
+local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'gen')
+if not v[1] or not v[3] then return {-1} end
+local seats = tonumber(ARGV[1])
+if not fits(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0'), seats) then return {-2} end
+redis.call('HINCRBY', KEYS[1], 'held', seats)
+return {1, v[4]}
+`)
+
+// poolSettleScript applies a pool's state after a commit, and gives back
+// the holds of the commit's signups.
+//
+// KEYS[1] the pool's counter. ARGV[1] the pool's last seq after the commit
+// (-1: no state, only holds to give back), ARGV[2] its taken, ARGV[3] its
+// capacity, ARGV[4] its updated_at (unix microseconds), ARGV[5] a TTL in
+// milliseconds, ARGV[6] a fresh generation for a counter built here,
+// ARGV[7] its activities, then pairs of (generation, seats) of holds to
+// give back. As settleScript: a missing counter is built from the state,
+// taken (and activities) are set only when the seq is newer, capacity only
+// when the updated_at is, and holds are given back only to their
+// generation. Returns 0 when nothing was done, 2 when the counter was
+// built, else 1.
+var poolSettleScript = redis.NewScript(`
+local seq = tonumber(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if seq < 0 then return 0 end
+  redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[3], 'version', ARGV[4], 'seq', ARGV[1],
+    'gen', ARGV[6], 'activities', ARGV[7])
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  return 2
+end
+if seq >= 0 then
+  if seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
+    redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'seq', ARGV[1], 'activities', ARGV[7])
+  end
+  if tonumber(ARGV[4]) > tonumber(redis.call('HGET', KEYS[1], 'version') or '-1') then
+    redis.call('HSET', KEYS[1], 'capacity', ARGV[3], 'version', ARGV[4])
+  end
+end
+local gen = redis.call('HGET', KEYS[1], 'gen')
+for i = 8, #ARGV, 2 do
+  if ARGV[i] == gen then
+    local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
+    if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end
+  end
+end
+return 1
+`)
+
+// poolBuildScript writes a pool's counter from the authority, only if none
+// exists.
+//
+// KEYS[1] the pool's counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3]
+// seq, ARGV[4] updated_at (unix microseconds), ARGV[5] TTL in
+// milliseconds, ARGV[6] a fresh generation, ARGV[7] activities. Returns 1
+// when written, 0 when a counter was already there.
+var poolBuildScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'seq', ARGV[3], 'version', ARGV[4],
+  'gen', ARGV[6], 'activities', ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+`)
+
+// poolCorrectScript resets a pool's counter of a given generation to the
+// authority, dropping its holds, unless a newer commit reached it.
+//
+// KEYS[1] the pool's counter; ARGV[1] the generation, ARGV[2] taken,
+// ARGV[3] seq. Returns 1 when corrected, 0 otherwise.
+var poolCorrectScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') > tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'seq', ARGV[3], 'held', 0)
+return 1
+`)
+
+// script is one run of a script: the script, its keys and its arguments.
+type script struct {
+	s    *redis.Script
+	keys []string
+	args []any
+}
+
+// runScripts runs the scripts in one pipeline, by hash, and returns their
+// commands (each with its own result or error) and the first error. A
+// script that Redis did not know (it lost its script cache: that node of
+// a cluster only, perhaps) is sent again with its source, alone of the
+// pipeline's, so that no script runs twice. On a Redis Cluster the
+// pipeline is split by node: scripts on keys of different slots are fine.
+func runScripts(ctx context.Context, rdb redis.UniversalClient, runs []script) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(runs))
+	pipe := rdb.Pipeline()
+	for i, r := range runs {
+		cmds[i] = r.s.EvalSha(ctx, pipe, r.keys, r.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	var again []int
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			again = append(again, i)
 		}
-		_, err := pipe.Exec(ctx)
-		return err
 	}
-	err := send(false)
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		err = send(true)
+	if len(again) > 0 {
+		pipe := rdb.Pipeline()
+		for _, i := range again {
+			cmds[i] = runs[i].s.Eval(ctx, pipe, runs[i].keys, runs[i].args...)
+		}
+		_, _ = pipe.Exec(ctx)
 	}
-	return err
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return cmds, err
+		}
+	}
+	return cmds, nil
 }

@@ -144,18 +144,45 @@ func (s *Store) ListActivities(ctx context.Context, cursor string, limit int) ([
 
 // SeatState returns an activity's seats as of its last event, read in one
 // snapshot: capacity, waiting-list setting and updated_at, the authority's
-// counts and the last seq.
+// counts and the last seq, and the seat states of its pools (one statement:
+// the activity's part is repeated on a row per pool).
 func (s *Store) SeatState(ctx context.Context, activityID string) (registration.SeatState, error) {
 	aid, err := s.activityID(ctx, activityID)
 	if err != nil {
 		return registration.SeatState{}, err
 	}
+	rows, err := s.db.Query(ctx, `
+		WITH s AS (
+			SELECT a.capacity, a.waitlist, a.waitlist_policy, a.updated_at, (`+CountOccupyingSQL+`) AS taken,
+				(`+countWaitingSQL+`) AS waiting, coalesce((SELECT last_seq FROM activity_state WHERE activity_id = a.id), 0) AS last_seq
+			FROM activity a WHERE a.id = $1)
+		SELECT s.capacity, s.waitlist, s.waitlist_policy, s.updated_at, s.taken, s.waiting, s.last_seq, `+poolStateColumns+`
+		FROM s LEFT JOIN activity_pool m ON m.activity_id = $1 LEFT JOIN pool p ON p.id = m.pool_id
+		ORDER BY p.public_id`, aid)
+	if err != nil {
+		return registration.SeatState{}, interpret(err)
+	}
+	defer rows.Close()
 	var st registration.SeatState
-	var taken, waiting int64
-	err = s.db.QueryRow(ctx, `
-		SELECT a.capacity, a.waitlist, a.waitlist_policy, a.updated_at, (`+CountOccupyingSQL+`), (`+countWaitingSQL+`),
-			coalesce((SELECT last_seq FROM activity_state WHERE activity_id = a.id), 0)
-		FROM activity a WHERE a.id = $1`, aid).Scan(&st.Capacity, &st.Waitlist, &st.Policy, &st.UpdatedAt, &taken, &waiting, &st.LastSeq)
-	st.Taken, st.Waiting, st.UpdatedAt = int(taken), int(waiting), st.UpdatedAt.UTC()
-	return st, interpret(err)
+	found := false
+	for rows.Next() {
+		var taken, waiting int64
+		var ps nullablePoolState
+		if err := rows.Scan(append([]any{&st.Capacity, &st.Waitlist, &st.Policy, &st.UpdatedAt, &taken, &waiting, &st.LastSeq},
+			ps.targets()...)...); err != nil {
+			return registration.SeatState{}, interpret(err)
+		}
+		found = true
+		st.Taken, st.Waiting, st.UpdatedAt = int(taken), int(waiting), st.UpdatedAt.UTC()
+		if p, ok := ps.state(); ok {
+			st.Pools = append(st.Pools, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return registration.SeatState{}, interpret(err)
+	}
+	if !found {
+		return registration.SeatState{}, registration.ActivityNotFound(activityID)
+	}
+	return st, nil
 }

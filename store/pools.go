@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -72,4 +73,52 @@ func (s *Store) ListPools(ctx context.Context, cursor string, limit int) ([]regi
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Pool, error) { return scanPool(row) })
 	return out, interpret(err)
+}
+
+// poolStateColumns are a pool's seat state, of the pool p (all NULL, taken
+// 0 and activities empty when p is the NULL side of an outer join): scan
+// them with nullablePoolState.
+var poolStateColumns = `p.public_id, p.capacity, p.last_seq, p.updated_at,
+	coalesce((SELECT array_agg(a.public_id ORDER BY a.public_id) FROM activity_pool m JOIN activity a ON a.id = m.activity_id
+		WHERE m.pool_id = p.id), '{}'), ` + poolTakenSQL("p.id")
+
+// nullablePoolState scans poolStateColumns.
+type nullablePoolState struct {
+	id         *string
+	capacity   *int
+	lastSeq    *int64
+	updatedAt  *time.Time
+	activities []string
+	taken      int64
+}
+
+func (n *nullablePoolState) targets() []any {
+	return []any{&n.id, &n.capacity, &n.lastSeq, &n.updatedAt, &n.activities, &n.taken}
+}
+
+// state returns the scanned state; ok is false for the NULL side of an
+// outer join.
+func (n *nullablePoolState) state() (registration.PoolSeatState, bool) {
+	if n.id == nil || n.capacity == nil || n.lastSeq == nil || n.updatedAt == nil {
+		return registration.PoolSeatState{}, false
+	}
+	return registration.PoolSeatState{PoolID: *n.id, Capacity: *n.capacity, Taken: int(n.taken), LastSeq: *n.lastSeq,
+		UpdatedAt: n.updatedAt.UTC(), Activities: n.activities}, true
+}
+
+// PoolSeatState returns a pool's seat state, read in one snapshot: its
+// capacity and updated_at, its taken (the seats of the occupying
+// registrations of its activities), its last seq and its activities; or a
+// not_found error.
+func (s *Store) PoolSeatState(ctx context.Context, poolID string) (registration.PoolSeatState, error) {
+	var n nullablePoolState
+	err := s.db.QueryRow(ctx, `SELECT `+poolStateColumns+` FROM pool p WHERE p.public_id = $1`, poolID).Scan(n.targets()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return registration.PoolSeatState{}, registration.PoolNotFound(poolID)
+	}
+	if err != nil {
+		return registration.PoolSeatState{}, interpret(err)
+	}
+	st, _ := n.state()
+	return st, nil
 }

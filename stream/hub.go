@@ -261,7 +261,8 @@ func (h *Hub) broadcast(t *topic, seats registration.Seats) bool {
 }
 
 func sameNumbers(a, b registration.Seats) bool {
-	return a.Capacity == b.Capacity && a.Taken == b.Taken && a.Waiting == b.Waiting && a.Source == b.Source
+	return a.Capacity == b.Capacity && a.Taken == b.Taken && a.Remaining == b.Remaining && a.Waiting == b.Waiting &&
+		a.Source == b.Source
 }
 
 // encode returns seats as one server-sent event with a fresh id.

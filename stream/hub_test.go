@@ -24,6 +24,9 @@ import (
 type fakeSeats struct {
 	taken atomic.Int64
 	reads atomic.Int64
+	// shared, when set (above 0), is the seats left in the activity's
+	// pools: it bounds Remaining as a pool does.
+	shared atomic.Int64
 }
 
 func (f *fakeSeats) read(_ context.Context, id string) (registration.Seats, error) {
@@ -32,7 +35,11 @@ func (f *fakeSeats) read(_ context.Context, id string) (registration.Seats, erro
 		return registration.Seats{}, capacityd.Errorf(capacityd.ENotFound, "activity %s not found", id)
 	}
 	t := int(f.taken.Load())
-	return registration.Seats{ActivityID: id, Capacity: 1000, Taken: t, Remaining: 1000 - t, Source: "cache"}, nil
+	remaining := 1000 - t
+	if shared := int(f.shared.Load()); shared > 0 {
+		remaining = min(remaining, shared)
+	}
+	return registration.Seats{ActivityID: id, Capacity: 1000, Taken: t, Remaining: remaining, Source: "cache"}, nil
 }
 
 type hubBundle struct {
@@ -306,4 +313,23 @@ func TestHubCloseEndsEveryStream(t *testing.T) {
 	_, err := b.hub.Subscribe(context.Background(), activity(t))
 	require.True(t, capacityd.IsCode(err, capacityd.EUnavailable), "%v", err)
 	require.Equal(t, 0, b.hub.Streams())
+}
+
+// TestHubSendsAChangeOfTheSeatsLeftInAPool: a change in a pool moves an
+// activity's remaining alone (its own capacity, taken and waiting stay):
+// the stream sends it.
+func TestHubSendsAChangeOfTheSeatsLeftInAPool(t *testing.T) {
+	t.Parallel()
+	b := setupHub(t, nil, time.Hour, stream.HubConfig{Interval: 5 * time.Millisecond})
+	id := activity(t)
+	s, err := b.hub.Subscribe(context.Background(), id)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	require.Equal(t, 1000, eventSeats(t, s.Initial()).Remaining)
+
+	b.seats.shared.Store(3)
+	b.notifier.Committed(context.Background(), []registration.Commit{{ActivityID: "another activity of the pool",
+		Events: []registration.Event{{Seq: 1}}, Pools: []registration.PoolSeatState{{PoolID: "p_x", Activities: []string{id}}}}})
+	ev := eventSeats(t, next(t, s, time.Second))
+	require.Equal(t, [2]int{0, 3}, [2]int{ev.Taken, ev.Remaining}, "the pool's seats left, the activity's own taken unchanged")
 }

@@ -148,15 +148,31 @@ func (n *Notifier) Announce(ctx context.Context, activityID string) {
 	n.publish(ctx, activityID)
 }
 
-// Committed announces the activities a change transaction changed. It
-// implements registration.Observer; run it after the observers that
-// update what watchers read (the display counter).
+// Committed announces the activities a change transaction changed: each
+// activity that changed, and every activity of the pools of its commit
+// (the seats left in a pool bound what each of its activities shows), each
+// once. A commit of a pool's own change (no activity) announces its pools'
+// activities. It implements registration.Observer; run it after the
+// observers that update what watchers read (the display counter).
 func (n *Notifier) Committed(ctx context.Context, commits []registration.Commit) {
 	var ids []string
+	seen := make(map[string]bool)
+	add := func(id string) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			n.poke(id)
+			ids = append(ids, id)
+		}
+	}
 	for _, c := range commits {
-		if !c.Failed && (len(c.Events) > 0 || c.ActivityChanged) {
-			n.poke(c.ActivityID)
-			ids = append(ids, c.ActivityID)
+		if c.Failed || (c.ActivityID != "" && len(c.Events) == 0 && !c.ActivityChanged) {
+			continue
+		}
+		add(c.ActivityID)
+		for _, p := range c.Pools {
+			for _, id := range p.Activities {
+				add(id)
+			}
 		}
 	}
 	n.publish(ctx, ids...)

@@ -81,3 +81,43 @@ func TestWatchersArePokedOnATimerWhileAnnouncementsMayBeMissed(t *testing.T) {
 	require.True(t, signalled(ch, time.Second))
 	require.True(t, signalled(ch, time.Second))
 }
+
+// TestCommittedAnnouncesEveryActivityOfThePools: a commit in one activity
+// of a pool announces every activity of the pool, on this instance and on
+// the others, each once; a pool's own change (no activity) announces its
+// activities; a failed one nothing.
+func TestCommittedAnnouncesEveryActivityOfThePools(t *testing.T) {
+	t.Parallel()
+	a := startNotifier(t, testenv.Redis(t), time.Hour)
+	b := startNotifier(t, testenv.Redis(t), time.Hour)
+	base := activity(t)
+	ids := []string{base + "-1", base + "-2", base + "-3", base + "-4"}
+	watch := func(n *stream.Notifier, id string) <-chan struct{} {
+		ch, stop := n.Watch(id)
+		t.Cleanup(stop)
+		return ch
+	}
+	here, there := make([]<-chan struct{}, len(ids)), make([]<-chan struct{}, len(ids))
+	for i, id := range ids {
+		here[i], there[i] = watch(a, id), watch(b, id)
+	}
+	hall := registration.PoolSeatState{PoolID: "p_hall", Activities: ids[:3]}
+	lab := registration.PoolSeatState{PoolID: "p_lab", Activities: ids[:2]}
+	a.Committed(context.Background(), []registration.Commit{
+		{ActivityID: ids[0], Events: []registration.Event{{Seq: 1}}, Pools: []registration.PoolSeatState{hall, lab}},
+	})
+	for i := range 3 {
+		require.True(t, signalled(here[i], 100*time.Millisecond), "activity %d of the pool, here", i)
+		require.True(t, signalled(there[i], time.Second), "activity %d of the pool, on the other instance", i)
+	}
+	require.False(t, signalled(here[3], 100*time.Millisecond), "not of the pool")
+	require.False(t, signalled(there[3], 100*time.Millisecond), "not of the pool")
+
+	a.Committed(context.Background(), []registration.Commit{{Pools: []registration.PoolSeatState{lab}}})
+	require.True(t, signalled(there[1], time.Second), "a pool's own change announces its activities")
+	require.False(t, signalled(there[2], 100*time.Millisecond), "only the pool's")
+
+	a.Committed(context.Background(), []registration.Commit{{ActivityID: ids[3], Failed: true,
+		Pools: []registration.PoolSeatState{{PoolID: "p_x", Activities: ids[3:]}}}})
+	require.False(t, signalled(there[3], 200*time.Millisecond), "a failed transaction announces nothing")
+}
