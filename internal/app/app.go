@@ -214,7 +214,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		pingRedis = counter.Ping
 	}
 	srv := httpapi.New(httpapi.Config{
-		Registrations: regs, Seats: counter.Seats, CachedSeats: counter.CachedSeats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
+		Registrations: regs, Seats: counter.Seats, CachedSeats: counter.CachedSeats, PoolSeats: counter.PoolSeats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
 		Registry: reg, MetricsElsewhere: opts.MetricsElsewhere, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
 		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, WaterWindow: opts.WaterWindow,
