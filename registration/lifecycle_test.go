@@ -106,7 +106,7 @@ func TestLoweringCapacityBelowTakenEvictsNobody(t *testing.T) {
 	a, err := admin.UpdateActivity(ctx, id, client.ActivityPatch{Capacity: new(2)})
 	require.NoError(t, err)
 	require.Equal(t, client.Activity{ID: id, Title: "shrink", Capacity: 2, HoldSeconds: 900,
-		MaxSeatsPerRegistration: 1, WaitlistPolicy: "strict", Taken: 4, Remaining: 0,
+		MaxSeatsPerRegistration: 1, WaitlistPolicy: "strict", Pools: []string{}, Taken: 4, Remaining: 0,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}, a)
 
 	_, err = inst.Signup(t, id, "late")
