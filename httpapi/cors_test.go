@@ -3,10 +3,12 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
@@ -142,4 +144,83 @@ func TestDemoPageAndSignups(t *testing.T) {
 	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]any{"activity_id": party.ID, "seats": 2})
 	require.Equal(t, http.StatusConflict, r.Status)
 	require.Equal(t, "activity_full", r.ErrorCode())
+
+	// A pool: a line saying that its two activities share its seats, and
+	// a seat widget and a signup button for each; a demo signup to one
+	// lowers the other's remaining, as its seats read shows.
+	hall := createPool(t, on, "Main hall", 3)
+	var pooled []string
+	for _, title := range []string{"Symposium", "Symposium + dinner"} {
+		a, err := on.API(t, "admin", true).CreateActivity(t.Context(), client.NewActivity{Title: title, Capacity: 3, Pools: []string{hall.ID}})
+		require.NoError(t, err)
+		pooled = append(pooled, a.ID)
+	}
+	r = on.MustDo(t, http.MethodGet, "/demo?pool="+hall.ID+"&note=demo-note", "", nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	page := string(r.Body)
+	require.Contains(t, page, `data-demo-pool="`+hall.ID+`"`)
+	require.Contains(t, page, "Main hall")
+	for _, id := range pooled {
+		require.Contains(t, page, `data-seats-activity="`+id+`"`)
+		require.Contains(t, page, `data-demo-signup="`+id+`"`)
+		require.Contains(t, page, `<strong data-demo-title="`+id+`">`, "the pool's line names it")
+	}
+	require.Contains(t, page, " share the 3 seats of Main hall: a signup to one leaves a seat fewer for the other.")
+	require.NotContains(t, page, `data-seats-activity="`+party.ID+`"`, "with a pool, not the newest activity")
+	require.Contains(t, page, `data-note="demo-note"`)
+	remaining := func(id string) int {
+		s, err := on.Public().Seats(t.Context(), id)
+		require.NoError(t, err)
+		return s.Remaining
+	}
+	require.Equal(t, 3, remaining(pooled[1]))
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": pooled[0]})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	require.Eventually(t, func() bool { return remaining(pooled[1]) == 2 }, 5*time.Second, 10*time.Millisecond,
+		"a signup to the symposium leaves the dinner a seat fewer")
+	require.Equal(t, 2, remaining(pooled[0]))
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]any{"activity_id": pooled[1], "seats": 2})
+	require.Equal(t, http.StatusBadRequest, r.Status, "one seat per signup by default")
+	for range 2 {
+		r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": pooled[1]})
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	}
+	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": pooled[0]})
+	require.Equal(t, http.StatusConflict, r.Status, "the hall is full, though the symposium has two seats of its own")
+	require.Equal(t, "activity_full", r.ErrorCode())
+	require.Eventually(t, func() bool { return remaining(pooled[0]) == 0 }, 5*time.Second, 10*time.Millisecond)
+
+	// A pool that does not exist is named; one of the wrong form is left
+	// out; neither brings the newest activity.
+	missing := "p_01JD0000000000000000000000"
+	r = on.MustDo(t, http.MethodGet, "/demo?pool="+missing, "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, string(r.Body), "Pool <code>"+missing+"</code> not found.")
+	require.NotContains(t, string(r.Body), `<div class="seats"`)
+	require.NotContains(t, string(r.Body), "No activity given")
+	r = on.MustDo(t, http.MethodGet, "/demo?pool=%3Cb%3E", "", nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	require.NotContains(t, string(r.Body), "<b>")
+	require.NotContains(t, string(r.Body), "not found")
+}
+
+// TestDemoPagePoolReadsAreRateLimited checks that the demo page's pool,
+// read from PostgreSQL, counts against the client's public-read limit like
+// a public pool read, and that the page without a pool does not.
+func TestDemoPagePoolReadsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{App: app.Options{
+		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2},
+	}})
+	pool := createPool(t, inst, "limited", 10).ID
+	for range 2 {
+		r := inst.MustDo(t, http.MethodGet, "/demo?pool="+pool, "", nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		require.Contains(t, string(r.Body), `data-demo-pool="`+pool+`"`)
+	}
+	r := inst.MustDo(t, http.MethodGet, "/demo?pool="+pool, "", nil)
+	requireErrorShape(t, r, http.StatusTooManyRequests, "rate_limited")
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+	r = inst.MustDo(t, http.MethodGet, "/demo?note=n1", "", nil)
+	require.Equal(t, http.StatusOK, r.Status, "the page without a pool reads no pool")
 }

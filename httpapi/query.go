@@ -25,7 +25,7 @@ var queryParams = map[string][]string{
 	"GET /v1/activities/{}/registrations.csv": {"status"},
 	"GET /v1/activities/{}/events":            {"after", "limit", "wait"},
 	"GET /v1/webhooks/{}/deliveries":          {"limit"},
-	"GET /demo":                               {"activity", "waitlist", "note"},
+	"GET /demo":                               {"activity", "waitlist", "pool", "note"},
 }
 
 // pathParam matches a path parameter as echo (":id") or OpenAPI ("{id}")

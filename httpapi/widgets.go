@@ -65,9 +65,10 @@ func (s *Server) widgetAsset(c echo.Context) error {
 const DemoNoteID = "demo-note"
 
 // demoPage serves the demo page for ?activity=, ?waitlist= (an activity
-// with a waiting list) and ?note=. Ids of the wrong form are left out of
-// the page. Without ?activity and ?waitlist it shows the newest activity,
-// if any; without ?note, the note demo-note. The embed snippets name the
+// with a waiting list), ?pool= (a pool, with the seat widgets of its
+// activities) and ?note=. Ids of the wrong form are left out of the page.
+// Without ?activity, ?waitlist and ?pool it shows the newest activity, if
+// any; without ?note, the note demo-note. The embed snippets name the
 // service by baseURL.
 func (s *Server) demoPage(c echo.Context) error {
 	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups, NoteID: DemoNoteID}
@@ -78,7 +79,12 @@ func (s *Server) demoPage(c echo.Context) error {
 	if id := q.Get("waitlist"); idPattern.MatchString(id) && id[0] == 'a' {
 		data.WaitlistID = id
 	}
-	if !q.Has("activity") && !q.Has("waitlist") {
+	if id := q.Get("pool"); idPattern.MatchString(id) && id[0] == 'p' {
+		if err := s.demoPool(c, id, &data); err != nil {
+			return err
+		}
+	}
+	if !q.Has("activity") && !q.Has("waitlist") && !q.Has("pool") {
 		// Unreachable PostgreSQL only leaves the activity out.
 		if p, err := s.regs.ListActivities(c.Request().Context(), "", 1); err == nil && len(p.Items) > 0 {
 			data.ActivityID = p.Items[0].ID
@@ -101,6 +107,24 @@ func (s *Server) demoPage(c echo.Context) error {
 	h.Set(echo.HeaderReferrerPolicy, "no-referrer")
 	h.Set(echo.HeaderCacheControl, "no-store")
 	return c.HTMLBlob(http.StatusOK, buf.Bytes())
+}
+
+// demoPool puts the pool id into data: its settings, read from PostgreSQL
+// within the client's public-read limit (as a public pool read is), or
+// MissingPool when it does not exist. An unreachable PostgreSQL only
+// leaves it out.
+func (s *Server) demoPool(c echo.Context, id string, data *widget.DemoData) error {
+	if err := s.allowPublicRead(c); err != nil {
+		return err
+	}
+	p, err := s.regs.GetPool(c.Request().Context(), id)
+	switch {
+	case err == nil:
+		data.Pool = widget.NewDemoPool(p.ID, p.Title, p.Capacity, p.Activities, s.cfg.DemoSignups)
+	case capacityd.ErrorCode(err) == capacityd.ENotFound:
+		data.MissingPool = id
+	}
+	return nil
 }
 
 // baseURL is the service's URL as the client reached it: the request's

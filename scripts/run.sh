@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs capacityd for local use (make run): migrates, serves on
-# 127.0.0.1:8080 (LISTEN_ADDR overrides it), makes sure a demo activity
-# exists, prints the demo URL, tokens and curl examples, then serves until
+# 127.0.0.1:8080 (LISTEN_ADDR overrides it), makes sure the demo
+# activities (one, one with a waiting list, two sharing a pool) exist,
+# prints the demo URL, tokens and curl examples, then serves until
 # interrupted. Expects the variables of .data/env.
 #
 # Tokens are signed with CAPACITY_JWT_SECRET, or else with a random secret
 # kept in .data/dev-secret (never the public --dev one); webhook secrets are
 # sealed with WEBHOOK_SECRET_KEY, or else with a random key kept in
-# .data/webhook-key. The demo
-# activity's id is kept in .data/demo-activity and reused while the
+# .data/webhook-key. The demo activity's id is kept in .data/demo-activity
+# (and the other demo objects' in .data/demo-*) and reused while the
 # database still has it. It stops with the reason, and prints no banner,
 # when the port is taken or capacityd exits.
 #
@@ -82,29 +83,46 @@ if [ -z "$healthy" ] || ! kill -0 "$PID" 2>/dev/null; then
   fail "capacityd did not become healthy on $BASE within 30s"
 fi
 
-# demo_activity NAME BODY prints the id of the demo activity kept in
-# .data/NAME, creating it from BODY when the database no longer has it.
-demo_activity() {
-  local id
+# demo_object NAME KIND BODY [HAS] prints the id of the demo object of
+# /v1/KIND (activities, pools) kept in .data/NAME, creating it from BODY
+# when the database no longer has it, or when its admin read (the
+# authoritative one) lacks the text HAS (a pooled activity of a pool made
+# anew).
+demo_object() {
+  local id body
   id=$(cat "$STATE/$1" 2>/dev/null || true)
-  if [ -z "$id" ] || ! curl -fs --max-time 5 "$BASE/v1/activities/$id" >/dev/null; then
-    id=$(curl -fs --max-time 5 -X POST "$BASE/v1/activities" -H "Authorization: Bearer $ADMIN" -d "$2" |
+  body=""
+  [ -z "$id" ] || body=$(curl -fs --max-time 5 "$BASE/v1/$2/$id" -H "Authorization: Bearer $ADMIN") || body=""
+  if [ -z "$body" ] || [[ "$body" != *"${4:-}"* ]]; then
+    id=$(curl -fs --max-time 5 -X POST "$BASE/v1/$2" -H "Authorization: Bearer $ADMIN" -d "$3" |
       sed -E 's/.*"id":"([^"]+)".*/\1/') || return 1
+    [[ "$id" =~ ^[ap]_[0-9A-Z]{26}$ ]] || return 1
     echo "$id" >"$STATE/$1"
   fi
   echo "$id"
 }
+demo_activity() { demo_object "$1" activities "$2" "${3:-}"; }
 DEMO=$(demo_activity demo-activity '{"title":"Cardiology grand rounds (demo)","capacity":20}') ||
   { kill -TERM "$PID"; fail "could not create the demo activity"; }
 WAITLIST=$(demo_activity demo-party-waitlist-activity \
   '{"title":"Journal club (demo, with a waiting list)","capacity":6,"waitlist":true,"max_seats_per_registration":4}') ||
   { kill -TERM "$PID"; fail "could not create the demo activity with a waiting list"; }
+# Two activities sharing the seats of one pool: a signup to either lowers
+# both counters.
+POOL=$(demo_object demo-pool pools '{"title":"Main hall","capacity":30}') ||
+  { kill -TERM "$PID"; fail "could not create the demo pool"; }
+SYMPOSIUM=$(demo_activity demo-pool-symposium \
+  '{"title":"Symposium (demo)","capacity":30,"pools":["'"$POOL"'"]}' "\"$POOL\"") ||
+  { kill -TERM "$PID"; fail "could not create the demo symposium"; }
+DINNER=$(demo_activity demo-pool-symposium-dinner \
+  '{"title":"Symposium + dinner (demo)","capacity":30,"pools":["'"$POOL"'"]}' "\"$POOL\"") ||
+  { kill -TERM "$PID"; fail "could not create the demo symposium with dinner"; }
 
 cat <<MSG
 
 capacityd is running on $BASE (Ctrl-C stops it)
 
-  demo page:     $BASE/demo?activity=$DEMO&waitlist=$WAITLIST&note=demo-note
+  demo page:     $BASE/demo?activity=$DEMO&waitlist=$WAITLIST&pool=$POOL&note=demo-note
   metrics:       $METRICS_URL
 
   admin token:   export ADMIN=$ADMIN
@@ -115,6 +133,9 @@ capacityd is running on $BASE (Ctrl-C stops it)
   curl -s $BASE/v1/activities/$DEMO/seats
   curl -s -X POST $BASE/v1/activities/$DEMO/registrations -H "Authorization: Bearer \$USER_TOKEN" -d '{}'
   curl -s -X POST $BASE/v1/activities/$WAITLIST/registrations -H "Authorization: Bearer \$USER_TOKEN" -d '{"seats":3}'
+  curl -s -X POST $BASE/v1/activities/$SYMPOSIUM/registrations -H "Authorization: Bearer \$USER_TOKEN" -d '{}'
+  curl -s $BASE/v1/activities/$DINNER/seats
+  curl -s $BASE/v1/pools/$POOL
   curl -s -X POST $BASE/v1/activities -H "Authorization: Bearer \$ADMIN" -d '{"title":"Journal club","capacity":120}'
   curl -s -X POST $BASE/v1/notes/demo-note/views
   curl -N $BASE/v1/activities/$DEMO/seats/stream

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
@@ -64,14 +66,15 @@ func TestMakeRunReportsCapacitydExiting(t *testing.T) {
 }
 
 // TestMakeRunReusesTheDemoActivity runs make run twice on one database:
-// it serves on loopback with a secret of its own, and the second run shows
-// the demo activity of the first.
+// it serves on loopback with a secret of its own, the demo page shows a
+// pool shared by two activities, and the second run shows the demo
+// activity and the pool of the first.
 func TestMakeRunReusesTheDemoActivity(t *testing.T) {
 	t.Parallel()
 	state, db := t.TempDir(), testenv.NewDatabase(t)
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	demo := regexp.MustCompile(`/demo\?activity=(a_[0-9A-Za-z]+)&`)
-	var ids []string
+	demo := regexp.MustCompile(`/demo\?activity=(a_[0-9A-Za-z]+)&waitlist=a_[0-9A-Za-z]+&pool=(p_[0-9A-Za-z]+)&note=demo-note`)
+	var ids, pools []string
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		cmd := runScript(ctx, t, state, db, "LISTEN_ADDR="+addr)
@@ -91,7 +94,21 @@ func TestMakeRunReusesTheDemoActivity(t *testing.T) {
 		m := demo.FindStringSubmatch(banner.String())
 		require.NotNil(t, m, "banner:\n%s\nlogs:\n%s", banner.String(), logs.String())
 		ids = append(ids, m[1])
+		pools = append(pools, m[2])
 		require.Contains(t, banner.String(), "running on http://"+addr)
+		var pool client.Pool
+		r, err := apptest.Do(http.MethodGet, "http://"+addr+"/v1/pools/"+m[2], "", nil)
+		require.NoError(t, err)
+		r.JSON(t, &pool)
+		require.Equal(t, "Main hall", pool.Title)
+		require.Len(t, pool.Activities, 2, "two activities share the demo pool")
+		r, err = apptest.Do(http.MethodGet, "http://"+addr+m[0], "", nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, r.Status)
+		for _, id := range pool.Activities {
+			require.Contains(t, string(r.Body), `<div class="seats" data-seats-activity="`+id+`">`)
+		}
+		require.Contains(t, string(r.Body), " share the 30 seats of Main hall: ")
 		require.Contains(t, logs.String(), `"addr":"`+addr+`"`, "bound to loopback")
 		require.NotContains(t, logs.String(), "--dev", "not the public development secret")
 		require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM))
@@ -99,6 +116,7 @@ func TestMakeRunReusesTheDemoActivity(t *testing.T) {
 		cancel()
 	}
 	require.Equal(t, ids[0], ids[1], "the demo activity is reused")
+	require.Equal(t, pools[0], pools[1], "the demo pool is reused")
 	secret, err := os.ReadFile(filepath.Join(state, "dev-secret"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(secret), 32)

@@ -1,15 +1,21 @@
 /*
- * The demo page's own behaviour: the activities' titles and their "sign up a random user" buttons, which
- * sign up a party of the size the card's picker shows, if it has one (else one seat).
+ * The demo page's own behaviour: the activities' titles (in their cards and in a pool's line, one read per
+ * activity) and their "sign up a random user" buttons, which sign up a party of the size the card's picker
+ * shows, if it has one (else one seat).
  */
 (function () {
   'use strict';
+  var titles = {}; // activity id -> the elements showing its title
   document.querySelectorAll('[data-demo-title]').forEach(function (title) {
     var id = title.getAttribute('data-demo-title');
+    (titles[id] = titles[id] || []).push(title);
+  });
+  Object.keys(titles).forEach(function (id) {
     fetch('/v1/activities/' + encodeURIComponent(id), { cache: 'no-store' }).then(function (r) {
       return r.ok ? r.json() : null;
     }).then(function (a) {
-      if (a && a.title) { title.textContent = a.title; }
+      if (!a || !a.title) { return; }
+      titles[id].forEach(function (title) { title.textContent = a.title; });
     }).catch(function () {});
   });
 
@@ -34,8 +40,10 @@
 
   document.querySelectorAll('[data-demo-signup]').forEach(function (button) {
     var id = button.getAttribute('data-demo-signup');
-    var result = document.querySelector('[data-demo-signup-result="' + id + '"]');
-    var picker = document.querySelector('[data-demo-seats="' + id + '"]');
+    // The card's own result line and picker: an activity may be shown twice (on its own and in a pool).
+    var card = button.closest('.pooled, .card') || document;
+    var result = card.querySelector('[data-demo-signup-result="' + id + '"]');
+    var picker = card.querySelector('[data-demo-seats="' + id + '"]');
     if (!result) { return; }
     button.addEventListener('click', function () {
       if (button.disabled) { return; }

@@ -36,6 +36,74 @@ type DemoData struct {
 	NoteID string
 	// Signups shows the "sign up a random user" button.
 	Signups bool
+	// Pool is a pool shown with the seat widgets of its activities; nil
+	// leaves it out.
+	Pool *DemoPool
+	// MissingPool is the id of a pool asked for that does not exist;
+	// the page says so.
+	MissingPool string
+}
+
+// MaxDemoPoolActivities is the most activities of a pool the demo page
+// shows widgets for; the pool's line counts the others.
+const MaxDemoPoolActivities = 4
+
+// DemoPool is a pool shown by the demo page: a line saying that its
+// activities share its seats, and a seat widget for each of them, so that
+// a signup to one visibly lowers the others' remaining.
+type DemoPool struct {
+	ID       string
+	Title    string
+	Capacity int
+	// Activities are the ids of the activities shown, at most
+	// MaxDemoPoolActivities; More counts the pool's other activities.
+	Activities []string
+	More       int
+	// Signups shows the "sign up a random user" buttons.
+	Signups bool
+}
+
+// NewDemoPool returns the DemoPool of a pool's settings: the first
+// MaxDemoPoolActivities of activities are shown.
+func NewDemoPool(id, title string, capacity int, activities []string, signups bool) *DemoPool {
+	shown := activities[:min(len(activities), MaxDemoPoolActivities)]
+	return &DemoPool{ID: id, Title: title, Capacity: capacity, Activities: shown,
+		More: len(activities) - len(shown), Signups: signups}
+}
+
+// DemoName is an activity named in a pool's line, after Before (""
+// first, then ", ", and " and " before the last).
+type DemoName struct {
+	ID     string
+	Before string
+}
+
+// Names returns the activities shown, as the pool's line names them.
+func (p DemoPool) Names() []DemoName {
+	out := make([]DemoName, len(p.Activities))
+	for i, id := range p.Activities {
+		out[i].ID = id
+		switch {
+		case i == 0:
+		case i == len(p.Activities)-1 && p.More == 0:
+			out[i].Before = " and "
+		default:
+			out[i].Before = ", "
+		}
+	}
+	return out
+}
+
+// Shared says the pool has more than one activity.
+func (p DemoPool) Shared() bool { return len(p.Activities)+p.More > 1 }
+
+// Cards returns the cards of the pool's activities shown.
+func (p DemoPool) Cards() []DemoCard {
+	out := make([]DemoCard, len(p.Activities))
+	for i, id := range p.Activities {
+		out[i] = DemoCard{ID: id, Signups: p.Signups}
+	}
+	return out
 }
 
 // DemoCard is one activity shown by the demo page.

@@ -3,6 +3,7 @@ package widget_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi/widget"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
@@ -251,11 +254,12 @@ func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
 	screenshot(t, ctx)
 }
 
-// TestDemoPage shows both widgets for an activity and for one with a
-// waiting list that takes parties, and signs random users up from the
-// page: one seat on the first, a party of the picker's size on the
-// second. With UPDATE_DOCS=1 it also saves the screenshot as
-// docs/demo.png.
+// TestDemoPage shows the widgets for an activity, for one with a waiting
+// list that takes parties, and for two activities sharing a pool, and
+// signs random users up from the page: one seat on the first, a party of
+// the picker's size on the second, and one seat on each pooled activity,
+// which lowers both pooled counters. With UPDATE_DOCS=1 it also saves the
+// screenshot as docs/demo.png.
 func TestDemoPage(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
@@ -269,6 +273,19 @@ func TestDemoPage(t *testing.T) {
 	for i, party := range []int{3, 2} {
 		parties = append(parties, inst.MustSignup(t, w, fmt.Sprintf("j%d", i), client.SignupOptions{Seats: party}))
 	}
+	// Two activities sharing a hall of 30 seats, 8 of them taken.
+	admin := inst.API(t, "admin", true)
+	hall, err := admin.CreatePool(t.Context(), client.NewPool{Title: "Main hall", Capacity: 30})
+	require.NoError(t, err)
+	var pooled []string
+	for i, title := range []string{"Symposium", "Symposium + dinner"} {
+		p, err := admin.CreateActivity(t.Context(), client.NewActivity{Title: title, Capacity: 30, Pools: []string{hall.ID}})
+		require.NoError(t, err)
+		pooled = append(pooled, p.ID)
+		for j := range 5 - 2*i {
+			inst.MustSignup(t, p.ID, fmt.Sprintf("s%d-%d", i, j))
+		}
+	}
 	note := "demo-note" // each instance has a database of its own
 	public := inst.Public()
 	for range 41 {
@@ -281,7 +298,7 @@ func TestDemoPage(t *testing.T) {
 	}
 
 	// The page is read as it is sent, for its headers.
-	page := "/demo?activity=" + a + "&waitlist=" + w + "&note=" + note
+	page := "/demo?activity=" + a + "&waitlist=" + w + "&pool=" + hall.ID + "&note=" + note
 	r := inst.MustDo(t, http.MethodGet, page, "", nil)
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Contains(t, r.Header.Get("Content-Security-Policy"), "script-src 'self'")
@@ -291,13 +308,28 @@ func TestDemoPage(t *testing.T) {
 	seats := func(id string) string { return `[data-seats-activity="` + id + `"]` }
 	ctx := tab(t)
 	do(t, ctx, 20*time.Second,
-		chromedp.EmulateViewport(900, 1100),
+		chromedp.EmulateViewport(900, 1500),
 		chromedp.Navigate(inst.URL+page),
 		waitText(seats(a), "13 of 20 seats left", 5*time.Second),
 		waitText(seats(w), "1 of 6 seats left", 5*time.Second),
 		waitText("[data-note] .note-views", "42 views", 5*time.Second),
 		waitText(`[data-demo-title="`+a+`"]`, "Cardiology grand rounds", 5*time.Second),
 		waitText(`[data-demo-title="`+w+`"]`, "Journal club", 5*time.Second),
+		// The pool: its line names both activities, and a signup to one
+		// lowers the other's remaining too.
+		waitText(`[data-demo-pool-share="`+hall.ID+`"]`, "Symposium and Symposium + dinner share the 30 seats of Main hall: "+
+			"a signup to one leaves a seat fewer for the other.", 5*time.Second),
+		waitText(`.pooled [data-demo-title="`+pooled[1]+`"]`, "Symposium + dinner", time.Second),
+		waitText(seats(pooled[0]), "22 of 30 seats left", 5*time.Second),
+		waitText(seats(pooled[1]), "22 of 30 seats left", 5*time.Second),
+		chromedp.Click(`[data-demo-signup="`+pooled[0]+`"]`),
+		waitText(seats(pooled[1]), "21 of 30 seats left", 2*time.Second),
+		waitText(seats(pooled[0]), "21 of 30 seats left", 2*time.Second),
+		void(chromedp.Poll[bool](`/^Signed up demo-[0-9a-f]{12} for 1 seat\.$/.test(document.querySelector('[data-demo-signup-result="`+pooled[0]+`"]').textContent)`,
+			chromedp.WithPollingTimeout(2*time.Second))),
+		chromedp.Click(`[data-demo-signup="`+pooled[1]+`"]`),
+		waitText(seats(pooled[0]), "20 of 30 seats left", 2*time.Second),
+		waitText(seats(pooled[1]), "20 of 30 seats left", 2*time.Second),
 		chromedp.Click(`[data-demo-signup="`+a+`"]`),
 		waitText(seats(a), "12 of 20 seats left", 2*time.Second),
 		void(chromedp.Poll[bool](`document.querySelector('[data-demo-signup-result="`+a+`"]').textContent.startsWith('Signed up demo-')`,
@@ -316,7 +348,7 @@ func TestDemoPage(t *testing.T) {
 	)
 	// The party of 3 cancels: the waiting 2 take two of its seats; a party
 	// of 4 then waits with one seat free, and the widget says both.
-	_, err := inst.API(t, "j0", false).CancelRegistration(t.Context(), parties[0].ID)
+	_, err = inst.API(t, "j0", false).CancelRegistration(t.Context(), parties[0].ID)
 	require.NoError(t, err)
 	do(t, ctx, 10*time.Second, waitText(seats(w), "1 of 6 seats left", 2*time.Second))
 	res, err := inst.Signup(t, w, "j9", client.SignupOptions{Seats: 4})
@@ -383,4 +415,35 @@ func TestSeatWidgetFollowsTheWaitingList(t *testing.T) {
 	do(t, ctx, 5*time.Second, waitText("#en", "Full · 1 waiting", 2*time.Second), waitText("#zh", "已满 · 1 人候补", time.Second))
 	t.Logf("the promotion was shown %s after the cancellation", time.Since(start))
 	screenshot(t, ctx)
+}
+
+// TestDemoPoolLine renders the line of a pool for pools of no, one, two
+// and five activities: the page shows widgets for at most four of them,
+// and the line counts the others.
+func TestDemoPoolLine(t *testing.T) {
+	t.Parallel()
+	line := regexp.MustCompile(`(?s)<p class="pool-share"[^>]*>(.*?)</p>`)
+	tag := regexp.MustCompile(`<[^>]+>`)
+	ids := []string{"a_1", "a_2", "a_3", "a_4", "a_5"}
+	for _, tc := range []struct {
+		activities int
+		want       string
+		widgets    int
+	}{
+		{0, "No activity belongs to Main hall (30 seats) yet.", 0},
+		{1, "a_1 is the only activity of Main hall (30 seats).", 1},
+		{2, "a_1 and a_2 share the 30 seats of Main hall: a signup to one leaves a seat fewer for the other.", 2},
+		{3, "a_1, a_2 and a_3 share the 30 seats of Main hall: a signup to one leaves a seat fewer for the others.", 3},
+		{5, "a_1, a_2, a_3, a_4 and 1 more share the 30 seats of Main hall: a signup to one leaves a seat fewer for the others.", 4},
+	} {
+		var buf strings.Builder
+		data := widget.DemoData{Pool: widget.NewDemoPool("p_1", "Main hall", 30, ids[:tc.activities], true)}
+		require.NoError(t, widget.DemoPage.Execute(&buf, data))
+		m := line.FindStringSubmatch(buf.String())
+		require.NotNil(t, m, buf.String())
+		require.Equal(t, tc.want, html.UnescapeString(tag.ReplaceAllString(m[1], "")))
+		require.Equal(t, tc.widgets, strings.Count(buf.String(), `<div class="seats" data-seats-activity=`))
+		require.Equal(t, tc.widgets, strings.Count(buf.String(), `data-demo-signup="`))
+		require.NotContains(t, buf.String(), "No activity given", "a pool is something to show")
+	}
 }
