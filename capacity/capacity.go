@@ -760,24 +760,34 @@ type reading struct {
 	correct func(ctx context.Context) bool
 }
 
+// readDisplay reads a counter's taken + held and generation; ok is false
+// when there is no counter.
+func (c *Counter) readDisplay(ctx context.Context, key string) (display int, gen string, ok bool, err error) {
+	v, err := c.rdb.HMGet(ctx, key, "taken", "held", "gen").Result()
+	if err != nil {
+		return 0, "", false, c.redisError("reconcile", err)
+	}
+	n, ok := parseInts(v[:2])
+	gen, _ = v[2].(string)
+	if !ok || gen == "" {
+		return 0, "", false, nil
+	}
+	return n[0] + n[1], gen, true, nil
+}
+
 // compare reads an activity's counter and then its state at the authority,
 // and records their difference as the activity's drift; ok is false when
 // there is no counter.
 func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok bool, err error) {
-	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "gen").Result()
-	if err != nil {
-		return r, false, c.redisError("reconcile", err)
-	}
-	n, ok := parseInts(v[:2])
-	gen, _ := v[2].(string)
-	if !ok || gen == "" {
-		return r, false, nil
+	display, gen, ok, err := c.readDisplay(ctx, Key(activityID))
+	if !ok || err != nil {
+		return r, false, err
 	}
 	st, err := c.authority.SeatState(ctx, activityID)
 	if err != nil {
 		return r, false, err
 	}
-	r = reading{display: n[0] + n[1], gen: gen, taken: st.Taken,
+	r = reading{display: display, gen: gen, taken: st.Taken,
 		correct: func(ctx context.Context) bool { return c.correct(ctx, activityID, gen, st) }}
 	c.metrics.drift.WithLabelValues(activityID).Set(float64(r.display - r.taken))
 	return r, true, nil
@@ -800,20 +810,15 @@ func (c *Counter) correct(ctx context.Context, activityID, gen string, st regist
 // comparePool reads a pool's counter and then its state at the authority;
 // ok is false when there is no counter.
 func (c *Counter) comparePool(ctx context.Context, poolID string) (r reading, ok bool, err error) {
-	v, err := c.rdb.HMGet(ctx, PoolKey(poolID), "taken", "held", "gen").Result()
-	if err != nil {
-		return r, false, c.redisError("reconcile", err)
-	}
-	n, ok := parseInts(v[:2])
-	gen, _ := v[2].(string)
-	if !ok || gen == "" {
-		return r, false, nil
+	display, gen, ok, err := c.readDisplay(ctx, PoolKey(poolID))
+	if !ok || err != nil {
+		return r, false, err
 	}
 	st, err := c.authority.PoolSeatState(ctx, poolID)
 	if err != nil {
 		return r, false, err
 	}
-	return reading{display: n[0] + n[1], gen: gen, taken: st.Taken,
+	return reading{display: display, gen: gen, taken: st.Taken,
 		correct: func(ctx context.Context) bool { return c.correctPool(ctx, gen, st) }}, true, nil
 }
 

@@ -67,6 +67,22 @@ redis.call('HINCRBY', KEYS[1], 'held', seats)
 return {1, v[6], v[8], v[5] or '0'}
 `)
 
+// giveBackLua gives back holds to the counter KEYS[1]: ARGV from index
+// first on holds pairs of (generation, seats), and the seats of a pair are
+// taken off held only when the counter is still of that generation (never
+// below zero).
+const giveBackLua = `
+local function give_back(first)
+  local gen = redis.call('HGET', KEYS[1], 'gen')
+  for i = first, #ARGV, 2 do
+    if ARGV[i] == gen then
+      local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
+      if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end
+    end
+  end
+end
+`
+
 // settleScript applies one commit of the activity's change transaction.
 //
 // KEYS[1] the counter. ARGV[1] the commit's last seq (-1 for a failed
@@ -86,7 +102,7 @@ return {1, v[6], v[8], v[5] or '0'}
 // another has neither an older seq nor an older updated_at); holds are
 // given back only to the generation they were taken in. Returns 0 when nothing was done (a failed commit and no
 // counter), 2 when the counter was built, else 1.
-var settleScript = redis.NewScript(`
+var settleScript = redis.NewScript(giveBackLua + `
 local seq = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
@@ -107,13 +123,7 @@ if seq >= 0 then
   end
   if newer then redis.call('HSET', KEYS[1], 'pools', ARGV[10]) end
 end
-local gen = redis.call('HGET', KEYS[1], 'gen')
-for i = 11, #ARGV, 2 do
-  if ARGV[i] == gen then
-    local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
-    if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end
-  end
-end
+give_back(11)
 return 1
 `)
 
@@ -205,7 +215,7 @@ return {1, v[4]}
 // when the updated_at is, and holds are given back only to their
 // generation. Returns 0 when nothing was done, 2 when the counter was
 // built, else 1.
-var poolSettleScript = redis.NewScript(`
+var poolSettleScript = redis.NewScript(giveBackLua + `
 local seq = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
@@ -222,13 +232,7 @@ if seq >= 0 then
     redis.call('HSET', KEYS[1], 'capacity', ARGV[3], 'version', ARGV[4])
   end
 end
-local gen = redis.call('HGET', KEYS[1], 'gen')
-for i = 8, #ARGV, 2 do
-  if ARGV[i] == gen then
-    local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
-    if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end
-  end
-end
+give_back(8)
 return 1
 `)
 

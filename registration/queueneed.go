@@ -52,33 +52,20 @@ func queueNeeded(st ActivityState, cmds []Command, shared bool, bound int) Queue
 		return QueueNeed{}
 	}
 	most := a.Capacity
-	freed, removals := 0, 0
+	freed, _ := releasedSeats(st, cmds)
+	removals := 0
 	need := QueueNeed{Strict: a.Policy != PolicyFill, Fill: a.Policy == PolicyFill}
-	released := func(id string, keep int) {
-		r, ok := st.Registrations[id]
-		switch {
-		case !ok:
-			// Made by this batch: at most the most seats of one.
-			freed += MaxSeatsLimit
-		case r.Status.Occupying():
-			freed += max(0, r.Seats-keep)
-		}
-	}
 	for _, c := range cmds {
 		switch c := c.(type) {
 		case CancelCommand:
 			// A cancellation frees the seats of an occupying registration
-			// or takes a waiting one off the line. (One promoted by the
-			// batch and then cancelled gives back seats its promotion took
-			// from those counted: its place counts once.)
+			// (releasedSeats) or takes a waiting one off the line. (One
+			// promoted by the batch and then cancelled gives back seats
+			// its promotion took from those counted: its place counts
+			// once.)
 			if r, ok := st.Registrations[c.RegistrationID]; !ok || r.Status == Waitlisted {
 				removals++
 			}
-			released(c.RegistrationID, 0)
-		case ExpireCommand:
-			released(c.RegistrationID, 0)
-		case SeatsCommand:
-			released(c.RegistrationID, c.Seats)
 		case ActivityCommand:
 			if c.Patch.Capacity != nil {
 				most = max(most, *c.Patch.Capacity)
@@ -201,9 +188,10 @@ func commandsOf(c Change, i int) []Command {
 	return nil
 }
 
-// releasedSeats bounds the seats the commands free in the activity, and
-// says whether one of them changes its pools (an activity leaving a pool
-// frees its seats there).
+// releasedSeats bounds the seats the commands free in the activity (a
+// registration made by the same batch counts as the most seats one may
+// hold), and says whether one of them changes its pools (an activity
+// leaving a pool frees its seats there).
 func releasedSeats(st ActivityState, cmds []Command) (freed int, leaves bool) {
 	released := func(id string, keep int) {
 		r, ok := st.Registrations[id]

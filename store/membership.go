@@ -171,45 +171,6 @@ func (m *membership) forget(aids, pids []int64) {
 	}
 }
 
-// poolIDs returns the internal ids of the pools that exist among
-// publicIDs, from memory after the first lookup.
-func (s *Store) poolIDs(ctx context.Context, publicIDs []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(publicIDs))
-	var missing []string
-	s.idMu.RLock()
-	for _, p := range publicIDs {
-		if id, ok := s.ids[p]; ok {
-			out[p] = id
-		} else {
-			missing = append(missing, p)
-		}
-	}
-	s.idMu.RUnlock()
-	if len(missing) == 0 {
-		return out, nil
-	}
-	rows, err := s.db.Query(ctx, `SELECT public_id, id FROM pool WHERE public_id = ANY($1)`, missing)
-	if err != nil {
-		return nil, interpret(err)
-	}
-	var p string
-	var id int64
-	if _, err := pgx.ForEachRow(rows, []any{&p, &id}, func() error {
-		out[p] = id
-		return nil
-	}); err != nil {
-		return nil, interpret(err)
-	}
-	s.idMu.Lock()
-	for _, p := range missing {
-		if id, ok := out[p]; ok {
-			s.ids[p] = id
-		}
-	}
-	s.idMu.Unlock()
-	return out, nil
-}
-
 // poolWork is one pool's part of a change transaction.
 type poolWork struct {
 	index   int // in Apply's batches; -1 for a pool locked for its activities

@@ -33,7 +33,7 @@ type Store struct {
 	pool *pgxpool.Pool
 
 	idMu sync.RWMutex
-	ids  map[string]int64 // activity public id → internal id (immutable)
+	ids  map[string]int64 // activity and pool public id → internal id (immutable)
 
 	cacheMu   sync.Mutex
 	cache     map[int64]seatCache // activity internal id → counts at a seq
@@ -147,6 +147,20 @@ func (s *Store) activityID(ctx context.Context, publicID string) (int64, error) 
 // publicIDs, from memory after the first lookup (ids never change and
 // activities are never deleted), looking up the others in one query.
 func (s *Store) activityIDs(ctx context.Context, publicIDs []string) (map[string]int64, error) {
+	return s.internalIDs(ctx, `SELECT public_id, id FROM activity WHERE public_id = ANY($1)`, publicIDs)
+}
+
+// poolIDs returns the internal ids of the pools that exist among
+// publicIDs, as activityIDs does for activities.
+func (s *Store) poolIDs(ctx context.Context, publicIDs []string) (map[string]int64, error) {
+	return s.internalIDs(ctx, `SELECT public_id, id FROM pool WHERE public_id = ANY($1)`, publicIDs)
+}
+
+// internalIDs returns the internal ids of publicIDs, from memory after the
+// first lookup, looking up the others with q (which selects public_id, id
+// for the public ids $1). Activity and pool public ids never collide (their
+// prefixes differ), so they share the memory.
+func (s *Store) internalIDs(ctx context.Context, q string, publicIDs []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(publicIDs))
 	var missing []string
 	s.idMu.RLock()
@@ -161,7 +175,7 @@ func (s *Store) activityIDs(ctx context.Context, publicIDs []string) (map[string
 	if len(missing) == 0 {
 		return out, nil
 	}
-	rows, err := s.db.Query(ctx, `SELECT public_id, id FROM activity WHERE public_id = ANY($1)`, missing)
+	rows, err := s.db.Query(ctx, q, missing)
 	if err != nil {
 		return nil, interpret(err)
 	}
