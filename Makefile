@@ -62,7 +62,7 @@ lint:
 # full scale, measures, and rewrites BENCHMARKS.md and docs/bench/ (PNG
 # charts and the JSON report);
 # `make bench-quick` (≤ 3 min, smaller seed, short runs, smaller waiting-list
-# crowd, course rush and group rush) prints every target met or not and
+# crowd, course, group and pool rushes) prints every target met or not and
 # writes only the JSON, to $(BENCH_JSON). Neither fails on unmet targets,
 # only on errors.
 # BENCH_DATABASE_URL and BENCH_REDIS_URL choose another bench database and

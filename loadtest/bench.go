@@ -246,6 +246,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioPromoteStorm, b.promoteStorm},
 		{ScenarioCourseRush, b.courseRush},
 		{ScenarioGroupRush, b.groupRush},
+		{ScenarioPoolRush, b.poolRush},
 		{ScenarioViewsHot, func(ctx context.Context) error { return b.views(ctx, ScenarioViewsHot) }},
 		{StepDeadTuple, b.signupDeadTuples},
 	}

@@ -222,9 +222,31 @@ func TestTargetsOfTheSpread(t *testing.T) {
 	require.False(t, *got["group rush: activities that refused a party that fitted"].Met)
 	require.True(t, *got["group rush: 5xx responses"].Met)
 	require.True(t, *got["group rush: p99 latency (ms)"].Met)
+	// The pool rush beside it.
+	r.Scenarios[ScenarioPoolRush] = &ScenarioResult{RPS: 2170, Ops: 60000}
+	r.Checks[CheckPoolOverCapacity] = int64(0)
+	r.Checks[CheckPoolInexactActivities] = int64(0)
+	r.Checks[CheckPoolInexactPools] = int64(1)
+	r.Checks[CheckPoolRefusedFitting] = int64(0)
+	r.Checks[CheckPool5xx] = int64(3)
+	r.Checks[CheckPoolP99MS] = 400.0
+	r.ComputeRatios()
+	require.InDelta(t, 0.7, *r.Ratios[RatioPoolRushVsCourseRush], 1e-9)
+	got = targetsByWhat(t, r)
+	require.True(t, *got["pool rush signups/s vs course rush signups/s"].Met, "0.7 meets ≥ 0.7")
+	require.True(t, *got["pool rush: activities and pools over capacity"].Met)
+	require.True(t, *got["pool rush: activities not exact (taken = signups answered 201, remaining = least free of it and its pools)"].Met)
+	require.False(t, *got["pool rush: pools not exact (taken = signups answered 201 of its activities)"].Met)
+	require.True(t, *got["pool rush: activities that refused a signup that fitted it and its pools"].Met)
+	require.False(t, *got["pool rush: 5xx responses"].Met)
+	require.True(t, *got["pool rush: p99 latency (ms)"].Met)
+	r.Scenarios[ScenarioPoolRush].RPS = 2150
+	r.ComputeRatios()
+	require.False(t, *targetsByWhat(t, r)["pool rush signups/s vs course rush signups/s"].Met, "0.694 < 0.7")
 	delete(r.Scenarios, ScenarioCourseRush)
 	r.ComputeRatios()
 	require.Nil(t, targetsByWhat(t, r)["group rush signups/s vs course rush signups/s"].Met, "no course_rush in the run: not measured")
+	require.Nil(t, targetsByWhat(t, r)["pool rush signups/s vs course rush signups/s"].Met, "no course_rush in the run: not measured")
 	for _, topic := range []string{TopicAdmission, TopicSeatReads, TopicSeatChanges, TopicNotes, TopicStreams, TopicWaitlist, TopicSpread} {
 		require.Contains(t, topicsText, "**"+topic+"**", "the page introduces every topic")
 	}
@@ -241,13 +263,16 @@ func TestEveryScenarioAndCheckIsDescribed(t *testing.T) {
 		CheckPromoteWithCancel, CheckCourseActivities, CheckCourseAdmitted, CheckCourseFull, CheckCourse5xx,
 		CheckCourseInexact, CheckCourseRefusedNotFull, CheckCourseP99MS, CheckSpreadCountersWarm,
 		CheckGroupActivities, CheckGroupAdmitted, CheckGroupSeats, CheckGroupFull, CheckGroup5xx,
-		CheckGroupInexact, CheckGroupRefusedFitting, CheckGroupRefusedNotFull, CheckGroupP99MS} {
+		CheckGroupInexact, CheckGroupRefusedFitting, CheckGroupRefusedNotFull, CheckGroupP99MS,
+		CheckPoolPools, CheckPoolActivities, CheckPoolShared, CheckPoolAdmitted, CheckPoolFull, CheckPool5xx,
+		CheckPoolOverCapacity, CheckPoolInexactActivities, CheckPoolInexactPools, CheckPoolRefusedFitting,
+		CheckPoolFullPools, CheckPoolP99MS} {
 		require.NotEmpty(t, checkDescriptions[c], c)
 	}
 	r := NewReport("x")
-	for _, s := range []string{ScenarioGroupRush, ScenarioCourseRush, ScenarioFlashCrowd, ScenarioPromoteStorm, ScenarioWaitCrowd} {
+	for _, s := range []string{ScenarioPoolRush, ScenarioGroupRush, ScenarioCourseRush, ScenarioFlashCrowd, ScenarioPromoteStorm, ScenarioWaitCrowd} {
 		r.Scenarios[s] = &ScenarioResult{}
 	}
-	require.Equal(t, []string{ScenarioFlashCrowd, ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush}, orderedScenarios(r),
-		"group_rush next to course_rush")
+	require.Equal(t, []string{ScenarioFlashCrowd, ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush}, orderedScenarios(r),
+		"group_rush and pool_rush next to course_rush")
 }

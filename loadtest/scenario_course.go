@@ -134,12 +134,19 @@ func (r *courseRun) judge(taken []int, capacity int) (inexact, refusedNotFull in
 // each titled like's title, its number and the run's nonce, and returns
 // their ids in order.
 func (b *bench) createActivities(ctx context.Context, n int, like client.NewActivity) ([]string, error) {
+	return b.createActivitiesWith(ctx, n, func(int) client.NewActivity { return like })
+}
+
+// createActivitiesWith creates n activities from 16 clients, the i-th as
+// like(i) says, each titled its title, its number and the run's nonce,
+// and returns their ids in order.
+func (b *bench) createActivitiesWith(ctx context.Context, n int, like func(i int) client.NewActivity) ([]string, error) {
 	admin := b.api.WithToken(b.admin)
 	ids := make([]string, n)
 	out := b.drive(ctx, Load{Name: "setup:activities", Clients: 16, Duration: 2 * time.Minute, MaxOps: int64(n)},
 		func(ctx context.Context, _ int, i int64) error {
-			in := like
-			in.Title = fmt.Sprintf("%s %d %s", like.Title, i+1, b.nonce)
+			in := like(int(i))
+			in.Title = fmt.Sprintf("%s %d %s", in.Title, i+1, b.nonce)
 			a, err := admin.CreateActivity(ctx, in)
 			ids[i] = a.ID
 			return err

@@ -31,6 +31,13 @@ type Sizes struct {
 	// shape, each user with a party of 1 to groupMaxParty seats.
 	GroupActivities int
 	GroupUsers      int
+	// PoolPools and PoolUsers are pool_rush's: PoolPools pools of
+	// poolSeats seats, each shared by poolActivities activities of
+	// poolActivitySeats seats (some of them in a second pool too), and
+	// PoolUsers who each sign up for courseChoices of the activities at
+	// once.
+	PoolPools int
+	PoolUsers int
 }
 
 // FullSizes are the sizes of make bench.
@@ -38,12 +45,13 @@ var FullSizes = Sizes{
 	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
 	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
 	CourseActivities: 300, CourseUsers: 20000, GroupActivities: 300, GroupUsers: 20000,
+	PoolPools: 100, PoolUsers: 20000,
 }
 
 // QuickSizes are the sizes of make bench-quick: the waiting-list crowd and
-// the course and group rushes are smaller, the rest as in make bench.
+// the course, group and pool rushes are smaller, the rest as in make bench.
 var QuickSizes = Sizes{WaitlistCrowdUsers: 5000, CourseActivities: 100, CourseUsers: 5000,
-	GroupActivities: 100, GroupUsers: 5000}.withDefaults()
+	GroupActivities: 100, GroupUsers: 5000, PoolPools: 34, PoolUsers: 5000}.withDefaults()
 
 // withDefaults fills the zero sizes from FullSizes.
 func (s Sizes) withDefaults() Sizes {
@@ -59,6 +67,8 @@ func (s Sizes) withDefaults() Sizes {
 	s.CourseUsers = cmp.Or(s.CourseUsers, f.CourseUsers)
 	s.GroupActivities = cmp.Or(s.GroupActivities, f.GroupActivities)
 	s.GroupUsers = cmp.Or(s.GroupUsers, f.GroupUsers)
+	s.PoolPools = cmp.Or(s.PoolPools, f.PoolPools)
+	s.PoolUsers = cmp.Or(s.PoolUsers, f.PoolUsers)
 	return s
 }
 

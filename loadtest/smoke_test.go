@@ -47,13 +47,13 @@ func TestSmoke(t *testing.T) {
 		ScenarioDuration: time.Second, BaselineDuration: 300 * time.Millisecond,
 		Sizes: Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, WaitlistCrowdUsers: 600,
 			PromoteCancels: 20, PromoteWaiting: 50, PromoteRounds: 1, CourseActivities: 10, CourseUsers: 200,
-			GroupActivities: 10, GroupUsers: 200},
+			GroupActivities: 10, GroupUsers: 200, PoolPools: 4, PoolUsers: 200},
 		StatsIdleWait: time.Nanosecond,
 		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
 	for _, s := range []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
-		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioSeatsRead, ScenarioTrivial} {
+		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush, ScenarioSeatsRead, ScenarioTrivial} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
 	}
@@ -67,8 +67,8 @@ func TestSmoke(t *testing.T) {
 	require.NotNil(t, r.Baselines[BaselineHotRow32])
 	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")
 	require.LessOrEqual(t, r.Checks[CheckFlashAdmitted], int64(FlashCrowdCapacity))
-	// The exactness of the waiting list and of the course and group rushes
-	// holds at any size.
+	// The exactness of the waiting list and of the course, group and pool
+	// rushes holds at any size.
 	require.EqualValues(t, 600, r.Scenarios[ScenarioWaitCrowd].Ops, log.String())
 	require.EqualValues(t, 100, r.Checks[CheckWaitPositions], log.String())
 	require.EqualValues(t, 20, r.Checks[CheckPromoteInLine], log.String())
@@ -82,6 +82,12 @@ func TestSmoke(t *testing.T) {
 	require.Zero(t, r.Checks[CheckGroupInexact], log.String())
 	require.Zero(t, r.Checks[CheckGroupRefusedFitting], log.String())
 	require.NotNil(t, r.Ratios[RatioGroupRushVsCourseRush], "group_rush is compared with course_rush")
+	require.EqualValues(t, 600, r.Scenarios[ScenarioPoolRush].Ops, log.String())
+	require.Zero(t, r.Checks[CheckPoolOverCapacity], log.String())
+	require.Zero(t, r.Checks[CheckPoolInexactActivities], log.String())
+	require.Zero(t, r.Checks[CheckPoolInexactPools], log.String())
+	require.Zero(t, r.Checks[CheckPoolRefusedFitting], log.String())
+	require.NotNil(t, r.Ratios[RatioPoolRushVsCourseRush], "pool_rush is compared with course_rush")
 
 	var js bytes.Buffer
 	require.NoError(t, r.WriteJSON(&js))

@@ -1,11 +1,13 @@
 // Package chaos runs capacityd as real processes under a concurrent
 // client workload (parties of 1 to 4 seats on half the activities, strict
-// or fill waiting lists, seat reductions) while it injects faults — instances killed with
+// or fill waiting lists, seat reductions, most activities in one or two
+// of three overlapping pools) while it injects faults — instances killed with
 // SIGKILL and restarted, Redis killed, flushed and restarted, PostgreSQL
 // restarted, and latency, bandwidth limits, resets and half-open
 // connections on the instances' links (toxiproxy, in process) — records
 // what the clients observe (internal/history) and checks it
-// (internal/histcheck): a linearizable authority, a display that errs only
+// (internal/histcheck): a linearizable authority, pools never over their
+// capacity and lines left with nothing that fits, a display that errs only
 // by changes in flight and converges within its TTL once quiet, and exact
 // note counters.
 package chaos
@@ -103,6 +105,9 @@ func (r Result) Summary() string {
 	p := PartiesOf(r.History)
 	fmt.Fprintf(&b, "\nparties: %d activities take parties (%d strict, %d fill); %d signups for 2-%d seats answered (%d seated, %d waitlisted, %d full); %d seat reductions answered (%d to fewer seats than known)",
 		p.Activities, p.Strict, p.Activities-p.Strict, p.Signups, maxParty, p.Seated, p.Waitlisted, p.Full, p.Reductions, p.Reduced)
+	pl := PoolsOf(r.History)
+	fmt.Fprintf(&b, "\npools: %d created; %d activities in one pool, %d in two; %d signups on them answered (%d seated, %d waitlisted, %d full); %d pool reads answered (%d of a full pool)",
+		pl.Pools, pl.InOne, pl.InTwo, pl.Signups, pl.Seated, pl.Waitlisted, pl.Full, pl.Reads, pl.FullReads)
 	b.WriteString("\nfaults:")
 	total := 0
 	for _, cl := range AllClasses {
@@ -182,6 +187,13 @@ func Run(t testing.TB, cfg Config) Result {
 		w.tokens[u] = sign(fmt.Sprintf("user-%d", u), false)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
+	for range poolSlots {
+		p, ok := w.createPool(rng, 0)
+		if !ok {
+			t.Fatalf("chaos: could not create a pool before any fault")
+		}
+		w.pools = append(w.pools, p)
+	}
 	for range max(2, cfg.Workers/2) {
 		a, ok := w.createActivity(rng, 0)
 		if !ok {
@@ -274,6 +286,56 @@ func PartiesOf(h history.History) Parties {
 	return p
 }
 
+// Pools counts what a history did with pools.
+type Pools struct {
+	// Pools created, and activities created in one pool (InOne) or in two
+	// (InTwo).
+	Pools, InOne, InTwo int
+	// Signups on activities in pools that were answered, and how: Seated
+	// (201), Waitlisted (202) or Full (409 activity_full).
+	Signups, Seated, Waitlisted, Full int
+	// Reads of pools answered 200, FullReads of them with no seat left.
+	Reads, FullReads int
+}
+
+// PoolsOf counts the pools of h.
+func PoolsOf(h history.History) Pools {
+	var p Pools
+	pooled := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Result != history.Answered {
+			continue
+		}
+		switch o := op.Output; {
+		case op.Kind == history.CreatePool && o.Status == http.StatusCreated:
+			p.Pools++
+		case op.Kind == history.CreateActivity && o.Status == http.StatusCreated && len(op.Input.Pools) > 0:
+			pooled[op.Input.Key] = true
+			if len(op.Input.Pools) == 1 {
+				p.InOne++
+			} else {
+				p.InTwo++
+			}
+		case op.Kind == history.Signup && pooled[op.Input.Key] && o.Status < 500:
+			p.Signups++
+			switch {
+			case o.Status == http.StatusCreated:
+				p.Seated++
+			case o.Status == http.StatusAccepted:
+				p.Waitlisted++
+			case o.Code == "activity_full":
+				p.Full++
+			}
+		case op.Kind == history.ReadPool && o.Status == http.StatusOK:
+			p.Reads++
+			if o.Taken >= o.Capacity {
+				p.FullReads++
+			}
+		}
+	}
+	return p
+}
+
 // jitter returns a duration between d/2 and 3d/2.
 func jitter(r *rand.Rand, d time.Duration) time.Duration {
 	return d/2 + time.Duration(r.Int64N(int64(d)+1))
@@ -303,9 +365,9 @@ func withDefaults(cfg Config) Config {
 
 // settle waits, with the faults healed and the workload stopped, until
 // every node is ready; then it reads every activity's authority and its
-// display on every node until they agree (within twice the TTL), and every
-// note's stats, all recorded in the history. It returns what did not
-// converge.
+// display on every node until they agree (within twice the TTL), every
+// pool's authority, and every note's stats, all recorded in the history.
+// It returns what did not converge.
 func settle(t testing.TB, w *workload, ttl time.Duration) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -324,7 +386,7 @@ func settle(t testing.TB, w *workload, ttl time.Duration) error {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	w.mu.Lock()
-	acts, notes := append([]*activity(nil), w.activities...), append([]*note(nil), w.notes...)
+	acts, notes, pools := append([]*activity(nil), w.activities...), append([]*note(nil), w.notes...), append([]*pool(nil), w.allPools...)
 	w.mu.Unlock()
 	deadline := time.Now().Add(2*ttl + 5*time.Second)
 	var stuck []string
@@ -345,6 +407,9 @@ func settle(t testing.TB, w *workload, ttl time.Duration) error {
 				break
 			}
 		}
+	}
+	for _, p := range pools {
+		w.readPool(rng, 0, p.id)
 	}
 	for _, n := range notes {
 		w.noteRead(rng, 0, history.NoteStats, n.id)

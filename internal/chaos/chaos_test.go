@@ -26,12 +26,13 @@ func duration(t *testing.T) time.Duration {
 
 // TestChaos runs two real instances under a workload of signups (parties
 // of 1 to 4 seats on activities with a strict or a fill waiting list, one
-// seat on the others), cancellations, seat reductions, status and
-// capacity changes, authority and seat reads, and note views, waters and
-// reads, while every fault class is injected
-// in turn, and checks the history: linearizable activities and notes, a
-// display that exceeds the authority only by changes in flight and
-// converges once quiet. A failure writes the history and the
+// seat on the others; most activities in one or two of three overlapping
+// pools), cancellations, seat reductions, status and capacity changes,
+// authority, pool and seat reads, and note views, waters and reads, while
+// every fault class is injected in turn, and checks the history:
+// linearizable activities and notes, no pool over its capacity and no
+// line left with a party that fits, a display that exceeds the authority
+// only by changes in flight and converges once quiet. A failure writes the history and the
 // visualization of what has no linearization to artifacts/.
 func TestChaos(t *testing.T) {
 	d := duration(t)
@@ -60,6 +61,12 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, p.Activities-p.Strict, "no activity with a fill waiting list took parties")
 	require.Positive(t, p.Seated, "no party of several seats was seated")
 	require.Positive(t, p.Reduced, "no seat reduction was answered")
+	pl := PoolsOf(res.History)
+	require.Positive(t, pl.InOne, "no activity in one pool")
+	require.Positive(t, pl.InTwo, "no activity in two pools")
+	require.Positive(t, pl.Seated, "no signup seated in a pool")
+	require.Positive(t, pl.Reads, "no pool read answered")
+	require.Positive(t, res.Report.Pools.Registrations, "no registration of a pool's activities seen occupying")
 }
 
 // TestBrokenBuildIsCaught builds capacityd with the brokenexactness tag,

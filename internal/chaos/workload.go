@@ -28,12 +28,22 @@ const maxAttempts = 6
 // that take parties.
 const maxParty = 4
 
+// poolSlots is the number of pools the workload's activities join, each
+// joined by poolJoins activities before a fresh pool takes its place (the
+// seats of retired activities stay taken in it).
+const (
+	poolSlots = 3
+	poolJoins = 4
+)
+
 // activity is an activity of the workload and what its clients know of it.
 type activity struct {
 	id string
 	// maxSeats is its max_seats_per_registration: 1, or maxParty on the
 	// activities that take parties (whose waiting list is strict or fill).
 	maxSeats int
+	// pools are the ids of the pools it belongs to: none, one or two.
+	pools    []string
 	ops      atomic.Int64
 	retiring atomic.Bool
 
@@ -99,6 +109,13 @@ type note struct {
 	ops atomic.Int64
 }
 
+// pool is a pool of the workload: seats its activities share.
+type pool struct {
+	id       string
+	joins    atomic.Int64
+	retiring atomic.Bool
+}
+
 // workload runs clients against the nodes and records what they observe.
 type workload struct {
 	rec    *history.Recorder
@@ -120,6 +137,8 @@ type workload struct {
 	mu         sync.Mutex
 	slots      []*activity
 	activities []*activity
+	pools      []*pool
+	allPools   []*pool
 	notes      []*note
 	nextNote   int
 }
@@ -149,7 +168,7 @@ func (w *workload) attempt(rng *rand.Rand, worker, logical, n int, kind history.
 		res, out = history.Unknown, history.Output{Error: err.Error()}
 	}
 	p.End(res, out)
-	if kind == history.CreateActivity && res == history.Answered && out.Status == http.StatusCreated {
+	if (kind == history.CreateActivity || kind == history.CreatePool) && res == history.Answered && out.Status == http.StatusCreated {
 		p.SetKey(out.ID)
 	}
 	return out, res
@@ -184,28 +203,81 @@ func (w *workload) retried(rng *rand.Rand, worker int, kind history.Kind, in his
 // In turn, one of one seat per registration, one that takes parties of up
 // to maxParty seats with a strict waiting list, and one with a fill
 // waiting list; those that take parties have a few more seats and mostly
-// keep a waiting list.
+// keep a waiting list. Most join one or two of the workload's pools.
 func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) {
 	in := history.Input{Capacity: 2 + rng.IntN(2), Waitlist: rng.IntN(2) == 0, Users: users}
 	if kind := w.created.Add(1) % 3; kind > 0 {
 		in.MaxSeats, in.Policy = maxParty, []string{"", "strict", "fill"}[kind]
 		in.Capacity, in.Waitlist = 4+rng.IntN(3), rng.IntN(4) > 0
 	}
+	in.Pools = w.choosePools(rng, worker)
 	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
 		// Each attempt is an operation of its own: one without an answer
 		// may have created an activity that no operation names.
 		out, ok := w.once(rng, worker, history.CreateActivity, in, func(ctx context.Context, base string) (history.Output, error) {
 			a, err := client.New(base, w.admin, w.hc).CreateActivity(ctx, client.NewActivity{
 				Title: "chaos", Capacity: in.Capacity, Waitlist: in.Waitlist, HoldSeconds: 86400,
-				MaxSeatsPerRegistration: in.MaxSeats, WaitlistPolicy: in.Policy})
+				MaxSeatsPerRegistration: in.MaxSeats, WaitlistPolicy: in.Policy, Pools: in.Pools})
 			return history.Output{Status: http.StatusCreated, ID: a.ID, Capacity: a.Capacity, Waitlist: a.Waitlist}, err
 		})
 		if ok && out.Status == http.StatusCreated {
-			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1)}
+			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1), pools: in.Pools}
 			w.mu.Lock()
 			w.activities = append(w.activities, a)
 			w.mu.Unlock()
 			return a, true
+		}
+		sleep(w.ctx, 300*time.Millisecond)
+	}
+	return nil, false
+}
+
+// choosePools picks the pools of a new activity: none one time in four,
+// else one or two distinct pools of the workload's.
+func (w *workload) choosePools(rng *rand.Rand, worker int) []string {
+	n := []int{0, 1, 1, 2}[rng.IntN(4)]
+	var ids []string
+	for _, i := range rng.Perm(poolSlots)[:n] {
+		ids = append(ids, w.poolIn(rng, worker, i).id)
+	}
+	return ids
+}
+
+// poolIn returns the pool of slot i for a new activity to join, replacing
+// one that poolJoins activities joined already.
+func (w *workload) poolIn(rng *rand.Rand, worker, i int) *pool {
+	w.mu.Lock()
+	p := w.pools[i]
+	w.mu.Unlock()
+	if p.joins.Add(1) > poolJoins && p.retiring.CompareAndSwap(false, true) {
+		if q, ok := w.createPool(rng, worker); ok {
+			q.joins.Add(1)
+			w.mu.Lock()
+			w.pools[i] = q
+			w.mu.Unlock()
+			return q
+		}
+		p.retiring.Store(false)
+	}
+	return p
+}
+
+// createPool creates a pool of 4 to 7 seats, fewer than its activities
+// have together, retrying on another node until one is created.
+func (w *workload) createPool(rng *rand.Rand, worker int) (*pool, bool) {
+	in := history.Input{Capacity: 4 + rng.IntN(4)}
+	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
+		// Each attempt is an operation of its own, as for activities.
+		out, ok := w.once(rng, worker, history.CreatePool, in, func(ctx context.Context, base string) (history.Output, error) {
+			p, err := client.New(base, w.admin, w.hc).CreatePool(ctx, client.NewPool{Title: "chaos", Capacity: in.Capacity})
+			return history.Output{Status: http.StatusCreated, ID: p.ID, Capacity: p.Capacity}, err
+		})
+		if ok && out.Status == http.StatusCreated {
+			p := &pool{id: out.ID}
+			w.mu.Lock()
+			w.allPools = append(w.allPools, p)
+			w.mu.Unlock()
+			return p, true
 		}
 		sleep(w.ctx, 300*time.Millisecond)
 	}
@@ -263,8 +335,10 @@ func (w *workload) worker(id int, seed uint64) {
 			w.setStatus(rng, id, a)
 		case p < 80:
 			w.readActivity(rng, id, a.id)
-		case p < 97:
+		case p < 95 || (p < 97 && len(a.pools) == 0):
 			w.readSeats(rng, id, a.id)
+		case p < 97:
+			w.readPool(rng, id, a.pools[rng.IntN(len(a.pools))])
 		default:
 			w.setCapacity(rng, id, a)
 		}
@@ -390,7 +464,8 @@ func (w *workload) setCapacity(rng *rand.Rand, worker int, a *activity) {
 }
 
 func activityOutput(a client.Activity) history.Output {
-	return history.Output{Status: http.StatusOK, Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist}
+	return history.Output{Status: http.StatusOK, Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
+		Remaining: new(a.Remaining)}
 }
 
 // readActivity reads the authority's counts: as an admin, since anyone
@@ -399,6 +474,14 @@ func (w *workload) readActivity(rng *rand.Rand, worker int, id string) (history.
 	return w.once(rng, worker, history.ReadActivity, history.Input{Key: id}, func(ctx context.Context, base string) (history.Output, error) {
 		a, err := client.New(base, w.admin, w.hc).GetActivity(ctx, id)
 		return activityOutput(a), err
+	})
+}
+
+// readPool reads a pool's authoritative seats, as an admin.
+func (w *workload) readPool(rng *rand.Rand, worker int, id string) (history.Output, bool) {
+	return w.once(rng, worker, history.ReadPool, history.Input{Key: id}, func(ctx context.Context, base string) (history.Output, error) {
+		p, err := client.New(base, w.admin, w.hc).GetPool(ctx, id)
+		return history.Output{Status: http.StatusOK, Capacity: p.Capacity, Taken: p.Taken, Remaining: new(p.Remaining)}, err
 	})
 }
 

@@ -17,6 +17,9 @@ import (
 // order, and which registrations are closed; every client operation on
 // the activity is a step. Display reads are steps only in the display model, where a
 // cached seat count may exceed the authority's by the changes in flight.
+// An activity in pools is checked on its own too, its pools' free seats
+// unknown to it: the model's state is then every state the activity may be
+// in (see pooled.go).
 
 // Registration statuses the model tracks.
 const (
@@ -51,9 +54,15 @@ type activityState struct {
 	// else (strict) the head only, while it fits.
 	fill     bool
 	maxSeats int
-	users    []holder
-	queue    []int    // waitlisted users, first in line first
-	closed   []string // cancelled registrations, sorted
+	// pooled: the activity belongs to pools, whose free seats the model
+	// does not know (see pooled.go); poolSeats is the least capacity of
+	// its pools the history knows (0: none), which its taken never
+	// exceeds.
+	pooled    bool
+	poolSeats int
+	users     []holder
+	queue     []int    // waitlisted users, first in line first
+	closed    []string // cancelled registrations, sorted
 }
 
 // taken is the seats of the occupying registrations.
@@ -67,8 +76,15 @@ func (s activityState) taken() int {
 	return n
 }
 
-// free is the seats not taken; negative after a capacity cut.
-func (s activityState) free() int { return s.capacity - s.taken() }
+// free is the seats not taken; negative after a capacity cut. In pools,
+// no more than its least pool could still give it.
+func (s activityState) free() int {
+	c := s.capacity
+	if s.poolSeats > 0 {
+		c = min(c, s.poolSeats)
+	}
+	return c - s.taken()
+}
 
 func (s activityState) clone() activityState {
 	c := s
@@ -103,6 +119,9 @@ type activityInput struct {
 	// taken: signups and cancellations in flight, and what faults may have
 	// left behind.
 	allowance int
+	// poolSeats is, for an activity's creation in pools, the least
+	// capacity of its pools (0: unknown).
+	poolSeats int
 }
 
 // activityOutput is a step's output; unknown: no answer came.
@@ -128,7 +147,8 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 				return false, s
 			}
 			return true, activityState{created: true, capacity: op.Input.Capacity, waitlist: op.Input.Waitlist,
-				fill: op.Input.Policy == policyFill, maxSeats: max(op.Input.MaxSeats, 1), users: make([]holder, op.Input.Users)}
+				fill: op.Input.Policy == policyFill, maxSeats: max(op.Input.MaxSeats, 1), pooled: len(op.Input.Pools) > 0,
+				poolSeats: in.(activityInput).poolSeats, users: make([]holder, op.Input.Users)}
 		}
 		if !s.created || op.Input.User >= len(s.users) {
 			return false, s
@@ -150,9 +170,9 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 			if o.unknown {
 				return true, n
 			}
-			return ok(o.out, http.StatusOK) && sameCounts(n, o.out), n
+			return ok(o.out, http.StatusOK) && sameCounts(n, o.out) && remainingFits(n, o.out), n
 		case history.ReadActivity:
-			return ok(o.out, http.StatusOK) && sameCounts(s, o.out) && o.out.Waitlist == s.waitlist, s
+			return ok(o.out, http.StatusOK) && sameCounts(s, o.out) && o.out.Waitlist == s.waitlist && remainingFits(s, o.out), s
 		case history.ReadSeats:
 			if !display {
 				return true, s
@@ -167,9 +187,29 @@ func sameCounts(s activityState, o history.Output) bool {
 	return o.Capacity == s.capacity && o.Taken == s.taken() && o.Waiting == len(s.queue)
 }
 
+// remainingFits reports whether the remaining an authoritative answer
+// carries (if it carries one) fits state s: what a new signup could get,
+// the activity's own free seats, or fewer when one of its pools has fewer
+// left; and the line is quiet for it (strict: the head asks for more;
+// fill: every waiting party asks for more), as every commit leaves it.
+func remainingFits(s activityState, o history.Output) bool {
+	if o.Remaining == nil {
+		return true
+	}
+	r, free := *o.Remaining, max(0, s.free())
+	if r < 0 || r > free || (!s.pooled && r != free) {
+		return false
+	}
+	return s.quietAt(r)
+}
+
 // stepSignup is user u's signup for seats seats.
 func stepSignup(s activityState, u, seats int, o activityOutput) (bool, any) {
-	d := s.decide(u, seats)
+	return signupAs(s, u, seats, s.decide(u, seats), o)
+}
+
+// signupAs is user u's signup for seats seats, decided d.
+func signupAs(s activityState, u, seats int, d decision, o activityOutput) (bool, activityState) {
 	n := s
 	switch d {
 	case admit:
@@ -191,7 +231,7 @@ func stepSignup(s activityState, u, seats int, o activityOutput) (bool, any) {
 	case d == waitlist && ok(r, http.StatusAccepted) && r.RegStatus == waitlisted && r.Position == len(s.queue)+1 && r.Seats == seats:
 		n.users[u].reg = r.Registration
 		return true, n
-	case d == full && refused(r, "activity_full") && r.Remaining != nil && *r.Remaining == max(0, s.free()):
+	case d == full && refused(r, "activity_full") && r.Remaining != nil && s.refusedWith(*r.Remaining, seats):
 		return true, s
 	case d == tooMany && r.Status == http.StatusBadRequest && r.Code == "invalid_request":
 		return true, s
@@ -244,13 +284,13 @@ func stepStatus(s activityState, u int, id, to string, o activityOutput) (bool, 
 func equalActivity(a, b any) bool {
 	x, y := a.(activityState), b.(activityState)
 	return x.created == y.created && x.capacity == y.capacity && x.waitlist == y.waitlist && x.fill == y.fill &&
-		x.maxSeats == y.maxSeats && slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
+		x.maxSeats == y.maxSeats && x.pooled == y.pooled && x.poolSeats == y.poolSeats && slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
 }
 
 func hashActivity(a any) uint64 {
 	s := a.(activityState)
 	h := fnv.New64a()
-	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.users, s.queue, len(s.closed))
+	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.pooled, s.poolSeats, s.users, s.queue, len(s.closed))
 	return h.Sum64()
 }
 
@@ -263,6 +303,12 @@ func describeActivity(a any) string {
 	fmt.Fprintf(&b, "capacity %d, taken %d, waitlist %v", s.capacity, s.taken(), s.waitlist)
 	if s.maxSeats > 1 || s.fill {
 		fmt.Fprintf(&b, " (%s, up to %d seats each)", policyName(s.fill), s.maxSeats)
+	}
+	if s.pooled {
+		b.WriteString(", in pools")
+		if s.poolSeats > 0 {
+			fmt.Fprintf(&b, " (the least of %d seats)", s.poolSeats)
+		}
 	}
 	for i, u := range s.users {
 		if u.status != "" {
@@ -282,8 +328,8 @@ func describeActivityOp(in, out any) string {
 	var call string
 	switch op.Kind {
 	case history.CreateActivity:
-		call = fmt.Sprintf("create(capacity %d, waitlist %v, %s, up to %d seats each)", op.Input.Capacity, op.Input.Waitlist,
-			policyName(op.Input.Policy == policyFill), max(op.Input.MaxSeats, 1))
+		call = fmt.Sprintf("create(capacity %d, waitlist %v, %s, up to %d seats each%s)", op.Input.Capacity, op.Input.Waitlist,
+			policyName(op.Input.Policy == policyFill), max(op.Input.MaxSeats, 1), poolsNote(op.Input.Pools))
 	case history.Signup:
 		call = fmt.Sprintf("signup(u%d%s%s)", op.Input.User, seatsNote(op.Input.Seats), keyNote(op.Input.IdempotencyKey))
 	case history.Cancel:
@@ -296,6 +342,8 @@ func describeActivityOp(in, out any) string {
 		call = fmt.Sprintf("capacity(%d)", op.Input.Capacity)
 	case history.ReadActivity:
 		call = "read"
+	case history.ReadPool:
+		call = "read pool"
 	case history.ReadSeats:
 		call = fmt.Sprintf("seats(allow +%d)", in.(activityInput).allowance)
 	}
@@ -341,20 +389,23 @@ func describeOutput(k history.Kind, o history.Output, unknown bool) string {
 	case history.NoteView, history.NoteWater, history.NoteStats:
 		return fmt.Sprintf("views %d waters %d", o.Views, o.Waters)
 	}
+	if o.Remaining != nil {
+		return fmt.Sprintf("capacity %d taken %d waiting %d remaining %d", o.Capacity, o.Taken, o.Waiting, *o.Remaining)
+	}
 	return fmt.Sprintf("capacity %d taken %d waiting %d", o.Capacity, o.Taken, o.Waiting)
 }
 
 // activityModel is the porcupine model of activities, partitioned by
-// activity. display adds the seat reads.
+// activity; its state is an activityStates. display adds the seat reads.
 func activityModel(display bool) porcupine.Model {
 	return porcupine.Model{
 		Partition:         partitionByKey,
-		Init:              func() any { return activityState{} },
-		Step:              stepActivity(display),
-		Equal:             equalActivity,
-		Hash:              hashActivity,
+		Init:              func() any { return activityStates{{}} },
+		Step:              stepStates(display),
+		Equal:             equalStates,
+		Hash:              hashStates,
 		DescribeOperation: describeActivityOp,
-		DescribeState:     describeActivity,
+		DescribeState:     describeStates,
 		DescribeOperationMetadata: func(m any) string {
 			if m == nil {
 				return ""

@@ -19,7 +19,15 @@
 //     faults or unanswered requests may have left behind, for the
 //     counters' lifetime);
 //   - the notes: every answered view and water carries the counters right
-//     after its own increment, and stats reads the counters as they are.
+//     after its own increment, and stats reads the counters as they are;
+//   - the pools: a signup must also fit every pool of its activity, and a
+//     release promotes across the pool. Each activity in pools is checked
+//     on its own, the pools' free seats unknown to it (pooled.go); over the
+//     merged history, the registrations of a pool's activities that surely
+//     occupy seats never hold more than its capacity, and its reads agree
+//     (pools.go); every authoritative activity read shows a quiet line: no
+//     party the activity's policy would promote fits the remaining seats
+//     of the activity and its pools.
 //
 // Attempts without an answer are operations of unknown outcome: they may
 // or may not have taken effect, so they get an open-ended return time.
@@ -122,6 +130,8 @@ func (v Verdict) Witness(key string) string {
 // Report is the outcome of a check.
 type Report struct {
 	Authority, Display, Notes Verdict
+	// Pools is the check of what pools hold across their activities.
+	Pools PoolVerdict
 	// Anomalies are answers the API never gives (5xx other than 503).
 	Anomalies []string
 }
@@ -130,7 +140,7 @@ type Report struct {
 // was answered.
 func (r Report) OK() bool {
 	return r.Authority.Result == porcupine.Ok && r.Display.Result == porcupine.Ok &&
-		r.Notes.Result == porcupine.Ok && len(r.Anomalies) == 0
+		r.Notes.Result == porcupine.Ok && r.Pools.OK() && len(r.Anomalies) == 0
 }
 
 // String summarises the report in a few lines.
@@ -146,6 +156,7 @@ func (r Report) String() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(r.Pools.String() + "\n")
 	if len(r.Anomalies) > 0 {
 		fmt.Fprintf(&b, "anomalies: %d, first: %s\n", len(r.Anomalies), r.Anomalies[0])
 	}
@@ -169,6 +180,7 @@ func Check(h history.History, o Options) Report {
 	end := lastReturn(h)
 	var acts, display, notes []porcupine.Operation
 	allowances := allowances(h, o)
+	poolSeats := leastPoolSeats(h)
 	for _, l := range ops {
 		ret := l.ret
 		if l.unknown {
@@ -177,13 +189,18 @@ func Check(h history.History, o Options) Report {
 		meta := fmt.Sprintf("%s, %d attempt(s)", l.instance, l.attempts)
 		op := history.Op{Kind: l.kind, Input: l.input, Client: l.client, Instance: l.instance}
 		switch l.kind {
+		case history.CreatePool, history.ReadPool:
+			continue // the pool check reads them from the history
 		case history.NoteView, history.NoteWater, history.NoteStats:
 			notes = append(notes, porcupine.Operation{ClientId: l.client, Input: noteInput{op}, Call: l.call,
 				Output: noteOutput{l.out, l.unknown}, Return: ret, Metadata: meta})
 		default:
 			in := activityInput{op: op}
-			if l.kind == history.ReadSeats {
+			switch l.kind {
+			case history.ReadSeats:
 				in.allowance = allowances[seatKey{l.input.Key, l.call, l.ret}]
+			case history.CreateActivity:
+				in.poolSeats = poolSeats[l.input.Key]
 			}
 			p := porcupine.Operation{ClientId: l.client, Input: in, Call: l.call,
 				Output: activityOutput{l.out, l.unknown}, Return: ret, Metadata: meta}
@@ -197,6 +214,7 @@ func Check(h history.History, o Options) Report {
 		Authority: checkModel("authority", activityModel(false), acts, o),
 		Display:   checkModel("display", activityModel(true), display, o),
 		Notes:     checkModel("notes", noteModel(), notes, o),
+		Pools:     checkPools(h),
 	}
 	for _, op := range h.Ops {
 		if op.Result == history.Answered && op.Output.Status >= 500 && op.Output.Status != 503 {

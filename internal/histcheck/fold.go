@@ -90,7 +90,7 @@ func fold(h history.History) []logical {
 }
 
 func isRead(k history.Kind) bool {
-	return k == history.ReadActivity || k == history.ReadSeats || k == history.NoteStats
+	return k == history.ReadActivity || k == history.ReadSeats || k == history.NoteStats || k == history.ReadPool
 }
 
 // lastReturn is a time after every recorded call and return: the return

@@ -51,8 +51,13 @@ func (s activityState) decide(u, seats int) decision {
 // promote gives the free seats to the line by the activity's policy
 // (the caller cloned s): strict, to the head while it fits (a head that
 // does not fit holds the line); fill, to every party that fits, oldest
-// first (one that does not fit keeps its place).
+// first (one that does not fit keeps its place). In pools, whose free
+// seats the model does not know, it does nothing: the pooled states
+// promote by promotions (pooled.go).
 func (s *activityState) promote() {
+	if s.pooled {
+		return
+	}
 	if s.fill {
 		var line []int
 		for _, u := range s.queue {
@@ -74,14 +79,30 @@ func (s *activityState) promote() {
 // quiet reports whether the line has nothing to promote: under strict,
 // anyone waiting means fewer seats are free than the head asks for;
 // under fill, every party that waits asks for more seats than are free.
-// Every step leaves the model quiet.
-func (s activityState) quiet() bool {
+// Every step leaves the model quiet (outside pools).
+func (s activityState) quiet() bool { return s.quietAt(s.free()) }
+
+// quietAt reports whether the line has nothing to promote into free
+// seats.
+func (s activityState) quietAt(free int) bool {
 	for i, u := range s.queue {
-		if s.users[u].seats <= s.free() && (s.fill || i == 0) {
+		if s.users[u].seats <= free && (s.fill || i == 0) {
 			return false
 		}
 	}
 	return true
+}
+
+// refusedWith reports whether a refusal as full of a party of seats,
+// saying remaining seats were left, fits s: outside pools, remaining is
+// its free seats; in pools, what a signup could get, fewer than the
+// party asks for and no more than the activity's own free seats.
+func (s activityState) refusedWith(remaining, seats int) bool {
+	free := max(0, s.free())
+	if !s.pooled {
+		return remaining == free
+	}
+	return remaining >= 0 && remaining <= free && remaining < seats
 }
 
 // stepReduce is user u's reduction of registration id to seats seats:

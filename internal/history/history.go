@@ -28,6 +28,10 @@ const (
 	NoteView       Kind = "note_view"
 	NoteWater      Kind = "note_water"
 	NoteStats      Kind = "note_stats"
+	// CreatePool and ReadPool are a pool's creation and its authoritative
+	// read; their Key is the pool's id.
+	CreatePool Kind = "create_pool"
+	ReadPool   Kind = "read_pool"
 )
 
 // Result says how an attempt ended.
@@ -48,8 +52,9 @@ const (
 // Input is what an operation asks for. Which fields are set depends on
 // its Kind.
 type Input struct {
-	// Key is the object the operation is about: an activity id or a note
-	// id. Histories are checked per Key.
+	// Key is the object the operation is about: an activity id, a note id
+	// or a pool id. Histories are checked per Key, and across the
+	// activities of a pool.
 	Key string `json:"key"`
 	// User is the index of the user (0, 1, …) among the activity's users.
 	User int `json:"user,omitempty"`
@@ -77,6 +82,8 @@ type Input struct {
 	Policy   string `json:"policy,omitempty"`
 	// Users is the number of users an activity is created for.
 	Users int `json:"users,omitempty"`
+	// Pools are the ids of the pools an activity is created in.
+	Pools []string `json:"pools,omitempty"`
 }
 
 // Output is what an answer said. Which fields are set depends on the
@@ -85,7 +92,7 @@ type Output struct {
 	// Status is the HTTP status; Code the error code of a refusal.
 	Status int    `json:"status,omitempty"`
 	Code   string `json:"code,omitempty"`
-	// ID is the id of a created activity.
+	// ID is the id of a created activity or pool.
 	ID string `json:"id,omitempty"`
 	// Registration is the id in a signup's answer, a cancel's, status
 	// change's or seat reduction's answer, or an already_registered
@@ -97,9 +104,11 @@ type Output struct {
 	Seats int `json:"seats,omitempty"`
 	// Position is a waitlisted signup's place in line.
 	Position int `json:"position,omitempty"`
-	// Remaining is the seats an activity_full refusal says were left.
+	// Remaining is the seats an activity_full refusal says were left, or
+	// an activity's or pool's remaining in an authoritative read (nil: not
+	// recorded).
 	Remaining *int `json:"remaining,omitempty"`
-	// Capacity, Taken and Waiting of an activity or seat read.
+	// Capacity, Taken and Waiting of an activity, pool or seat read.
 	Capacity int `json:"capacity,omitempty"`
 	Taken    int `json:"taken,omitempty"`
 	Waiting  int `json:"waiting,omitempty"`
