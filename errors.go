@@ -22,6 +22,7 @@ const (
 	EAlreadyRegistered   = "already_registered"
 	EInvalidTransition   = "invalid_transition"
 	EIdempotencyConflict = "idempotency_conflict"
+	ELimitReached        = "limit_reached"
 	EMethodNotAllowed    = "method_not_allowed"
 	EPayloadTooLarge     = "payload_too_large"
 	ERateLimited         = "rate_limited"
@@ -41,6 +42,9 @@ type Error struct {
 	// Remaining is set with EActivityFull: the seats a signup could get
 	// at that moment.
 	Remaining *int
+	// RegistrationIDs is set with ELimitReached: the active registrations
+	// the user holds in the series.
+	RegistrationIDs []string
 	// RetryAfter is set with EUnavailable and ERateLimited.
 	RetryAfter time.Duration
 	// Err is the underlying cause, for logs; it is never shown to clients.

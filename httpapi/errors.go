@@ -18,6 +18,7 @@ var statusOf = map[string]int{
 	capacityd.ENotFound:            http.StatusNotFound,
 	capacityd.EActivityFull:        http.StatusConflict,
 	capacityd.EAlreadyRegistered:   http.StatusConflict,
+	capacityd.ELimitReached:        http.StatusConflict,
 	capacityd.EInvalidTransition:   http.StatusConflict,
 	capacityd.EIdempotencyConflict: http.StatusConflict,
 	capacityd.EMethodNotAllowed:    http.StatusMethodNotAllowed,
@@ -35,6 +36,8 @@ type errorBody struct {
 		Message        string `json:"message"`
 		RegistrationID string `json:"registration_id,omitempty"`
 		Remaining      *int   `json:"remaining,omitempty"`
+		// RegistrationIDs is set only with limit_reached.
+		RegistrationIDs []string `json:"registration_ids,omitempty"`
 	} `json:"error"`
 }
 
@@ -103,6 +106,9 @@ func (s *Server) writeError(c echo.Context, status int, e *capacityd.Error) {
 	}
 	if e.Code == capacityd.EActivityFull {
 		body.Error.Remaining = e.Remaining
+	}
+	if e.Code == capacityd.ELimitReached {
+		body.Error.RegistrationIDs = e.RegistrationIDs
 	}
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		secs := max(1, int(e.RetryAfter.Seconds()))

@@ -284,6 +284,10 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.outcomes[i] = Outcome{Err: TooManySeats(d.act, n)}
 		return
 	}
+	if refusal, err := d.overLimit(c.UserID); err != nil || refusal != nil {
+		d.outcomes[i] = Outcome{Err: cmp.Or(err, refusal)}
+		return
+	}
 	r := &Registration{
 		ID: c.RegistrationID, ActivityID: d.act.ID, UserID: c.UserID, Seats: n, Metadata: c.Metadata,
 		CreatedAt: d.st.At,
@@ -309,6 +313,7 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.events[len(d.events)-1].Registration.WaitlistPosition = &pos
 		d.regs[r.ID] = r
 		d.holders[c.UserID] = r.ID
+		d.holdInSeries(r, true)
 		d.outcomes[i] = Outcome{Registration: &snapshot, Changed: true}
 		return
 	default:
@@ -317,6 +322,7 @@ func (d *decision) signup(i int, c SignupCommand) {
 	}
 	d.regs[r.ID] = r
 	d.holders[c.UserID] = r.ID
+	d.holdInSeries(r, true)
 	d.outcomes[i] = d.changedOutcome(r)
 }
 
@@ -363,12 +369,14 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 		d.move(r, Cancelled, EventCancelled, c.Origin)
 		d.take(-r.Seats)
 		delete(d.holders, r.UserID)
+		d.holdInSeries(r, false)
 		d.outcomes[i] = d.changedOutcome(r)
 		return d.promote(c.Origin)
 	case r.Status == Waitlisted:
 		d.leaveQueue(r)
 		d.move(r, Cancelled, EventCancelled, c.Origin)
 		delete(d.holders, r.UserID)
+		d.holdInSeries(r, false)
 		d.outcomes[i] = d.changedOutcome(r)
 		// Under PolicyStrict the new head may fit.
 		return d.promote(c.Origin)
@@ -418,6 +426,10 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 			d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
 			return nil
 		}
+		if refusal, err := d.overLimit(r.UserID); err != nil || refusal != nil {
+			d.outcomes[i] = Outcome{Err: cmp.Or(err, refusal)}
+			return nil
+		}
 		// A re-admission takes its seats or nothing: it never joins the
 		// line.
 		if Admit(d.counts(r.Seats)) != AdmitSeat {
@@ -427,6 +439,7 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 		d.move(r, Approved, EventReadmitted, c.Origin)
 		d.take(r.Seats)
 		d.holders[r.UserID] = r.ID
+		d.holdInSeries(r, true)
 	default:
 		d.outcomes[i] = Outcome{Err: InvalidTransition(*r, c.To)}
 		return nil
@@ -448,12 +461,19 @@ func (d *decision) expire(i int, c ExpireCommand, now time.Time) error {
 	d.move(r, Expired, EventExpired, c.Origin)
 	d.take(-r.Seats)
 	delete(d.holders, r.UserID)
+	d.holdInSeries(r, false)
 	d.outcomes[i] = d.changedOutcome(r)
 	return d.promote(c.Origin)
 }
 
 func (d *decision) patch(i int, c ActivityCommand) error {
 	p := c.Patch
+	if p.SeriesID != nil && *p.SeriesID != "" {
+		if _, ok := d.w.series[*p.SeriesID]; !ok {
+			d.outcomes[i] = Outcome{Err: UnknownSeries(*p.SeriesID)}
+			return nil
+		}
+	}
 	if p.Pools != nil {
 		if missing := d.w.unknownPools(*p.Pools); len(missing) > 0 {
 			d.outcomes[i] = Outcome{Err: UnknownPools(missing)}
@@ -463,6 +483,13 @@ func (d *decision) patch(i int, c ActivityCommand) error {
 	}
 	if p.Title != nil {
 		d.act.Title = *p.Title
+	}
+	if p.SeriesID != nil {
+		d.act.SeriesID = nil
+		if *p.SeriesID != "" {
+			id := *p.SeriesID
+			d.act.SeriesID = &id
+		}
 	}
 	if p.HoldSeconds != nil {
 		d.act.HoldSeconds = *p.HoldSeconds

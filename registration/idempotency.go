@@ -48,17 +48,18 @@ func (o IdempotentOutcome) Replay(requestHash []byte) Outcome {
 	e := &capacityd.Error{Code: o.Outcome, Message: string(o.Body), RegistrationID: o.RegistrationID}
 	var stored storedError
 	if bytes.HasPrefix(o.Body, []byte("{")) && json.Unmarshal(o.Body, &stored) == nil {
-		e.Message, e.Remaining = stored.Message, stored.Remaining
+		e.Message, e.Remaining, e.RegistrationIDs = stored.Message, stored.Remaining, stored.RegistrationIDs
 	}
 	return Outcome{Replayed: true, Err: e}
 }
 
 // storedError is the stored body of a refusal that carries more than its
-// message (activity_full's remaining). A refusal with only a message is
+// message (activity_full's remaining, limit_reached's registrations). A refusal with only a message is
 // stored as the message itself.
 type storedError struct {
-	Message   string `json:"message"`
-	Remaining *int   `json:"remaining,omitempty"`
+	Message         string   `json:"message"`
+	Remaining       *int     `json:"remaining,omitempty"`
+	RegistrationIDs []string `json:"registration_ids,omitempty"`
 }
 
 func idempotencyConflict(key string) error {
@@ -86,8 +87,8 @@ func outcomeOf(c SignupCommand, out Outcome) (IdempotentOutcome, error) {
 		e = &capacityd.Error{Code: capacityd.EInternal, Message: out.Err.Error()}
 	}
 	o.Outcome, o.RegistrationID, o.Body = e.Code, e.RegistrationID, []byte(e.Message)
-	if e.Remaining != nil {
-		body, err := json.Marshal(storedError{Message: e.Message, Remaining: e.Remaining})
+	if e.Remaining != nil || e.RegistrationIDs != nil {
+		body, err := json.Marshal(storedError{Message: e.Message, Remaining: e.Remaining, RegistrationIDs: e.RegistrationIDs})
 		if err != nil {
 			return o, err
 		}

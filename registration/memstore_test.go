@@ -311,8 +311,8 @@ func (m *MemStore) PurgeOutcomes(ctx context.Context, before time.Time) (int64, 
 
 var _ Store = (*MemStore)(nil)
 
-// errMemNoPools is the in-memory store's answer to pools, which it does
-// not model: the Service's pool rules are tested on PostgreSQL.
+// errMemNoPools is the in-memory store's answer to pools and series,
+// which it does not model: their rules are tested on PostgreSQL.
 var errMemNoPools = capacityd.Errorf(capacityd.EInternal, "the in-memory store has no pools")
 
 func (m *MemStore) CreatePool(context.Context, string, NewPool) (Pool, error) {
@@ -320,3 +320,14 @@ func (m *MemStore) CreatePool(context.Context, string, NewPool) (Pool, error) {
 }
 func (m *MemStore) GetPool(context.Context, string) (Pool, error)          { return Pool{}, errMemNoPools }
 func (m *MemStore) ListPools(context.Context, string, int) ([]Pool, error) { return nil, errMemNoPools }
+
+func (m *MemStore) CreateSeries(context.Context, string, NewSeries) (Series, error) {
+	return Series{}, errMemNoPools
+}
+func (m *MemStore) GetSeries(context.Context, string) (Series, error) { return Series{}, errMemNoPools }
+func (m *MemStore) ListSeries(context.Context, string, int) ([]Series, error) {
+	return nil, errMemNoPools
+}
+func (m *MemStore) UpdateSeries(context.Context, string, SeriesPatch) (Series, error) {
+	return Series{}, errMemNoPools
+}

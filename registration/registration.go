@@ -106,7 +106,9 @@ type Activity struct {
 	// Pools are the ids of the pools the activity belongs to, sorted
 	// (never nil in an answer).
 	Pools []string `json:"pools"`
-	Taken int      `json:"taken"`
+	// SeriesID is the series the activity belongs to, if any.
+	SeriesID *string `json:"series_id"`
+	Taken    int     `json:"taken"`
 	// Remaining is what a new signup could get: the activity's own free
 	// seats, or fewer when one of its pools has fewer left.
 	Remaining int       `json:"remaining"`
@@ -130,6 +132,8 @@ type NewActivity struct {
 	Policy   WaitlistPolicy
 	// Pools are the pools the activity joins (0 to MaxPoolsPerActivity).
 	Pools []string
+	// SeriesID is the series the activity joins; "" for none.
+	SeriesID string
 }
 
 // ActivityPatch changes the fields that are set.
@@ -142,6 +146,8 @@ type ActivityPatch struct {
 	Policy      *WaitlistPolicy
 	// Pools replaces the activity's pools when set.
 	Pools *[]string
+	// SeriesID, when set, puts the activity in that series ("": in none).
+	SeriesID *string
 }
 
 // Registration is one user's claim on a seat of an activity.
@@ -216,15 +222,23 @@ func (n *NewActivity) Validate() error {
 	if err := validatePools(n.Pools); err != nil {
 		return err
 	}
+	if err := validSeriesID(n.SeriesID); err != nil {
+		return err
+	}
 	return validateGroups(&n.MaxSeats, &n.Policy)
 }
 
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
 	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil &&
-		p.Pools == nil {
+		p.Pools == nil && p.SeriesID == nil {
 		return capacityd.Errorf(capacityd.EInvalid,
-			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy or pools")
+			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy, pools or series_id")
+	}
+	if p.SeriesID != nil {
+		if err := validSeriesID(*p.SeriesID); err != nil {
+			return err
+		}
 	}
 	if err := validateFields(p.Title, p.Capacity, p.HoldSeconds); err != nil {
 		return err

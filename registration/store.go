@@ -19,6 +19,17 @@ type Store interface {
 	// UnknownCursor when before names no activity.
 	ListActivities(ctx context.Context, before string, limit int) ([]Activity, error)
 
+	// CreateSeries inserts a series with public id id.
+	CreateSeries(ctx context.Context, id string, in NewSeries) (Series, error)
+	// GetSeries returns the series, or not_found.
+	GetSeries(ctx context.Context, id string) (Series, error)
+	// ListSeries returns up to limit series created before the one of
+	// public id before ("": from the newest), newest first, or
+	// UnknownCursor when before names no series.
+	ListSeries(ctx context.Context, before string, limit int) ([]Series, error)
+	// UpdateSeries changes a series and returns it, or not_found.
+	UpdateSeries(ctx context.Context, id string, p SeriesPatch) (Series, error)
+
 	// CreatePool inserts a pool with public id id.
 	CreatePool(ctx context.Context, id string, in NewPool) (Pool, error)
 	// GetPool returns the pool with its authoritative Taken, or not_found.

@@ -29,6 +29,11 @@ type Change struct {
 	Commands     [][]Command
 	Pools        []PoolState
 	PoolCommands [][]Command
+	// Series are the series of the activities' signups (and
+	// re-admissions), with the users' active registrations in them, read
+	// under the (series, user) locks; and the series that activity
+	// commands name.
+	Series []SeriesState
 	// At is the transaction's time (the activities' states carry it too).
 	At time.Time
 	// JoinBase is the transaction's value of the join sequence, taken
@@ -72,6 +77,15 @@ func DecideAll(c Change, now time.Time) ([]Plan, []PoolPlan, error) {
 		pools:    make(map[string]*PoolPlan, len(c.Pools)),
 		joinBase: c.JoinBase,
 		now:      c.At,
+		series:   make(map[string]*SeriesState, len(c.Series)),
+	}
+	for _, sr := range c.Series {
+		held := make(map[string][]string, len(sr.Held))
+		for u, ids := range sr.Held {
+			held[u] = slices.Clone(ids)
+		}
+		sr.Held = held
+		w.series[sr.ID] = &sr
 	}
 	for i, ps := range c.Pools {
 		p := &PoolPlan{Pool: ps.Pool, LastSeq: ps.LastSeq}
@@ -156,6 +170,7 @@ type world struct {
 	joinBase  int64
 	joins     int64
 	now       time.Time
+	series    map[string]*SeriesState
 }
 
 // join returns the next join order of the transaction.
@@ -332,4 +347,47 @@ func (w *world) at() time.Time {
 		return w.decisions[0].st.At
 	}
 	return w.now
+}
+
+// seriesOf returns the series state of the activity's series, nil when it
+// is in none.
+func (d *decision) seriesOf() (*SeriesState, error) {
+	if d.act.SeriesID == nil {
+		return nil, nil
+	}
+	sr, ok := d.w.series[*d.act.SeriesID]
+	if !ok {
+		return nil, fmt.Errorf("registration: series %s of activity %s was not read", *d.act.SeriesID, d.act.ID)
+	}
+	return sr, nil
+}
+
+// overLimit returns limit_reached when the user already holds the most
+// active registrations the activity's series allows.
+func (d *decision) overLimit(user string) (error, error) {
+	sr, err := d.seriesOf()
+	if sr == nil || err != nil {
+		return nil, err
+	}
+	if held := sr.Held[user]; len(held) >= sr.MaxPerUser {
+		return LimitReached(sr.ID, sr.MaxPerUser, held), nil
+	}
+	return nil, nil
+}
+
+// holdInSeries counts r as one of its user's active registrations in the
+// activity's series (held) or no more (released).
+func (d *decision) holdInSeries(r *Registration, held bool) {
+	if d.act.SeriesID == nil {
+		return
+	}
+	sr, ok := d.w.series[*d.act.SeriesID]
+	if !ok {
+		return // no signup of the transaction needs it
+	}
+	ids := slices.DeleteFunc(sr.Held[r.UserID], func(id string) bool { return id == r.ID })
+	if held {
+		ids = append(ids, r.ID)
+	}
+	sr.Held[r.UserID] = ids
 }

@@ -35,14 +35,15 @@ var activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a
 	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 	ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.public_id),
 	(SELECT min(p.capacity - ` + poolTakenSQL("p.id") + `) FROM activity_pool m JOIN pool p ON p.id = m.pool_id
-		WHERE m.activity_id = a.id)`
+		WHERE m.activity_id = a.id),
+	(SELECT x.public_id FROM series x WHERE x.id = a.series_id)`
 
 func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting int64
 	var shared *int64
 	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
-		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared)
+		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared, &a.SeriesID)
 	a.Taken, a.Waiting = int(taken), int(waiting)
 	a.Remaining = registration.Remaining(a.Capacity, a.Taken)
 	if shared != nil {
@@ -59,11 +60,24 @@ func scanActivity(row pgx.Row) (registration.Activity, error) {
 // takes the pools' locks (a new activity changes what their change
 // transactions read) and moves their last seq forward.
 func (s *Store) CreateActivity(ctx context.Context, id string, in registration.NewActivity) (registration.Activity, error) {
-	insert := `INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+	insert := `INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy,
+			series_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		RETURNING `
+	var series *int64
+	if in.SeriesID != "" {
+		ids, err := s.internalIDs(ctx, `SELECT public_id, id FROM series WHERE public_id = ANY($1)`, []string{in.SeriesID})
+		if err != nil {
+			return registration.Activity{}, err
+		}
+		sid, ok := ids[in.SeriesID]
+		if !ok {
+			return registration.Activity{}, registration.UnknownSeries(in.SeriesID)
+		}
+		series = &sid
+	}
 	args := []any{id, in.Title, in.Capacity, in.HoldSeconds, in.Waitlist,
-		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict))}
+		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict)), series}
 	if len(in.Pools) == 0 {
 		a, err := scanActivity(s.db.QueryRow(ctx, insert+activityColumns, args...))
 		return a, interpret(err)

@@ -232,7 +232,7 @@ func withLocked(work []*activityWork, pools []*poolWork, locks lockSet) ([]*acti
 
 // changeOf is what the transaction read, for DecideAll.
 func changeOf(work []*activityWork, pools []*poolWork, rd txnRead) registration.Change {
-	c := registration.Change{At: rd.at, JoinBase: rd.joinBase}
+	c := registration.Change{At: rd.at, JoinBase: rd.joinBase, Series: rd.series}
 	for _, w := range work {
 		c.Activities = append(c.Activities, w.state)
 		c.Commands = append(c.Commands, w.batch.Commands)
@@ -295,6 +295,9 @@ type txnRead struct {
 	joinBase int64
 	// at is the transaction's time.
 	at time.Time
+	// series are the series of the signups, with their users' active
+	// registrations in them, and the series activity commands name.
+	series []registration.SeriesState
 }
 
 // readStates takes the locks of the activities and pools and reads their
@@ -306,6 +309,7 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 	var pairAIDs []int64
 	var pairUsers, named, readmitted, keyUsers, keys []string
 	var keyAIDs, uncounted []int64
+	var seriesNamed []string
 	signups := false
 	for i, w := range work {
 		byAID[w.aid], aids[i] = w, w.aid
@@ -332,6 +336,10 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 				named = append(named, c.RegistrationID)
 			case registration.SeatsCommand:
 				named = append(named, c.RegistrationID)
+			case registration.ActivityCommand:
+				if id := c.Patch.SeriesID; id != nil && *id != "" {
+					seriesNamed = append(seriesNamed, *id)
+				}
 			}
 		}
 		s.cacheMu.Lock()
@@ -367,9 +375,16 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 		ns, keys32 = append(ns, int32(admissionLockNamespace)), append(keys32, int32(aid))
 	}
 	b.Queue(`SELECT count(pg_advisory_xact_lock(k.ns, k.id)) FROM unnest($1::int[], $2::int[]) AS k(ns, id)`, ns, keys32)
+	if len(pairAIDs) > 0 || len(readmitted) > 0 {
+		b.Queue(seriesUserLockSQL, pairAIDs, pairUsers, readmitted)
+	}
+	if len(pairAIDs) > 0 || len(readmitted) > 0 || len(seriesNamed) > 0 {
+		queueSeries(b, pairAIDs, pairUsers, readmitted, seriesNamed, &rd)
+	}
 	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.max_seats_per_registration,
 			a.waitlist_policy, a.created_at, a.updated_at,
 			coalesce((SELECT s.last_seq FROM activity_state s WHERE s.activity_id = a.id), 0), now(),
+			(SELECT x.public_id FROM series x WHERE x.id = a.series_id),
 			ARRAY(SELECT m.pool_id FROM activity_pool m WHERE m.activity_id = a.id ORDER BY m.pool_id),
 			ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
 				ORDER BY p.public_id)
@@ -379,13 +394,13 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 		var at time.Time
 		var poolIDs []int64
 		_, err := pgx.ForEachRow(rows, []any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
-			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at, &poolIDs, &a.Pools}, func() error {
+			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at, &a.SeriesID, &poolIDs, &a.Pools}, func() error {
 			w := byAID[aid]
 			a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
 			w.state.Activity, w.state.LastSeq, w.state.At, rd.at = a, seq, at.UTC(), at.UTC()
 			w.pools, w.batch.ActivityID = poolIDs, a.ID
-			// A fresh array for the next row.
-			a.Pools, poolIDs = nil, nil
+			// A fresh array and pointer for the next row.
+			a.Pools, poolIDs, a.SeriesID = nil, nil, nil
 			if c, ok := s.cached(aid, seq); ok {
 				w.state.Activity.Taken, w.state.Activity.Waiting, w.counted = c.taken, c.waiting, true
 			}
@@ -500,8 +515,9 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 		if p.ActivityChanged {
 			a := p.Activity
 			b.Queue(`UPDATE activity SET title = $2, capacity = $3, hold_seconds = $4, waitlist = $5, updated_at = $6,
-				max_seats_per_registration = $7, waitlist_policy = $8
-				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt, a.MaxSeats, string(a.Policy))
+				max_seats_per_registration = $7, waitlist_policy = $8, series_id = (SELECT id FROM series WHERE public_id = $9)
+				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt, a.MaxSeats, string(a.Policy),
+				a.SeriesID)
 			if !slices.Equal(a.Pools, w.state.Activity.Pools) {
 				queueRepool(b, w.aid, a.Pools, pools)
 			}

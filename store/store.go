@@ -158,8 +158,8 @@ func (s *Store) poolIDs(ctx context.Context, publicIDs []string) (map[string]int
 
 // internalIDs returns the internal ids of publicIDs, from memory after the
 // first lookup, looking up the others with q (which selects public_id, id
-// for the public ids $1). Activity and pool public ids never collide (their
-// prefixes differ), so they share the memory.
+// for the public ids $1). Activity, pool and series public ids never
+// collide (their prefixes differ), so they share the memory.
 func (s *Store) internalIDs(ctx context.Context, q string, publicIDs []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(publicIDs))
 	var missing []string

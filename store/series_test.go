@@ -1,0 +1,95 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/store"
+)
+
+// TestSeriesLimitIsExactFromTwoStores: each of 12 users signs up for the
+// five activities of a series of at most 2, twenty times at once over two
+// stores (two instances): exactly 2 registrations each, every other
+// answer limit_reached (naming the two) or already_registered; a
+// cancellation frees the slot at once.
+func TestSeriesLimitIsExactFromTwoStores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testenv.NewDatabase(t)
+	stores := []*store.Store{store.New(testenv.Pool(t, url, 8)), store.New(testenv.Pool(t, url, 8))}
+	series, err := stores[0].CreateSeries(ctx, newID("s"), registration.NewSeries{Title: "spring", MaxPerUser: 2})
+	require.NoError(t, err)
+	var acts []string
+	for i := range 5 {
+		a, err := stores[0].CreateActivity(ctx, newID("a"), registration.NewActivity{Title: fmt.Sprint("workshop ", i),
+			Capacity: 100, HoldSeconds: 900, Waitlist: i%2 == 0, SeriesID: series.ID})
+		require.NoError(t, err)
+		require.Equal(t, series.ID, *a.SeriesID)
+		acts = append(acts, a.ID)
+	}
+	var mu sync.Mutex
+	var admitted []string
+	byUser := map[string]int{}
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 240 {
+		user := fmt.Sprint("user", i/20)
+		if i/20 == 0 {
+			user = "alice"
+		}
+		wg.Go(func() {
+			applied, err := stores[i%2].Apply(ctx, []registration.CommandBatch{
+				{ActivityID: acts[i%5], Commands: []registration.Command{signupOf(user)}}}, time.Now())
+			if !assertNoErr(t, err) {
+				return
+			}
+			o := applied[0].Plan.Outcomes[0]
+			mu.Lock()
+			defer mu.Unlock()
+			if o.Err == nil {
+				byUser[user]++
+				if user == "alice" {
+					admitted = append(admitted, o.Registration.ID)
+				}
+				return
+			}
+			codes[capacityd.ErrorCode(o.Err)]++
+			if capacityd.ErrorCode(o.Err) == capacityd.ELimitReached {
+				var e *capacityd.Error
+				require.ErrorAs(t, o.Err, &e)
+				require.Len(t, e.RegistrationIDs, 2)
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, admitted, 2, "answers %v", codes)
+	for u, n := range byUser {
+		require.Equal(t, 2, n, "%s's registrations", u)
+	}
+	require.Len(t, byUser, 12)
+	require.Equal(t, 240-24, codes[capacityd.ELimitReached]+codes[capacityd.EAlreadyRegistered], "answers %v", codes)
+
+	held, err := stores[0].GetRegistrations(ctx, admitted)
+	require.NoError(t, err)
+	applyOne(t, stores[1], held[0].ActivityID, cancelOf(held[0].ID))
+	var other string
+	for _, a := range acts {
+		if a != held[0].ActivityID && a != held[1].ActivityID {
+			other = a
+			break
+		}
+	}
+	o, _ := applyOne(t, stores[0], other, signupOf("alice"))
+	require.NoError(t, o.Err, "the cancelled registration's slot is free at once")
+	o, _ = applyOne(t, stores[1], acts[0], signupOf("alice"))
+	require.Contains(t, []string{capacityd.ELimitReached, capacityd.EAlreadyRegistered}, capacityd.ErrorCode(o.Err))
+}
+
