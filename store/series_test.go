@@ -92,4 +92,3 @@ func TestSeriesLimitIsExactFromTwoStores(t *testing.T) {
 	o, _ = applyOne(t, stores[1], acts[0], signupOf("alice"))
 	require.Contains(t, []string{capacityd.ELimitReached, capacityd.EAlreadyRegistered}, capacityd.ErrorCode(o.Err))
 }
-
