@@ -4,6 +4,11 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
+# The Go modules of the repository: the service (.) and the typed client
+# (client/, a module of its own so that its users get none of the service's
+# dependencies). test, vet, lint and vulncheck cover each.
+MODULES := . client
+
 .PHONY: run test services services-down build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
@@ -14,7 +19,7 @@ run: services build
 # otherwise the tests fail saying how to install them).
 test: services
 	@scripts/services.sh tools chromium:chromium pgbouncer:pgbouncer haproxy:haproxy
-	@source .data/env && $(GO) test -race -count=1 ./...
+	@source .data/env && for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 services:
@@ -27,7 +32,7 @@ build:
 	$(GO) build -o bin/capacityd ./cmd/capacityd
 
 vet:
-	$(GO) vet ./...
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 # Generated docs: docs/api.md from api/openapi.yaml, docs/configuration.md
 # from the settings table in cmd/capacityd/config.go. Tests fail while
@@ -51,10 +56,10 @@ chaos: services
 STATICCHECK_VERSION ?= v0.8.2
 
 lint:
-	@unformatted=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
+	@unformatted=$$(for m in $(MODULES); do (cd $$m && gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); done); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	@for m in $(MODULES); do echo "vet, staticcheck: module $$m"; \
+	  (cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...) || exit 1; done
 	@scripts/services.sh tools promtool:prometheus
 	promtool check rules deploy/prometheus/alerts.yml
 
@@ -115,4 +120,5 @@ vulncheck:
 	@dir=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
 	  test -d "$$dir/data/osv" && mkdir -p .data && rm -rf .data/vulndb && \
 	  $(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns "$$dir/data/osv" -out .data/vulndb && \
-	  $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db "file://$(CURDIR)/.data/vulndb" ./...
+	  for m in $(MODULES); do echo "govulncheck: module $$m"; \
+	    (cd $$m && $(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -db "file://$(CURDIR)/.data/vulndb" ./...) || exit 1; done

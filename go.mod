@@ -13,6 +13,7 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/labstack/echo/v4 v4.16.4
 	github.com/oklog/ulid/v2 v2.1.2
+	github.com/physiciansnet/capacityd/client v0.0.0
 	github.com/pressly/goose/v3 v3.30.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -67,3 +68,8 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
+
+// The typed client is a module of its own (client/go.mod), so that its users
+// get none of the service's dependencies; the service builds against the
+// client in this tree.
+replace github.com/physiciansnet/capacityd/client => ./client

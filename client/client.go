@@ -1,14 +1,3 @@
-// Package client is a typed Go client of capacityd's HTTP API, written
-// against its description (api/openapi.yaml; docs/api.md renders it). One
-// method per route; every refusal is returned as an *Error with the
-// service's stable code.
-//
-//	c := client.New("http://127.0.0.1:8080", token, nil)
-//	res, err := c.Signup(ctx, activityID, client.SignupOptions{IdempotencyKey: "order-42"})
-//	var e *client.Error
-//	if errors.As(err, &e) && e.Code == client.CodeAlreadyRegistered {
-//		// e.RegistrationID is the registration the user already has.
-//	}
 package client
 
 import (

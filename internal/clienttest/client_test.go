@@ -1,8 +1,7 @@
-package client_test
+package clienttest
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -240,13 +239,4 @@ func TestNotesAndOperations(t *testing.T) {
 	r, err := public.Ready(c)
 	require.NoError(t, err)
 	require.Equal(t, client.Readiness{Postgres: "ok", Redis: "ok"}, r)
-}
-
-func TestTransportErrorsAreNotServiceErrors(t *testing.T) {
-	t.Parallel()
-	c := client.New("http://127.0.0.1:1", "", nil)
-	_, err := c.GetActivity(ctx(t), "a_1")
-	require.Error(t, err)
-	var e *client.Error
-	require.False(t, errors.As(err, &e))
 }

@@ -1,0 +1,3 @@
+module github.com/physiciansnet/capacityd/client
+
+go 1.26.8
