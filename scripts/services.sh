@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Brings up the PostgreSQL and Redis that capacityd and its tests need, and
 # writes their URLs to .data/env (source it). In order of preference:
-#   1. DATABASE_URL / REDIS_URL when set and reachable;
+#   1. DATABASE_URL / REDIS_URL (and TEST_DATABASE_URL / TEST_REDIS_URL for
+#      the tests) when set: each one set must work, or the script stops
+#      with its reason and writes nothing; it never puts another server or
+#      database in the place of a setting. TEST_DATABASE_URL defaults to
+#      DATABASE_URL, and TEST_REDIS_URL to REDIS_URL, when only those are set;
 #   2. servers already listening on 127.0.0.1:5432 / 127.0.0.1:6379;
 #   3. docker compose (with docker-compose.ports.yml, which publishes the
 #      ports on 127.0.0.1), where a Docker engine runs;
@@ -10,7 +14,8 @@
 # The server binaries are installed in every case when missing and root: the
 # fault tests start private servers of their own.
 #
-# CAPACITYD_SERVICES=private skips 1-3 (to try the fallback).
+# CAPACITYD_SERVICES=private skips 2-3 (to try the fallback).
+# CAPACITYD_SERVICES_ENV (default .data/env) is for the tests.
 #
 # `tools CMD:PKG ...` installs Debian's package PKG for each command CMD
 # that is missing (when root; otherwise it says how), e.g. chromium for
@@ -56,6 +61,74 @@ ensure_binaries() {
 }
 
 psql_ok() { PGCONNECT_TIMEOUT=3 psql "$1" -Atqc 'select 1' >/dev/null 2>&1; }
+
+# shown URL prints URL without its password.
+shown() { sed -E 's#^([a-z]+://[^:/@]*):[^@/]*@#\1:***@#' <<<"$1"; }
+
+# one_line joins the lines of its input, squeezing blanks.
+one_line() { tr '\n\t' '  ' | sed -E 's/ +/ /g; s/^ //; s/ $//'; }
+
+# refuse NAME URL REASON HINT stops the script: the setting NAME does not
+# work, and nothing takes its place.
+refuse() {
+  log "$1 is set to $(shown "$2"), which does not work:"
+  log "  $3"
+  log "$4; or unset $1 to let scripts/services.sh find or start a local server. Nothing else is used in its place."
+  exit 1
+}
+
+# libpq_url URL drops the query parameters of a postgres:// URL that
+# libpq (so psql) does not take and pgx does (pool_max_conns,
+# default_query_exec_mode, runtime parameters such as search_path): they do
+# not change which server and database it names.
+libpq_url() {
+  local url=$1 base query p kept=""
+  [[ "$url" == *://*\?* ]] || { echo "$url"; return; }
+  base=${url%%\?*} query=${url#*\?}
+  local IFS='&'
+  for p in $query; do
+    case "${p%%=*}" in
+      host | hostaddr | port | dbname | user | password | passfile | connect_timeout | options | application_name | \
+        sslmode | sslcert | sslkey | sslpassword | sslrootcert | sslcrl | sslsni | channel_binding | gssencmode | \
+        krbsrvname | target_session_attrs | service) kept="$kept${kept:+&}$p" ;;
+    esac
+  done
+  echo "$base${kept:+?$kept}"
+}
+
+# require_postgres NAME checks the PostgreSQL URL in the variable NAME:
+# the server answers and the database exists, or the script stops.
+require_postgres() {
+  local url=${!1} out
+  have psql || refuse "$1" "$url" "psql is not installed, so it cannot be checked" \
+    "Install psql (Debian package postgresql-client)"
+  out=$(PGCONNECT_TIMEOUT=3 psql "$(libpq_url "$url")" -Atqc 'select 1' 2>&1 </dev/null) && return 0
+  out=$(one_line <<<"$out")
+  if [[ "$out" == *"database \""*"\" does not exist"* ]]; then
+    refuse "$1" "$url" "$out" "Create that database (CREATE DATABASE …) or correct $1"
+  fi
+  refuse "$1" "$url" "$out" "Start that server or correct $1"
+}
+
+# require_redis NAME checks the Redis URL in the variable NAME: the
+# server answers PING (with the URL's credentials and database), or the
+# script stops.
+require_redis() {
+  local url=${!1} out hostport port=6379
+  if have redis-cli; then
+    # redis-cli prints PONG even after a failed AUTH or SELECT; those
+    # print an error first.
+    out=$(timeout 5 redis-cli --no-auth-warning -u "$url" ping 2>&1 </dev/null) || true
+    [ "$out" = PONG ] && return 0
+    [ -n "$out" ] || out="no answer within 5s"
+  else
+    hostport=${url#*://} hostport=${hostport##*@} hostport=${hostport%%/*}
+    [[ "$hostport" != *:* ]] || port=${hostport##*:}
+    redis_pong "${hostport%:*}" "$port" && return 0
+    out="no PONG from $hostport"
+  fi
+  refuse "$1" "$url" "$(grep -v '^PONG$' <<<"$out" | one_line)" "Start that server or correct $1"
+}
 
 create_db() { # admin-url name
   local exists
@@ -111,17 +184,27 @@ start_private_redis() {
 
 up() {
   ensure_binaries
-  local db_url="" test_db_url="" redis_url="" test_redis_url=""
+  # Settings given are checked first: each one set must work.
+  local name
+  for name in DATABASE_URL TEST_DATABASE_URL; do
+    [ -z "${!name:-}" ] || require_postgres "$name"
+  done
+  for name in REDIS_URL TEST_REDIS_URL; do
+    [ -z "${!name:-}" ] || require_redis "$name"
+  done
+  local db_url=${DATABASE_URL:-} test_db_url=${TEST_DATABASE_URL:-}
+  local redis_url=${REDIS_URL:-} test_redis_url=${TEST_REDIS_URL:-}
+  [ -n "$test_db_url" ] || test_db_url=$db_url
+  [ -n "$test_redis_url" ] || test_redis_url=$redis_url
   PG_BASE="" REDIS_BASE=""
   local only_private=""
   [ "${CAPACITYD_SERVICES:-}" = private ] && only_private=1
 
-  if [ -n "$only_private" ]; then
+  # Only what is not set is found or started.
+  if [ -n "$db_url" ] && [ -n "$test_db_url" ]; then
+    log "PostgreSQL: DATABASE_URL${TEST_DATABASE_URL:+, TEST_DATABASE_URL}"
+  elif [ -n "$only_private" ]; then
     start_private_pg
-  elif [ -n "${DATABASE_URL:-}" ] && psql_ok "$DATABASE_URL"; then
-    log "PostgreSQL: DATABASE_URL"
-    db_url=$DATABASE_URL
-    test_db_url=${TEST_DATABASE_URL:-$DATABASE_URL}
   elif port_open 127.0.0.1 5432 && psql_ok "postgres://postgres@127.0.0.1:5432/postgres"; then
     log "PostgreSQL: 127.0.0.1:5432"
     PG_BASE="postgres://postgres@127.0.0.1:5432"
@@ -133,18 +216,20 @@ up() {
     start_private_pg
   fi
   if [ -n "$PG_BASE" ]; then
-    create_db "$PG_BASE/postgres" capacityd
-    create_db "$PG_BASE/postgres" capacityd_test
-    db_url="$PG_BASE/capacityd?sslmode=disable"
-    test_db_url="$PG_BASE/capacityd_test?sslmode=disable"
+    if [ -z "$db_url" ]; then
+      create_db "$PG_BASE/postgres" capacityd
+      db_url="$PG_BASE/capacityd?sslmode=disable"
+    fi
+    if [ -z "$test_db_url" ]; then
+      create_db "$PG_BASE/postgres" capacityd_test
+      test_db_url="$PG_BASE/capacityd_test?sslmode=disable"
+    fi
   fi
 
-  if [ -n "$only_private" ]; then
+  if [ -n "$redis_url" ] && [ -n "$test_redis_url" ]; then
+    log "Redis: REDIS_URL${TEST_REDIS_URL:+, TEST_REDIS_URL}"
+  elif [ -n "$only_private" ]; then
     start_private_redis
-  elif [ -n "${REDIS_URL:-}" ]; then
-    log "Redis: REDIS_URL"
-    redis_url=$REDIS_URL
-    test_redis_url=${TEST_REDIS_URL:-$REDIS_URL}
   elif redis_pong 127.0.0.1 6379; then
     log "Redis: 127.0.0.1:6379"
     REDIS_BASE="redis://127.0.0.1:6379"
@@ -156,17 +241,18 @@ up() {
     start_private_redis
   fi
   if [ -n "$REDIS_BASE" ]; then
-    redis_url="$REDIS_BASE/0"
-    test_redis_url="$REDIS_BASE/1"
+    [ -n "$redis_url" ] || redis_url="$REDIS_BASE/0"
+    [ -n "$test_redis_url" ] || test_redis_url="$REDIS_BASE/1"
   fi
 
-  cat >"$DATA/env" <<ENV
+  local env_file=${CAPACITYD_SERVICES_ENV:-$DATA/env}
+  cat >"$env_file" <<ENV
 export DATABASE_URL='$db_url'
 export TEST_DATABASE_URL='$test_db_url'
 export REDIS_URL='$redis_url'
 export TEST_REDIS_URL='$test_redis_url'
 ENV
-  log "wrote $DATA/env"
+  log "wrote $env_file"
 }
 
 down() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -58,4 +59,69 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 		total += len(results[i])
 	}
 	require.Equal(t, len(versions(t)), total, "each version applied exactly once: %v", results)
+}
+
+// migrated reports whether the database at url has the migrations' table.
+func migrated(t *testing.T, url string) bool {
+	t.Helper()
+	var ok bool
+	require.NoError(t, testenv.Pool(t, url, 1).QueryRow(context.Background(),
+		`SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&ok))
+	return ok
+}
+
+// TestMigrateRefusesATransactionPooler migrates through PgBouncer in
+// transaction mode, with the URL a user writes for it: Migrate refuses,
+// naming the pooler's address, and applies nothing.
+func TestMigrateRefusesATransactionPooler(t *testing.T) {
+	t.Parallel()
+	direct := testenv.EmptyDatabase(t)
+	for _, size := range []int{1, 4} {
+		bouncer := testenv.PrivatePgBouncer(t, testenv.DatabaseURL(), size)
+		applied, err := store.Migrate(context.Background(), testenv.Pool(t, bouncer.URL(direct), 4))
+		require.ErrorIs(t, err, store.ErrSessionNotKept, "%d server connections", size)
+		require.ErrorContains(t, err, "DATABASE_URL ("+bouncer.Addr+") reaches PostgreSQL through a pooler")
+		require.Empty(t, applied)
+	}
+	require.False(t, migrated(t, direct), "nothing applied")
+}
+
+// TestMigrateThroughASessionPooler migrates through PgBouncer in session
+// mode, which keeps a server session per client: the probe sees the
+// session kept and the migrations are applied. With a single server
+// connection the probe's second client can only wait: Migrate refuses,
+// saying it could not tell.
+func TestMigrateThroughASessionPooler(t *testing.T) {
+	t.Parallel()
+	t.Run("kept", func(t *testing.T) {
+		t.Parallel()
+		direct := testenv.EmptyDatabase(t)
+		bouncer := testenv.PrivatePgBouncer(t, testenv.DatabaseURL(), 4, "pool_mode = session")
+		applied, err := store.Migrate(context.Background(), testenv.Pool(t, bouncer.URL(direct), 2))
+		require.NoError(t, err)
+		require.Equal(t, versions(t), applied)
+	})
+	t.Run("one server connection", func(t *testing.T) {
+		t.Parallel()
+		direct := testenv.EmptyDatabase(t)
+		bouncer := testenv.PrivatePgBouncer(t, testenv.DatabaseURL(), 1, "pool_mode = session")
+		_, err := store.Migrate(context.Background(), testenv.Pool(t, bouncer.URL(direct), 2))
+		require.ErrorIs(t, err, store.ErrSessionUnknown)
+		require.False(t, migrated(t, direct), "nothing applied")
+	})
+}
+
+// TestMigrateThroughATCPProxy migrates through a plain TCP proxy, which
+// passes the server's own cancel key on: no probe of pooling, migrations
+// applied.
+func TestMigrateThroughATCPProxy(t *testing.T) {
+	t.Parallel()
+	direct := testenv.EmptyDatabase(t)
+	u, err := url.Parse(direct)
+	require.NoError(t, err)
+	proxy := testenv.StartProxy(t, "postgres", u.Host)
+	u.Host = proxy.Addr
+	applied, err := store.Migrate(context.Background(), testenv.Pool(t, u.String(), 2))
+	require.NoError(t, err)
+	require.Equal(t, versions(t), applied)
 }

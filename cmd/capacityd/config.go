@@ -212,7 +212,7 @@ var serveSettings = []setting{
 		c.TrustedProxies = nets
 		return err
 	}},
-	boolSetting("MIGRATE_ON_START", "true", "apply pending migrations before serving (false: run capacityd migrate as its own step)", func(c *config) *bool { return &c.MigrateOnStart }),
+	boolSetting("MIGRATE_ON_START", "true", "apply pending migrations before serving (false: run capacityd migrate as its own step, which a DATABASE_URL through a transaction pooler such as PgBouncer needs: migrating through one is refused)", func(c *config) *bool { return &c.MigrateOnStart }),
 	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
 	durationSetting("REQUEST_TIMEOUT", defaultDuration(httpapi.DefaultRequestTimeout), "deadline of every request but streams; also bounds one change transaction (a change still queued at its deadline is withdrawn: 503, nothing written)", func(c *config) *time.Duration { return &c.RequestTimeout }),
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),

@@ -86,6 +86,9 @@ func migrate(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	defer pool.Close()
 	applied, err := store.Migrate(ctx, pool)
+	if throughPooler(err) {
+		return fmt.Errorf("%w; run capacityd migrate with DATABASE_URL naming the PostgreSQL server itself (its own host and port, not the pooler's)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,9 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 		if err == nil {
 			log.Info("migrations applied", "versions", applied)
 		}
+		if throughPooler(err) {
+			return fmt.Errorf("MIGRATE_ON_START: %w; run capacityd migrate against the PostgreSQL server directly (DATABASE_URL with the server's own host and port, not the pooler's), and start the instances that use the pooler with MIGRATE_ON_START=false", err)
+		}
 		return err
 	}
 	if !cfg.MigrateOnStart {
@@ -84,13 +87,20 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 		if err == nil {
 			return pool, nil
 		}
-		if errors.Is(err, errSchemaBehind) || time.Now().After(deadline) || ctx.Err() != nil {
+		if errors.Is(err, errSchemaBehind) || throughPooler(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			pool.Close()
 			return nil, err
 		}
 		log.Warn("database not ready; retrying", "err", err)
 		time.Sleep(time.Second)
 	}
+}
+
+// throughPooler reports whether err is store.Migrate's refusal to
+// migrate through a pooler that does not keep (or might not keep) a
+// session: waiting does not change that.
+func throughPooler(err error) bool {
+	return errors.Is(err, store.ErrSessionNotKept) || errors.Is(err, store.ErrSessionUnknown)
 }
 
 // serve runs the service until ctx ends (SIGTERM or SIGINT), then shuts
