@@ -221,6 +221,20 @@ type Delivery struct {
 	State string `json:"state"`
 }
 
+// DeliveryAttempt is one attempt of a delivery.
+type DeliveryAttempt struct {
+	// Attempt numbers the delivery's attempts from 1.
+	Attempt int `json:"attempt"`
+	// At is when the attempt started.
+	At time.Time `json:"at"`
+	// StatusCode is the receiver's status; nil when it gave no answer, and
+	// then Error says why.
+	StatusCode *int    `json:"status_code"`
+	Error      *string `json:"error"`
+	// DurationMS is how long the attempt took, in milliseconds.
+	DurationMS float64 `json:"duration_ms"`
+}
+
 // NoteStats are a note's view and water counts.
 type NoteStats struct {
 	NoteID string `json:"note_id"`

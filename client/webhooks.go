@@ -47,3 +47,14 @@ func (c *Client) Deliveries(ctx context.Context, webhookID string, limit int) ([
 	}
 	return list.Items, c.get(ctx, "/v1/webhooks/"+seg(webhookID)+"/deliveries", q, &list)
 }
+
+// DeliveryAttempts returns every recorded attempt of an event's delivery
+// to a webhook, in attempt order (admin): empty before the first is
+// recorded; a not_found *Error when the webhook does not exist or the event
+// has no delivery to it.
+func (c *Client) DeliveryAttempts(ctx context.Context, webhookID, eventID string) ([]DeliveryAttempt, error) {
+	var list struct {
+		Items []DeliveryAttempt `json:"items"`
+	}
+	return list.Items, c.get(ctx, "/v1/webhooks/"+seg(webhookID)+"/deliveries/"+seg(eventID)+"/attempts", nil, &list)
+}

@@ -18,6 +18,7 @@ func (s *Server) registerWebhookRoutes(g *echo.Group, admin []echo.MiddlewareFun
 	g.GET("/webhooks/:id", s.getWebhook, admin...)
 	g.DELETE("/webhooks/:id", s.deleteWebhook, admin...)
 	g.GET("/webhooks/:id/deliveries", s.webhookDeliveries, admin...)
+	g.GET("/webhooks/:id/deliveries/:event_id/attempts", s.deliveryAttempts, admin...)
 }
 
 type webhookRequest struct {
@@ -90,6 +91,22 @@ func (s *Server) webhookDeliveries(c echo.Context) error {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, map[string]any{"items": ds})
+}
+
+func (s *Server) deliveryAttempts(c echo.Context) error {
+	id, err := webhookID(c)
+	if err != nil {
+		return err
+	}
+	eventID := c.Param("event_id")
+	if safe := safeForMessage(eventID); safe != eventID {
+		return webhook.NoDelivery(id, safe)
+	}
+	as, err := s.cfg.Webhooks.Attempts(c.Request().Context(), id, eventID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"items": as})
 }
 
 // webhookIDPattern matches the ids of webhooks: "wh_" and a ULID.

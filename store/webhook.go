@@ -137,6 +137,62 @@ func (s *Store) Deliveries(ctx context.Context, webhookID string, limit int) ([]
 	return out, interpret(err)
 }
 
+// attemptsSQL reads the attempts of one event's delivery to one webhook:
+// no row when there is no such delivery, one row without an attempt when
+// it has none yet. The event's message and its deliveries are inserted by
+// one statement of the change transaction (outboxSQL), so they share
+// created_at: the delivery is found by it through the BRIN index on
+// created_at, instead of among every delivery of the webhook (no index
+// serves the event of a delivery, and the change transaction should not
+// keep one up to date for this rare read).
+const attemptsSQL = `
+	SELECT t.attempt, t.at, t.status_code, t.error, t.duration_ms
+	FROM webhook w
+	JOIN activity a ON a.public_id = $2
+	JOIN webhook_message m ON m.activity_id = a.id AND m.seq = $3 AND m.event_id = $4
+	JOIN webhook_delivery d ON d.webhook_id = w.id AND d.created_at = m.created_at
+		AND d.activity_id = m.activity_id AND d.seq = m.seq
+	LEFT JOIN webhook_attempt t ON t.webhook_id = d.webhook_id AND t.delivery_id = d.id
+	WHERE w.public_id = $1
+	ORDER BY d.id, t.attempt`
+
+// DeliveryAttempts returns the recorded attempts of the delivery of event
+// eventID (activityID's event seq) to a webhook, in attempt order, or
+// webhook.NoDelivery when there is no such delivery.
+func (s *Store) DeliveryAttempts(ctx context.Context, webhookID, eventID, activityID string, seq int64) ([]webhook.DeliveryAttempt, error) {
+	rows, err := s.db.Query(ctx, attemptsSQL, webhookID, activityID, seq, eventID)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	type row struct {
+		attempt *int
+		a       webhook.DeliveryAttempt
+		ms      *float64
+	}
+	rs, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
+		var r row
+		var at *time.Time
+		err := cr.Scan(&r.attempt, &at, &r.a.StatusCode, &r.a.Error, &r.ms)
+		if r.attempt != nil {
+			r.a.Attempt, r.a.At, r.a.DurationMS = *r.attempt, at.UTC(), *r.ms
+		}
+		return r, err
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	if len(rs) == 0 {
+		return nil, webhook.NoDelivery(webhookID, eventID)
+	}
+	out := make([]webhook.DeliveryAttempt, 0, len(rs))
+	for _, r := range rs {
+		if r.attempt != nil {
+			out = append(out, r.a)
+		}
+	}
+	return out, nil
+}
+
 func utc(t *time.Time) *time.Time {
 	if t == nil {
 		return nil

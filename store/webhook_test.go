@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
@@ -233,4 +234,77 @@ func TestPurgeDeletesOldRecordsOnly(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_delivery`))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_message`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM webhook_attempt`))
+}
+
+// TestWebhookDeliveryAttemptsAreReadByEvent: the attempts of one event's
+// delivery to one webhook are read in attempt order with what was
+// recorded (status or error, start, duration), none for a delivery not
+// yet tried; an event that a webhook does not receive, or that does not
+// exist, has no delivery.
+func TestWebhookDeliveryAttemptsAreReadByEvent(t *testing.T) {
+	t.Parallel()
+	b := setupHooks(t)
+	ctx := context.Background()
+	acts := createActivities(t, b.s, 2, 10)
+	all := b.webhook(t, []string{"*"}, nil)
+	only0 := b.webhook(t, []string{"*"}, &acts[0])
+	target := apply(t, b.s, acts[0], signupOf("u1"), signupOf("u2")).Events[1]
+	untried := apply(t, b.s, acts[0], signupOf("u3")).Events[0]
+	elsewhere := apply(t, b.s, acts[1], signupOf("u4")).Events[0]
+
+	start := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	results := []webhook.Attempt{
+		{Attempt: 1, At: start, Duration: 12345 * time.Microsecond, StatusCode: 500, Outcome: webhook.OutcomeRetry},
+		{Attempt: 2, At: start.Add(5 * time.Second), Duration: 10 * time.Second, Error: "timeout: no answer within 10s", Outcome: webhook.OutcomeRetry},
+		{Attempt: 3, At: start.Add(15 * time.Second), Duration: 0, StatusCode: 204, Outcome: webhook.OutcomeDelivered},
+	}
+	for _, r := range results {
+		// Every due delivery is claimed (and the others stay leased); the
+		// target's result makes it due again at once.
+		jobs, err := b.s.ClaimDeliveries(ctx, webhook.Claim{Lease: time.Minute, Slots: 100})
+		require.NoError(t, err)
+		var job *webhook.Job
+		for i, j := range jobs {
+			if j.WebhookID == all.ID && j.EventID == target.ID {
+				job = &jobs[i]
+			}
+		}
+		require.NotNil(t, job, "attempt %d claimed", r.Attempt)
+		require.Equal(t, r.Attempt, job.Attempt)
+		r.Ref = job.Ref
+		require.NoError(t, b.s.RecordAttempts(ctx, []webhook.Attempt{r}))
+	}
+
+	got, err := b.s.DeliveryAttempts(ctx, all.ID, target.ID, acts[0], target.Seq)
+	require.NoError(t, err)
+	ptr := func(n int) *int { return &n }
+	timeout := "timeout: no answer within 10s"
+	require.Equal(t, []webhook.DeliveryAttempt{
+		{Attempt: 1, At: start, StatusCode: ptr(500), DurationMS: 12.345},
+		{Attempt: 2, At: start.Add(5 * time.Second), Error: &timeout, DurationMS: 10000},
+		{Attempt: 3, At: start.Add(15 * time.Second), StatusCode: ptr(204), DurationMS: 0},
+	}, got)
+
+	got, err = b.s.DeliveryAttempts(ctx, all.ID, untried.ID, acts[0], untried.Seq)
+	require.NoError(t, err)
+	require.Empty(t, got, "a delivery claimed but with no result recorded has no attempt")
+	got, err = b.s.DeliveryAttempts(ctx, only0.ID, target.ID, acts[0], target.Seq)
+	require.NoError(t, err)
+	require.Empty(t, got, "another webhook's delivery of the same event: its own attempts")
+
+	for _, c := range []struct {
+		webhookID, eventID, activityID string
+		seq                            int64
+	}{
+		{only0.ID, elsewhere.ID, acts[1], elsewhere.Seq},      // not received by that webhook
+		{all.ID, target.ID, acts[0], 99},                      // no such event
+		{all.ID, target.ID, acts[1], target.Seq},              // the id names another event
+		{all.ID, target.ID, newID("a"), target.Seq},           // no such activity
+		{newID("wh"), target.ID, acts[0], target.Seq},         // no such webhook
+		{all.ID, "ev_" + acts[0] + "_1", acts[0], target.Seq}, // not the event's id
+	} {
+		_, err := b.s.DeliveryAttempts(ctx, c.webhookID, c.eventID, c.activityID, c.seq)
+		require.Error(t, err, "%+v", c)
+		require.Equal(t, capacityd.ENotFound, capacityd.ErrorCode(err), "%+v", c)
+	}
 }

@@ -40,6 +40,25 @@ func TestNonPublicURLsAreRefusedAtCreation(t *testing.T) {
 	require.Zero(t, n)
 }
 
+// TestPrivateWebhookURLRefusalNamesTheSetting: the refusal of a URL on a
+// non-public address tells the operator which setting allows it.
+func TestPrivateWebhookURLRefusalNamesTheSetting(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{NoRedis: true})
+	admin := inst.Token(t, "admin", true)
+	for _, u := range []string{"http://127.0.0.1:8080/hook", "http://10.0.0.1/hook", "http://localhost/hook", "http://[::1]/"} {
+		r := inst.MustDo(t, http.MethodPost, "/v1/webhooks", admin, map[string]any{"url": u, "events": []string{"*"}})
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", u, r.Body)
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		r.JSON(t, &e)
+		require.Equal(t, "invalid_request", e.Error.Code)
+		require.Contains(t, e.Error.Message, "non-public address", u)
+		require.Contains(t, e.Error.Message, "WEBHOOK_ALLOW_PRIVATE=true", u)
+	}
+}
+
 func TestWebhookRequestsAreChecked(t *testing.T) {
 	t.Parallel()
 	inst := setup(t, app.Options{})

@@ -24,7 +24,8 @@ type Resolver interface {
 // otherwise non-public address is refused when the webhook is created, and
 // every delivery's connection is checked again at the dial, against the
 // address actually dialled, so a name that resolves elsewhere later (DNS
-// rebinding) gets nowhere. AllowPrivate turns both checks off.
+// rebinding) gets nowhere. AllowPrivate (the server's setting
+// WEBHOOK_ALLOW_PRIVATE, which the refusals name) turns both checks off.
 type Guard struct {
 	AllowPrivate bool
 	// Resolver resolves host names; nil: net.DefaultResolver.
@@ -101,7 +102,9 @@ func (g *Guard) CheckURL(ctx context.Context, u *url.URL) error {
 	for _, a := range addrs {
 		if !Public(a) {
 			return capacityd.Errorf(capacityd.EInvalid,
-				"field \"url\": host %q is or resolves to %s, a loopback, private, link-local or otherwise non-public address", safe(host), a)
+				"field \"url\": host %q is or resolves to %s, a loopback, private, link-local or otherwise non-public address; "+
+					"webhooks reach only public addresses unless the server runs with WEBHOOK_ALLOW_PRIVATE=true (for receivers on your own network or a lab)",
+				safe(host), a)
 		}
 	}
 	return nil
@@ -143,7 +146,7 @@ func (g *Guard) dialContext(d *net.Dialer) func(ctx context.Context, network, ad
 		if err != nil {
 			return nil, err
 		}
-		err = fmt.Errorf("%w: %s resolves to no allowed address", ErrForbiddenAddress, host)
+		err = fmt.Errorf("%w: %s resolves to no allowed address (WEBHOOK_ALLOW_PRIVATE=true allows private ones)", ErrForbiddenAddress, host)
 		for _, a := range addrs {
 			if !g.allowed(a) {
 				continue

@@ -66,6 +66,7 @@ func TestCheckURLRefusesNonPublicHosts(t *testing.T) {
 		err := check(raw)
 		require.Error(t, err, raw)
 		require.Equal(t, capacityd.EInvalid, capacityd.ErrorCode(err), raw)
+		require.Contains(t, err.Error(), "WEBHOOK_ALLOW_PRIVATE", "the refusal names the setting that allows it")
 	}
 	g.AllowPrivate = true
 	require.NoError(t, check("http://loopback.example:8080/"))

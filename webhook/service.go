@@ -135,3 +135,22 @@ func (s *Service) Deliveries(ctx context.Context, id string, limit int) ([]Deliv
 	}
 	return ds, err
 }
+
+// Attempts returns every recorded attempt of one event's delivery to a
+// webhook, in attempt order: empty while its first attempt is under way or
+// not yet made. not_found when the webhook does not exist, or when the
+// event (whatever its form) has no delivery to it.
+func (s *Service) Attempts(ctx context.Context, id, eventID string) ([]DeliveryAttempt, error) {
+	if _, err := s.store.Webhook(ctx, id); err != nil {
+		return nil, err
+	}
+	activityID, seq, ok := eventRef(eventID)
+	if !ok {
+		return nil, NoDelivery(id, safe(eventID))
+	}
+	as, err := s.store.DeliveryAttempts(ctx, id, eventID, activityID, seq)
+	if as == nil && err == nil {
+		as = []DeliveryAttempt{}
+	}
+	return as, err
+}

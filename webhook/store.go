@@ -29,6 +29,10 @@ type Store interface {
 	// Deliveries returns up to limit of a webhook's deliveries, newest
 	// first.
 	Deliveries(ctx context.Context, webhookID string, limit int) ([]Delivery, error)
+	// DeliveryAttempts returns the recorded attempts of the delivery of
+	// event eventID (activityID's event seq) to a webhook, in attempt
+	// order, or NoDelivery when there is no such delivery.
+	DeliveryAttempts(ctx context.Context, webhookID, eventID, activityID string, seq int64) ([]DeliveryAttempt, error)
 
 	// ClaimDeliveries claims due pending deliveries of enabled webhooks,
 	// skipping those another worker holds: for each webhook at most its

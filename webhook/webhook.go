@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/physiciansnet/capacityd"
@@ -87,9 +88,47 @@ type Delivery struct {
 	State         State      `json:"state"`
 }
 
+// DeliveryAttempt is one attempt of a delivery, as the admin API shows it.
+type DeliveryAttempt struct {
+	// Attempt numbers the delivery's attempts from 1.
+	Attempt int `json:"attempt"`
+	// At is when the attempt started.
+	At time.Time `json:"at"`
+	// StatusCode is the receiver's answer; nil when there was none, and
+	// then Error says why (timeout, refused, …).
+	StatusCode *int    `json:"status_code"`
+	Error      *string `json:"error"`
+	// DurationMS is how long the attempt took, in milliseconds (to the
+	// microsecond): from its start to the receiver's whole answer, or to
+	// the error.
+	DurationMS float64 `json:"duration_ms"`
+}
+
 // NotFound returns the not_found error of a webhook id that names nothing.
 func NotFound(id string) error {
 	return capacityd.Errorf(capacityd.ENotFound, "webhook %s not found", id)
+}
+
+// NoDelivery returns the not_found error of an event that was not queued
+// for a webhook (or whose delivery records were purged).
+func NoDelivery(webhookID, eventID string) error {
+	return capacityd.Errorf(capacityd.ENotFound, "webhook %s has no delivery of event %s", webhookID, eventID)
+}
+
+// eventRef is where an event id points: an activity's event seq (see
+// registration.EventID, "ev_" + the activity id without its "a_" + "_" +
+// seq). ok is false when id does not have that form.
+func eventRef(id string) (activityID string, seq int64, ok bool) {
+	rest, found := strings.CutPrefix(id, "ev_")
+	i := strings.LastIndexByte(rest, '_')
+	if !found || i < 1 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || seq < 1 || registration.EventID("a_"+rest[:i], seq) != id {
+		return "", 0, false
+	}
+	return "a_" + rest[:i], seq, true
 }
 
 // validate checks everything but the URL's addresses (see Guard), and
