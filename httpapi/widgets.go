@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path"
 	"regexp"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,9 +18,10 @@ import (
 )
 
 // demoCSP is the Content-Security-Policy of the demo page: its own scripts,
-// styles and API only.
-const demoCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
-	"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// styles and API only, and the widgets' default look (the <style> elements
+// the widget scripts add, by hash).
+var demoCSP = "default-src 'none'; script-src 'self'; style-src 'self' " + strings.Join(widget.StyleHashes, " ") +
+	"; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // assetTypes are the content types of the widget assets.
 var assetTypes = map[string]string{

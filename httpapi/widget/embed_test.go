@@ -1,6 +1,7 @@
 package widget_test
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"io/fs"
@@ -40,14 +41,19 @@ func newPages(t *testing.T) *pages {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		ctype := "text/html; charset=utf-8"
+		if strings.HasSuffix(r.URL.Path, ".css") {
+			ctype = "text/css; charset=utf-8"
+		}
+		w.Header().Set("Content-Type", ctype)
 		fmt.Fprint(w, body)
 	}))
 	t.Cleanup(p.srv.Close)
 	return p
 }
 
-// add serves body at path and returns its URL.
+// add serves body at path (as CSS for a path ending in .css, else as HTML)
+// and returns its URL.
 func (p *pages) add(path, body string) string {
 	p.mu.Lock()
 	p.pages[path] = body
@@ -70,8 +76,10 @@ func embedPage(lang, other, service, activity, note string) string {
 // TestWidgetsOnAnOriginNotListed embeds both widgets in pages of another
 // origin, in English and in Simplified Chinese, against a service whose
 // CORS_ALLOWED_ORIGINS lists other sites only: the seat counter is live,
-// and the note buttons show the numbers and say that this site may not
-// record views and waters (never that the server is unreachable).
+// and the note buttons show the numbers without the Water button. The
+// visitor is told nothing about the setting (never that the server is
+// unreachable either); the console tells the site's developer, once per
+// page.
 func TestWidgetsOnAnOriginNotListed(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{"https://only.example"}}})
@@ -82,17 +90,19 @@ func TestWidgetsOnAnOriginNotListed(t *testing.T) {
 	zh := site.add("/zh", embedPage("zh-CN", "en", inst.URL, a, "refused-note"))
 
 	ctx := tab(t)
+	console := watchConsole(t, ctx)
+	refusal := "does not let this site (" + site.srv.URL + ") record views and waters of note \"refused-note\": " +
+		"its CORS_ALLOWED_ORIGINS setting lists other sites"
 	do(t, ctx, 15*time.Second,
 		chromedp.Navigate(en),
 		waitText("#seats", "2 of 3 seats left", 5*time.Second),
 		waitText("#seats-other", "剩余 2 / 3 个名额", time.Second),
 		waitText("#note .note-views", "0 views", 5*time.Second),
 		waitText("#note .note-waters", "0 waters", time.Second),
-		waitText("#note .note-status", "This site ("+site.srv.URL+") is not allowed to record views and waters", time.Second),
+		waitAttr("#note", "data-note-state", "refused", time.Second),
 	)
-	disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#note .note-water').disabled`))
-	require.NoError(t, err)
-	require.True(t, disabled, "no water button where waters cannot be recorded")
+	console.waitFor(t, chromedp.ConsoleError, refusal, 1, 2*time.Second)
+	visitorSeesNoSetting(t, ctx)
 	require.Equal(t, "Water", text(t, ctx, "#note .note-water"))
 	screenshot(t, ctx)
 
@@ -102,8 +112,10 @@ func TestWidgetsOnAnOriginNotListed(t *testing.T) {
 		waitText("#seats-other", "2 of 3 seats left", time.Second),
 		waitText("#note .note-views", "0 次浏览", 5*time.Second),
 		waitText("#note .note-waters", "0 次浇水", time.Second),
-		waitText("#note .note-status", "此网站（"+site.srv.URL+"）未获准记录浏览和浇水", time.Second),
+		waitAttr("#note", "data-note-state", "refused", time.Second),
 	)
+	console.waitFor(t, chromedp.ConsoleError, refusal, 2, 2*time.Second)
+	visitorSeesNoSetting(t, ctx)
 	require.Equal(t, "浇水", text(t, ctx, "#note .note-water"))
 	inst.MustSignup(t, a, "u2")
 	inst.MustSignup(t, a, "u3")
@@ -112,6 +124,22 @@ func TestWidgetsOnAnOriginNotListed(t *testing.T) {
 	stats, err := inst.Public().NoteStats(t.Context(), "refused-note")
 	require.NoError(t, err)
 	require.Equal(t, client.NoteStats{NoteID: "refused-note"}, stats, "nothing recorded")
+}
+
+// visitorSeesNoSetting checks that the note buttons of the page say nothing
+// of a refusal and offer no Water button.
+func visitorSeesNoSetting(t *testing.T, ctx context.Context) {
+	t.Helper()
+	require.Empty(t, text(t, ctx, "#note .note-status"))
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	require.NoError(t, err)
+	for _, word := range []string{"allowed", "CORS", "site", "网站", "未获准"} {
+		require.NotContains(t, shown, word)
+	}
+	button, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](
+		`(() => { const b = document.querySelector('#note .note-water'); return [b.disabled, b.hidden, b.offsetParent === null] })()`))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true, true}, button, "no Water button where waters cannot be recorded")
 }
 
 // TestNoteButtonsOnAnAllowedOrigin embeds the note buttons in pages of an
@@ -255,10 +283,12 @@ func TestNoteButtonsSayWhenTheServerIsUnreachable(t *testing.T) {
 	do(t, ctx, 10*time.Second,
 		chromedp.Navigate(en),
 		waitText("#note .note-status", "Could not reach the server", 5*time.Second),
+		waitText("#note .note-counts", "— views · — waters", time.Second),
 	)
 	do(t, ctx, 10*time.Second,
 		chromedp.Navigate(zh),
 		waitText("#note .note-status", "无法连接服务器", 5*time.Second),
+		waitText("#note .note-counts", "— 次浏览 · — 次浇水", time.Second),
 	)
 	disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#note .note-water').disabled`))
 	require.NoError(t, err)

@@ -9,12 +9,20 @@
  *
  * Views and waters are writes: the service accepts them from a page of
  * any site, unless its CORS_ALLOWED_ORIGINS setting lists sites and not
- * this one. Then the buttons still show the numbers and say that this site
- * is not allowed to record them.
+ * this one. Then the buttons show the numbers without the Water button.
  *
  * Text is in English or Simplified Chinese: the element's data-lang, else
  * the page's lang, else the browser's language. No dependencies.
  * window.capacitydNotes.scan() binds elements added later.
+ *
+ * The script brings a small default look (one <style> element, added once,
+ * whose rules only match the classes capacityd-note and capacityd-note-*
+ * it gives its elements), themed with the custom properties --capacityd-*;
+ * data-style="none" on the script tag leaves it out. The visitor is never
+ * shown a configuration mistake (a site the service does not let write, a
+ * note it does not count): the buttons show what they can, and the reason
+ * goes to the console. docs/widgets.md describes the look, its custom
+ * properties and hooks, and every state.
  */
 (function () {
   'use strict';
@@ -33,9 +41,7 @@
       water: 'Water',
       unreachable: 'Could not reach the server',
       failed: 'Could not record it; try again later',
-      unknown: 'This note is not registered with the service',
-      limited: 'Too soon to water again; try again later',
-      refused: function (origin) { return 'This site (' + origin + ') is not allowed to record views and waters'; }
+      limited: 'Too soon to water again; try again later'
     },
     zh: {
       views: function (n) { return n + ' 次浏览'; },
@@ -44,11 +50,75 @@
       water: '浇水',
       unreachable: '无法连接服务器',
       failed: '记录失败，请稍后再试',
-      unknown: '此笔记未在服务中登记',
-      limited: '浇水太频繁，请稍后再试',
-      refused: function (origin) { return '此网站（' + origin + '）未获准记录浏览和浇水'; }
+      limited: '浇水太频繁，请稍后再试'
     }
   };
+
+  // SAID are the errors the visitor is told about: the others are
+  // mistakes of the site or the service's settings, told to the console.
+  var SAID = { unreachable: true, failed: true, limited: true };
+  // READ_ONLY are the errors after which no write can succeed: the Water
+  // button is hidden.
+  var READ_ONLY = { refused: true, unknown: true };
+  // NONE stands for a number that could not be read.
+  var NONE = '\u2014';
+
+  // FONT is the font of the default look: the system's, with Chinese
+  // fonts before the generic family.
+  var FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
+    '"PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif';
+
+  // STYLE is the default look. Its rules match the classes capacityd-note
+  // and capacityd-note-* only; every colour, the font, the size and the
+  // corners come from a custom property, with the default after its name.
+  var STYLE = [
+    '.capacityd-note {',
+    '  display: flex; flex-wrap: wrap; align-items: center; gap: .5em .75em;',
+    '  font-family: var(--capacityd-font, ' + FONT + ');',
+    '  font-size: var(--capacityd-note-font-size, var(--capacityd-font-size, 1rem));',
+    '  line-height: 1.5;',
+    '  color: var(--capacityd-text-color, #1d2433);',
+    '}',
+    '.capacityd-note .capacityd-note-counts { font-variant-numeric: tabular-nums; }',
+    '.capacityd-note .capacityd-note-water {',
+    '  -webkit-appearance: none; appearance: none; box-sizing: border-box;',
+    '  margin: 0; border: 0; padding: .4em 1em; border-radius: var(--capacityd-radius, .5em);',
+    '  font: inherit; font-weight: 600; line-height: 1.25;',
+    '  color: var(--capacityd-button-color, #ffffff);',
+    '  background: var(--capacityd-button-background, #1570ef);',
+    '  cursor: pointer;',
+    '}',
+    '.capacityd-note .capacityd-note-water:hover:not(:disabled) { filter: brightness(.92); }',
+    '.capacityd-note .capacityd-note-water:focus-visible {',
+    '  outline: 3px solid var(--capacityd-focus-color, #84caff); outline-offset: 2px;',
+    '}',
+    '.capacityd-note .capacityd-note-water:disabled { opacity: .6; cursor: progress; }',
+    '.capacityd-note .capacityd-note-water[hidden] { display: none; }',
+    '.capacityd-note .capacityd-note-status { font-size: .875em; color: var(--capacityd-muted-color, #5b6475); }'
+  ].join('\n');
+
+  // addStyle puts STYLE into the page once: a <style> element first in the
+  // head, so that the page's own rules come after it and win over its
+  // rules of the same weight. Where the page's Content-Security-Policy
+  // refuses inline styles, the element has no sheet, and a constructed
+  // style sheet (which that policy does not govern) carries the rules.
+  function addStyle() {
+    if (script && script.getAttribute('data-style') === 'none') { return; }
+    if (document.querySelector('style[data-capacityd-style="note-buttons"]')) { return; }
+    var el = document.createElement('style');
+    el.setAttribute('data-capacityd-style', 'note-buttons');
+    el.textContent = STYLE;
+    var head = document.head || document.documentElement;
+    head.insertBefore(el, head.firstChild);
+    if (el.sheet || !('adoptedStyleSheets' in document)) { return; }
+    try {
+      var sheet = new CSSStyleSheet();
+      sheet.replaceSync(STYLE);
+      document.adoptedStyleSheets = document.adoptedStyleSheets.concat([sheet]);
+    } catch (err) {
+      console.warn('capacityd note buttons: the default style could not be added:', err);
+    }
+  }
 
   // lang picks the text of an element: its data-lang, else the nearest
   // lang (the page's), else the browser's language. Any Chinese is
@@ -82,6 +152,7 @@
   }
 
   function render(st) {
+    var readOnly = READ_ONLY[st.error] === true;
     st.parts.forEach(function (p) {
       var t = p.text;
       if (st.stats) {
@@ -89,18 +160,44 @@
         p.waters.textContent = t.waters(st.stats.waters);
         p.root.setAttribute('data-note-views', String(st.stats.views));
         p.root.setAttribute('data-note-waters', String(st.stats.waters));
-      }
-      var msg = '';
-      if (st.error === 'refused') {
-        msg = t.refused(location.origin);
       } else if (st.error) {
-        msg = t[st.error];
+        p.views.textContent = t.views(NONE);
+        p.waters.textContent = t.waters(NONE);
       }
-      p.status.textContent = msg;
+      p.status.textContent = SAID[st.error] ? t[st.error] : '';
       p.root.setAttribute('data-note-state', st.error || 'ok');
-      p.button.disabled = st.inflight || st.error === 'refused';
+      p.button.disabled = st.inflight || readOnly;
+      p.button.hidden = readOnly;
       p.button.setAttribute('aria-busy', st.inflight ? 'true' : 'false');
     });
+  }
+
+  // report tells the console, once per note and error, what went wrong:
+  // for the site's developer, never shown to the visitor.
+  function report(st, err, what) {
+    if (!st.error || st.reported[st.error]) { return; }
+    st.reported[st.error] = true;
+    var note = 'note "' + st.id + '"';
+    var prefix = 'capacityd note buttons: ';
+    switch (st.error) {
+    case 'refused':
+      console.error(prefix + 'the service at ' + base + ' does not let this site (' + location.origin +
+        ') record views and waters of ' + note + ': its CORS_ALLOWED_ORIGINS setting lists other sites. ' +
+        'Add this site to it, or leave it empty to accept every site. The buttons show the numbers only.');
+      break;
+    case 'unknown':
+      console.error(prefix + 'the service at ' + base + ' does not count ' + note + ' (404): it counts ' +
+        'registered notes only. Register it (PUT /v1/notes/' + st.id + ' with an admin token), or check ' +
+        'the data-note attribute. The buttons show ' + (st.stats ? 'the numbers only.' : 'no numbers.'));
+      break;
+    case 'unreachable':
+      console.warn(prefix + 'could not reach the service at ' + base + ' for ' + note + '.');
+      break;
+    case 'failed':
+      console.warn(prefix + 'the service at ' + base + ' answered ' + err.status +
+        (err.code ? ' (' + err.code + ')' : '') + ' to a ' + what.replace(/s$/, '') + ' of ' + note + '.');
+      break;
+    }
   }
 
   // record posts a view or a water and shows the answer, or why there is
@@ -110,7 +207,7 @@
       st.stats = stats;
       st.error = null;
     }, function (err) {
-      return explain(st, err, what);
+      return explain(st, err, what).then(function () { report(st, err, what); });
     }).then(function () { render(st); });
   }
 
@@ -137,7 +234,7 @@
   }
 
   function water(st) {
-    if (st.inflight || st.error === 'refused') { return; }
+    if (st.inflight || READ_ONLY[st.error]) { return; }
     st.inflight = true;
     render(st);
     record(st, 'waters').then(function () {
@@ -146,21 +243,32 @@
     });
   }
 
+  // span makes a span of class cls (and capacityd-cls, which the default
+  // look matches).
   function span(cls, text) {
     var s = document.createElement('span');
-    s.className = cls;
+    s.className = cls + ' capacityd-' + cls;
     s.textContent = text;
     return s;
   }
 
   function bind(el) {
     var id = el.getAttribute('data-note');
-    if (!id || !ID.test(id) || el.hasAttribute('data-note-bound')) { return; }
+    if (el.hasAttribute('data-note-bound')) { return; }
+    if (!id || !ID.test(id)) {
+      if (!el.capacitydWarned) {
+        el.capacitydWarned = true;
+        console.warn('capacityd note buttons: data-note="' + id + '" is not a note id (1 to 128 letters, ' +
+          'digits, _ and -); the element is left as it is.', el);
+      }
+      return;
+    }
     el.setAttribute('data-note-bound', '');
+    el.classList.add('capacityd-note');
     var st = notes[id];
     var first = !st;
     if (first) {
-      st = notes[id] = { id: id, parts: [], stats: null, inflight: false, error: null };
+      st = notes[id] = { id: id, parts: [], stats: null, inflight: false, error: null, reported: {} };
     }
     var t = TEXT[lang(el)];
     var p = {
@@ -172,7 +280,7 @@
       status: span('note-status', '')
     };
     p.button.type = 'button';
-    p.button.className = 'note-water';
+    p.button.className = 'note-water capacityd-note-water';
     p.button.textContent = t.water;
     p.button.addEventListener('click', function () { water(st); });
     var counts = span('note-counts', '');
@@ -200,6 +308,7 @@
   }
 
   window.capacitydNotes = { scan: scan };
+  addStyle();
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', function () { scan(); });
   } else {

@@ -12,6 +12,14 @@
  * share one stream; a broken stream is reopened with exponential backoff.
  * No dependencies. window.capacitydSeats.scan() binds elements added after
  * the page loaded.
+ *
+ * The script brings a small default look (one <style> element, added once,
+ * whose rules only match the class capacityd-seats it gives its elements),
+ * themed with the custom properties --capacityd-*; data-style="none" on the
+ * script tag leaves it out. The visitor is never shown a configuration
+ * mistake: an activity that does not exist shows a dash (—), and the reason
+ * goes to the console. docs/widgets.md describes the look, its custom
+ * properties and hooks, and every state.
  */
 (function () {
   'use strict';
@@ -28,18 +36,73 @@
       leftWaiting: function (n) { return ' \u00b7 ' + n + ' waiting'; },
       full: 'Full',
       waiting: function (n) { return 'Full \u00b7 ' + n + ' waiting'; },
-      loading: 'Loading seats\u2026',
-      unknown: 'Unknown activity'
+      loading: 'Loading seats\u2026'
     },
     zh: {
       left: function (r, c) { return '剩余 ' + r + ' / ' + c + ' 个名额'; },
       leftWaiting: function (n) { return ' \u00b7 ' + n + ' 人候补'; },
       full: '已满',
       waiting: function (n) { return '已满 \u00b7 ' + n + ' 人候补'; },
-      loading: '正在加载名额\u2026',
-      unknown: '未知活动'
+      loading: '正在加载名额\u2026'
     }
   };
+
+  // NONE is shown where there are no numbers to show, and will be none.
+  var NONE = '\u2014';
+
+  // FONT is the font of the default look: the system's, with Chinese
+  // fonts before the generic family.
+  var FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
+    '"PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif';
+
+  // STYLE is the default look. Its rules match the class capacityd-seats
+  // only; every colour, the font, the size and the corners come from a
+  // custom property, with the default after its name.
+  var STYLE = [
+    '.capacityd-seats {',
+    '  box-sizing: border-box; width: fit-content; max-width: 100%;',
+    '  padding: .2em .65em; border-radius: var(--capacityd-radius, .5em);',
+    '  font-family: var(--capacityd-font, ' + FONT + ');',
+    '  font-size: var(--capacityd-seats-font-size, var(--capacityd-font-size, 1rem));',
+    '  font-weight: 700; line-height: 1.5; font-variant-numeric: tabular-nums;',
+    '  color: var(--capacityd-seats-color, #0b6e4f);',
+    '  background: var(--capacityd-seats-background, #e3f4ec);',
+    '  transition: opacity .2s;',
+    '}',
+    '.capacityd-seats.seats-full {',
+    '  color: var(--capacityd-full-color, #b42318);',
+    '  background: var(--capacityd-full-background, #fdeceb);',
+    '}',
+    '.capacityd-seats:not([data-seats-remaining]) {',
+    '  font-weight: 400;',
+    '  color: var(--capacityd-muted-color, #5b6475);',
+    '  background: var(--capacityd-muted-background, #f0f2f5);',
+    '}',
+    '.capacityd-seats[data-seats-state="reconnecting"] { opacity: .6; }'
+  ].join('\n');
+
+  // addStyle puts STYLE into the page once: a <style> element first in the
+  // head, so that the page's own rules come after it and win over its
+  // rules of the same weight. Where the page's Content-Security-Policy
+  // refuses inline styles, the element has no sheet, and a constructed
+  // style sheet (which that policy does not govern) carries the rules.
+  function addStyle() {
+    if (script && script.getAttribute('data-style') === 'none') { return; }
+    if (document.querySelector('style[data-capacityd-style="seats"]')) { return; }
+    var el = document.createElement('style');
+    el.setAttribute('data-capacityd-style', 'seats');
+    el.textContent = STYLE;
+    var head = document.head || document.documentElement;
+    head.insertBefore(el, head.firstChild);
+    if (el.sheet || !('adoptedStyleSheets' in document)) { return; }
+    try {
+      var sheet = new CSSStyleSheet();
+      sheet.replaceSync(STYLE);
+      document.adoptedStyleSheets = document.adoptedStyleSheets.concat([sheet]);
+    } catch (err) {
+      console.warn('capacityd seats: the default style could not be added:', err);
+    }
+  }
 
   // lang picks the text of an element: its data-lang, else the nearest
   // lang (the page's), else the browser's language. Any Chinese is
@@ -118,7 +181,14 @@
       return r.ok ? r.json() : null;
     }).catch(function () { return null; }).then(function (s) {
       if (s === 'missing') {
-        st.els.forEach(function (el) { setText(el, TEXT[el.capacitydLang].unknown); });
+        console.error('capacityd seats: there is no activity "' + st.id + '" at ' + base +
+          ' (its seats answer 404): check the data-seats-activity attribute of the element.');
+        st.seats = null;
+        st.els.forEach(function (el) {
+          setText(el, NONE);
+          el.removeAttribute('data-seats-remaining');
+          el.classList.remove('seats-full');
+        });
         setState(st, 'missing');
         return;
       }
@@ -131,6 +201,7 @@
     var id = el.getAttribute('data-seats-activity');
     if (!id || el.hasAttribute('data-seats-state')) { return; }
     el.capacitydLang = lang(el);
+    el.classList.add('capacityd-seats');
     el.setAttribute('aria-live', 'polite');
     el.setAttribute('aria-atomic', 'true');
     if (!el.hasAttribute('role')) { el.setAttribute('role', 'status'); }
@@ -140,7 +211,11 @@
       connect(st);
     }
     st.els.push(el);
-    if (!st.seats && !el.textContent) { el.textContent = TEXT[el.capacitydLang].loading; }
+    if (st.state === 'missing') {
+      el.textContent = NONE;
+    } else if (!st.seats && !el.textContent) {
+      el.textContent = TEXT[el.capacitydLang].loading;
+    }
     render(st);
   }
 
@@ -150,6 +225,7 @@
   }
 
   window.capacitydSeats = { scan: scan };
+  addStyle();
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', function () { scan(); });
   } else {

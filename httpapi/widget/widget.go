@@ -18,6 +18,15 @@ var Assets embed.FS
 //go:embed demo.html
 var demoHTML string
 
+// StyleHashes are the Content-Security-Policy hash sources of the <style>
+// elements that seats.js and note-buttons.js add to a page (their default
+// look), for a page whose policy lets styles in by hash, as the demo
+// page's does. TestStyleHashes checks them against the scripts.
+var StyleHashes = []string{
+	"'sha256-1Zl6B6kifXVVX1CwLWlABX/w57yy2ljsF98N/PpmuKQ='",
+	"'sha256-cns0QGnrX45nhZNtJESZ+kDiySX7RrDykJ1JJ1XYefE='",
+}
+
 // DemoPage is the template of the demo page. Its data is DemoData.
 var DemoPage = template.Must(template.New("demo").Parse(demoHTML))
 

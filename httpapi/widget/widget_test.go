@@ -53,6 +53,10 @@ func runWithBrowser(m *testing.M) int {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		// No back-forward cache: a page navigated away from would keep its
+		// seat streams open, and a browser opens at most six connections to
+		// a server of HTTP/1.1 (the tests' servers).
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,BackForwardCache"),
 		chromedp.WindowSize(1000, 800),
 		// The browser's own language is English whatever the machine's
 		// locale; the tests set the page's language where it matters.
@@ -258,7 +262,8 @@ func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
 // list that takes parties, and for two activities sharing a pool, and
 // signs random users up from the page: one seat on the first, a party of
 // the picker's size on the second, and one seat on each pooled activity,
-// which lowers both pooled counters. With UPDATE_DOCS=1 it also saves the
+// which lowers both pooled counters. The widgets have their own look (the
+// page's policy lets it in). With UPDATE_DOCS=1 it also saves the
 // screenshot as docs/demo.png.
 func TestDemoPage(t *testing.T) {
 	t.Parallel()
@@ -355,6 +360,14 @@ func TestDemoPage(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Waitlisted)
 	do(t, ctx, 10*time.Second, waitText(seats(w), "1 of 6 seats left \u00b7 1 waiting", 2*time.Second))
+	// The page's Content-Security-Policy lets the widgets' default look in
+	// (by hash): no constructed style sheets.
+	looks, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+  const out = Array.from(document.querySelectorAll('style[data-capacityd-style]'), s => s.getAttribute('data-capacityd-style') + ':' + (s.sheet !== null));
+  return out.concat(['adopted:' + document.adoptedStyleSheets.length]);
+})()`))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"seats:true", "note-buttons:true", "adopted:0"}, looks)
 	require.Equal(t, 0, countOf(t, ctx, `[data-demo-seats="`+a+`"]`), "the activity without a waiting list signs up one seat")
 	require.Equal(t, []string{"1", "2", "3", "4"}, optionValues(t, ctx, `[data-demo-seats="`+w+`"]`))
 	png := screenshot(t, ctx)
