@@ -52,6 +52,7 @@ const (
 	CodeMethodNotAllowed    = "method_not_allowed"
 	CodeActivityFull        = "activity_full"
 	CodeAlreadyRegistered   = "already_registered"
+	CodeLimitReached        = "limit_reached"
 	CodeInvalidTransition   = "invalid_transition"
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodePayloadTooLarge     = "payload_too_large"
@@ -74,6 +75,9 @@ type Error struct {
 	// Remaining is set with activity_full: the seats a signup could get
 	// at that moment (nil when the service did not say).
 	Remaining *int
+	// RegistrationIDs is set with limit_reached: the active registrations
+	// the user holds in the activity's series, sorted.
+	RegistrationIDs []string
 	// RetryAfter is the Retry-After header (429 and 503); zero when absent.
 	RetryAfter time.Duration
 }
@@ -155,11 +159,13 @@ func readError(resp *http.Response) *Error {
 			Message        string `json:"message"`
 			RegistrationID string `json:"registration_id"`
 			Remaining      *int   `json:"remaining"`
+			// RegistrationIDs is set with limit_reached.
+			RegistrationIDs []string `json:"registration_ids"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.RegistrationID = body.Error.Code, body.Error.Message, body.Error.RegistrationID
-		e.Remaining = body.Error.Remaining
+		e.Remaining, e.RegistrationIDs = body.Error.Remaining, body.Error.RegistrationIDs
 		return e
 	}
 	e.Message = strings.TrimSpace(string(b))

@@ -22,6 +22,9 @@ type Activity struct {
 	// Pools are the ids of the pools the activity belongs to, sorted;
 	// empty when none.
 	Pools []string `json:"pools"`
+	// SeriesID is the id of the series the activity belongs to; nil when
+	// none.
+	SeriesID *string `json:"series_id"`
 	// Taken counts seats: a registration for 3 occupies 3.
 	Taken int `json:"taken"`
 	// Remaining is what a new signup could get: the activity's own free
@@ -48,6 +51,8 @@ type NewActivity struct {
 	WaitlistPolicy          string `json:"waitlist_policy,omitempty"`
 	// Pools are the ids of the pools the activity joins (at most 4).
 	Pools []string `json:"pools,omitempty"`
+	// SeriesID is the id of the series the activity joins; "" for none.
+	SeriesID string `json:"series_id,omitempty"`
 }
 
 // ActivityPatch is what UpdateActivity sends: the fields that are set.
@@ -61,6 +66,26 @@ type ActivityPatch struct {
 	// Pools replaces the activity's pools when set: a pointer to an
 	// empty list takes it out of every pool.
 	Pools *[]string `json:"pools,omitempty"`
+	// SeriesID puts the activity in that series when set: a pointer to ""
+	// takes it out of its series (sent as null).
+	SeriesID *string `json:"-"`
+}
+
+// MarshalJSON encodes the patch with "series_id" null when SeriesID
+// points to "", and without it when SeriesID is nil.
+func (p ActivityPatch) MarshalJSON() ([]byte, error) {
+	type fields ActivityPatch // without the method
+	body := struct {
+		fields
+		SeriesID any `json:"series_id,omitempty"`
+	}{fields: fields(p)}
+	if p.SeriesID != nil {
+		body.SeriesID = json.RawMessage("null")
+		if *p.SeriesID != "" {
+			body.SeriesID = *p.SeriesID
+		}
+	}
+	return json.Marshal(body)
 }
 
 // Page is one page of a list. Pass NextCursor as the Cursor of the next
@@ -109,6 +134,32 @@ type PoolPatch struct {
 
 // PoolPage is one page of ListPools.
 type PoolPage = Page[Pool]
+
+// Series is a set of activities of which one user may hold at most
+// MaxPerUser active (occupying or waitlisted) registrations; a signup over
+// it is refused with limit_reached (see Error.RegistrationIDs).
+type Series struct {
+	ID         string    `json:"id"`
+	Title      string    `json:"title"`
+	MaxPerUser int       `json:"max_per_user"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// NewSeries is what CreateSeries sends.
+type NewSeries struct {
+	Title      string `json:"title"`
+	MaxPerUser int    `json:"max_per_user"`
+}
+
+// SeriesPatch is what UpdateSeries sends: the fields that are set.
+type SeriesPatch struct {
+	Title      *string `json:"title,omitempty"`
+	MaxPerUser *int    `json:"max_per_user,omitempty"`
+}
+
+// SeriesPage is one page of ListSeries.
+type SeriesPage = Page[Series]
 
 // Seats is the seats display of an activity.
 type Seats struct {

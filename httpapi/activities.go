@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +20,10 @@ type activityRequest struct {
 	// Pools are the ids of the pools the activity belongs to: null or
 	// absent leaves them as they are, [] leaves every pool.
 	Pools *[]string `json:"pools"`
+	// SeriesID is the id of the series the activity belongs to, decoded
+	// by seriesField: absent leaves it as it is, null takes the activity
+	// out of its series (at creation: in none).
+	SeriesID json.RawMessage `json:"series_id"`
 }
 
 // policy returns the request's waiting-list policy, nil when absent.
@@ -60,6 +65,13 @@ func (s *Server) createActivity(c echo.Context) error {
 	}
 	if req.Pools != nil {
 		in.Pools = *req.Pools
+	}
+	series, err := seriesField(req.SeriesID)
+	if err != nil {
+		return err
+	}
+	if series != nil {
+		in.SeriesID = *series
 	}
 	a, err := s.regs.CreateActivity(c.Request().Context(), in)
 	if err != nil {
@@ -130,9 +142,13 @@ func (s *Server) patchActivity(c echo.Context) error {
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}
+	series, err := seriesField(req.SeriesID)
+	if err != nil {
+		return err
+	}
 	a, err := s.regs.UpdateActivity(c.Request().Context(), id, registration.ActivityPatch{
 		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds, Waitlist: req.Waitlist,
-		MaxSeats: req.MaxSeats, Policy: req.policy(), Pools: req.Pools,
+		MaxSeats: req.MaxSeats, Policy: req.policy(), Pools: req.Pools, SeriesID: series,
 	}, callerOf(c))
 	if err != nil {
 		return err

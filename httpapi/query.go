@@ -20,6 +20,7 @@ import (
 var queryParams = map[string][]string{
 	"GET /v1/activities":                      {"limit", "cursor"},
 	"GET /v1/pools":                           {"limit", "cursor"},
+	"GET /v1/series":                          {"limit", "cursor"},
 	"GET /v1/me/registrations":                {"limit", "cursor"},
 	"GET /v1/activities/{}/registrations":     {"status", "limit", "cursor"},
 	"GET /v1/activities/{}/registrations.csv": {"status"},

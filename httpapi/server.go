@@ -172,6 +172,10 @@ func New(cfg Config) *Server {
 	v1.GET("/pools", s.listPools, admin...)
 	v1.GET("/pools/:id", s.getPool)
 	v1.PATCH("/pools/:id", s.patchPool, admin...)
+	v1.POST("/series", s.createSeries, admin...)
+	v1.GET("/series", s.listSeries, admin...)
+	v1.GET("/series/:id", s.getSeries, admin...)
+	v1.PATCH("/series/:id", s.patchSeries, admin...)
 	if cfg.Notes != nil {
 		s.registerNoteRoutes(v1, admin)
 	}

@@ -19,11 +19,12 @@ const (
 	ActivityCursor     = "a_"
 	RegistrationCursor = "r_"
 	PoolCursor         = "p_"
+	SeriesCursor       = "s_"
 )
 
-// cursorIDPattern matches the public ids of activities, registrations and
-// pools: a one-letter prefix and a ULID.
-var cursorIDPattern = regexp.MustCompile(`^[arp]_[0-9A-HJKMNP-TV-Z]{26}$`)
+// cursorIDPattern matches the public ids of activities, registrations,
+// pools and series: a one-letter prefix and a ULID.
+var cursorIDPattern = regexp.MustCompile(`^[arps]_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 // maxCursorLen is the longest well-formed cursor: a 28-byte id encoded.
 var maxCursorLen = base64.RawURLEncoding.EncodedLen(28)
@@ -35,8 +36,8 @@ func EncodeCursor(id string) string {
 }
 
 // DecodeCursor returns the public id a cursor made by EncodeCursor names,
-// which must start with prefix (ActivityCursor, RegistrationCursor or
-// PoolCursor), or invalid_request. Whether the id names an item of the
+// which must start with prefix (ActivityCursor, RegistrationCursor,
+// PoolCursor or SeriesCursor), or invalid_request. Whether the id names an item of the
 // listing is the store's to say.
 func DecodeCursor(s, prefix string) (string, error) {
 	if len(s) > maxCursorLen {

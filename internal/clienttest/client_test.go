@@ -240,3 +240,44 @@ func TestNotesAndOperations(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, client.Readiness{Postgres: "ok", Redis: "ok"}, r)
 }
+
+func TestSeriesLimitPerUser(t *testing.T) {
+	t.Parallel()
+	_, admin, user := setup(t)
+	c := ctx(t)
+	s, err := admin.CreateSeries(c, client.NewSeries{Title: "Spring workshops", MaxPerUser: 1})
+	require.NoError(t, err)
+	got, err := admin.GetSeries(c, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, s, got)
+	page, err := admin.ListSeries(c, client.ListOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []client.Series{s}, page.Items)
+
+	a, err := admin.CreateActivity(c, client.NewActivity{Title: "One", Capacity: 5, SeriesID: s.ID})
+	require.NoError(t, err)
+	require.Equal(t, s.ID, *a.SeriesID)
+	b, err := admin.CreateActivity(c, client.NewActivity{Title: "Two", Capacity: 5})
+	require.NoError(t, err)
+	require.Nil(t, b.SeriesID)
+	b, err = admin.UpdateActivity(c, b.ID, client.ActivityPatch{SeriesID: &s.ID})
+	require.NoError(t, err)
+	require.Equal(t, s.ID, *b.SeriesID)
+
+	alice := user("alice")
+	first, err := alice.Signup(c, a.ID, client.SignupOptions{})
+	require.NoError(t, err)
+	_, err = alice.Signup(c, b.ID, client.SignupOptions{})
+	e := requireCode(t, err, http.StatusConflict, client.CodeLimitReached)
+	require.Equal(t, []string{first.Registration.ID}, e.RegistrationIDs)
+
+	s, err = admin.UpdateSeries(c, s.ID, client.SeriesPatch{MaxPerUser: new(2)})
+	require.NoError(t, err)
+	require.Equal(t, 2, s.MaxPerUser)
+	_, err = alice.Signup(c, b.ID, client.SignupOptions{})
+	require.NoError(t, err)
+
+	b, err = admin.UpdateActivity(c, b.ID, client.ActivityPatch{SeriesID: new("")})
+	require.NoError(t, err)
+	require.Nil(t, b.SeriesID, "null leaves the series")
+}

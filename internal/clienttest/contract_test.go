@@ -288,3 +288,64 @@ func TestContractPools(t *testing.T) {
 	_, err = cs.client.GetPool(c, "p_1")
 	requireCode(t, err, http.StatusNotFound, client.CodeNotFound)
 }
+
+func TestContractSeries(t *testing.T) {
+	t.Parallel()
+	cs := newContractServer(t)
+	c := ctx(t)
+	s, err := cs.client.CreateSeries(c, client.NewSeries{Title: "Spring workshops", MaxPerUser: 2})
+	require.NoError(t, err)
+	require.Equal(t, "/v1/series", cs.lastURL())
+	require.Equal(t, "Spring workshops", s.Title)
+	require.Equal(t, 2, s.MaxPerUser)
+
+	got, err := cs.client.GetSeries(c, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/series/"+s.ID, cs.lastURL())
+	require.Equal(t, s, got)
+
+	page, err := cs.client.ListSeries(c, client.ListOptions{Limit: 10, Cursor: "c18x"})
+	require.NoError(t, err)
+	require.Equal(t, "/v1/series?cursor=c18x&limit=10", cs.lastURL())
+	require.Len(t, page.Items, 1)
+	require.Nil(t, page.NextCursor)
+
+	changed, err := cs.client.UpdateSeries(c, s.ID, client.SeriesPatch{MaxPerUser: new(3)})
+	require.NoError(t, err)
+	require.Equal(t, 3, changed.MaxPerUser)
+
+	// Both forms of a patch's series_id keep to the description.
+	a, err := cs.client.UpdateActivity(c, "a_1", client.ActivityPatch{SeriesID: new("")})
+	require.NoError(t, err)
+	require.Nil(t, a.SeriesID)
+	_, err = cs.client.UpdateActivity(c, "a_1", client.ActivityPatch{SeriesID: &s.ID})
+	require.NoError(t, err)
+	acts, err := cs.client.ListActivities(c, client.ListOptions{})
+	require.NoError(t, err)
+	require.Equal(t, s.ID, *acts.Items[0].SeriesID)
+
+	cs.answerWith("getSeries", http.StatusNotFound)
+	_, err = cs.client.GetSeries(c, "s_1")
+	requireCode(t, err, http.StatusNotFound, client.CodeNotFound)
+}
+
+// TestActivityPatchSeriesID checks the three forms of a patch's series_id:
+// absent, null (leave the series) and an id.
+func TestActivityPatchSeriesID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		patch client.ActivityPatch
+		want  string
+	}{
+		{client.ActivityPatch{Title: new("x")}, `{"title":"x"}`},
+		{client.ActivityPatch{SeriesID: new("")}, `{"series_id":null}`},
+		{client.ActivityPatch{SeriesID: new("s_1"), Pools: &[]string{}}, `{"pools":[],"series_id":"s_1"}`},
+	} {
+		b, err := json.Marshal(tc.patch)
+		require.NoError(t, err)
+		require.JSONEq(t, tc.want, string(b))
+	}
+	b, err := json.Marshal(&client.ActivityPatch{SeriesID: new("")})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"series_id":null}`, string(b), "a pointer to a patch too")
+}
