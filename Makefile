@@ -18,7 +18,7 @@ run: services build
 # Debian's pgbouncer and haproxy: installed here when missing (as root;
 # otherwise the tests fail saying how to install them).
 test: services
-	@scripts/services.sh tools chromium:chromium pgbouncer:pgbouncer haproxy:haproxy
+	@scripts/services.sh tools chromium:chromium pgbouncer:pgbouncer haproxy:haproxy socat:socat curl:curl
 	@source .data/env && for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 	@$(MAKE) --no-print-directory fuzz-smoke
 

@@ -1,6 +1,10 @@
-// Package deploy holds the Prometheus alert rules and the Grafana
-// dashboard of capacityd; its test checks that they name only metrics the
-// service exports.
+// Package deploy holds the files of a deployment of capacityd: the
+// HAProxy configuration and its JSON error answers, the PgBouncer
+// configuration and an example of its user list (the files the scale-out
+// tests run, docs/deploy.md), the Prometheus alert rules and the Grafana
+// dashboard. Its tests check that the alerts and the dashboard name only
+// metrics the service exports, that the proxy's answers are in the API's
+// error shape, and that docs/deploy.md shows the files as they are.
 package deploy
 
 import (

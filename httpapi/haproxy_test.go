@@ -1,9 +1,14 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,5 +100,114 @@ func TestSeatStreamThroughHAProxy(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		[]*apptest.Instance{a, b}[i%2].MustSignup(t, id, "u"+string(rune('0'+i)))
 		c.NextTaken(t, i, time.Second)
+	}
+}
+
+// fakeInstance is an HTTP server in the place of an instance: ready on
+// /readyz, and on /junk an answer that is not HTTP, on /hangup a closed
+// connection. It records the other paths it is asked for.
+func fakeInstance(t *testing.T) (addr string, seen func() []string, stop func()) {
+	t.Helper()
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/readyz":
+			w.WriteHeader(http.StatusOK)
+			return
+		case "/junk", "/hangup":
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			if r.URL.Path == "/junk" {
+				_, _ = buf.WriteString("this is not HTTP\r\n\r\n")
+				_ = buf.Flush()
+			}
+			conn.Close()
+			return
+		}
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(paths)
+	}, srv.Close
+}
+
+// proxyError is an answer of the proxy itself, checked to be in the API's
+// error shape: JSON with a code and a message, and nothing else.
+func proxyError(t *testing.T, resp *http.Response, status int, code string) {
+	t.Helper()
+	defer resp.Body.Close()
+	require.Equal(t, status, resp.StatusCode)
+	require.Equal(t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"))
+	var body struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&body))
+	require.Equal(t, code, body.Error.Code)
+	require.NotEmpty(t, body.Error.Message)
+	if status >= 500 {
+		require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestHAProxyAnswersItsOwnErrorsInTheAPIShape runs the proxy of
+// deploy/haproxy/haproxy.cfg before an instance that misbehaves: what the
+// proxy answers itself (an instance's broken answer, a closed connection,
+// no instance up, a path of the instances that is not for the public) is
+// JSON in the API's error shape, never HAProxy's HTML page, and the proxy
+// logs each request. Only a request that is not HTTP gets HAProxy's own
+// page, which no errorfile replaces in HAProxy 2.6.
+func TestHAProxyAnswersItsOwnErrorsInTheAPIShape(t *testing.T) {
+	t.Parallel()
+	addr, seen, stop := fakeInstance(t)
+	h := testenv.StartHAProxy(t, addr)
+	h.WaitServersUp(t, 1)
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(path string) *http.Response {
+		resp, err := client.Get(h.URL + path)
+		require.NoError(t, err)
+		return resp
+	}
+
+	ok := get("/v1/activities/x/seats")
+	ok.Body.Close()
+	require.Equal(t, http.StatusNoContent, ok.StatusCode, "the rest passes")
+	for _, path := range []string{"/metrics", "/metrics?x=1", "/demo", "/demo?note=n", "/demo/signups", "/%6detrics", "/Demo"} {
+		proxyError(t, get(path), http.StatusNotFound, "not_found")
+	}
+	require.Equal(t, []string{"/v1/activities/x/seats"}, seen(), "the instance never saw a refused path")
+
+	proxyError(t, get("/junk"), http.StatusBadGateway, "unavailable")
+	proxyError(t, get("/hangup"), http.StatusBadGateway, "unavailable")
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.URL, "http://"))
+	require.NoError(t, err)
+	_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n"))
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	conn.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Equal(t, "text/html", resp.Header.Get("Content-Type"),
+		"HAProxy 2.6 answers a request that is not HTTP before any errorfile applies (docs/deploy.md says so)")
+
+	stop()
+	h.WaitServersUp(t, 0)
+	proxyError(t, get("/v1/activities/x/seats"), http.StatusServiceUnavailable, "unavailable")
+
+	logged := h.Log(t)
+	for _, line := range []string{`"GET /metrics HTTP/1.1"`, `"GET /junk HTTP/1.1"`, `"GET /v1/activities/x/seats HTTP/1.1"`, "capacityd/a is DOWN"} {
+		require.Contains(t, logged, line, "the proxy logs its requests and the instances' states")
 	}
 }

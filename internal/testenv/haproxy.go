@@ -2,8 +2,8 @@ package testenv
 
 import (
 	"bufio"
-	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,33 +12,62 @@ import (
 )
 
 // HAProxy is an HAProxy of the test's own in front of service instances,
-// configured as docs/deploy.md shows: health checks on /readyz,
-// X-Forwarded-For added, timeouts that let seat streams live, and
-// retries on another instance of the requests an instance refused or
-// dropped unanswered.
+// running deploy/haproxy/haproxy.cfg, the configuration docs/deploy.md
+// shows: health checks on /readyz, X-Forwarded-For added, timeouts that
+// let seat streams live, retries on another instance of the requests an
+// instance refused or dropped unanswered, its own answers in the API's
+// JSON error shape, /metrics and /demo refused, a log line per request.
 type HAProxy struct {
-	p    *process
-	sock string
+	p   *process
+	log string
 	// URL is the proxy's http:// address.
 	URL string
+	// AdminSocket is the path of its runtime API (level admin).
+	AdminSocket string
+	// Backend is the name of the instances' backend, and Servers the
+	// names of the instances in it, in the order StartHAProxy was given
+	// them.
+	Backend string
+	Servers []string
 }
 
-// StartHAProxy starts haproxy (Debian's package) on a free loopback port
-// in front of the instances at backends (host:port each), and waits until
-// it accepts connections. It is killed when t ends.
+// haproxyServers are the names of the instances of
+// deploy/haproxy/haproxy.cfg and the placeholders of their addresses.
+var haproxyServers = []struct{ name, placeholder string }{{"a", "INSTANCE_A"}, {"b", "INSTANCE_B"}, {"c", "INSTANCE_C"}}
+
+// StartHAProxy starts haproxy (Debian's package) with
+// deploy/haproxy/haproxy.cfg on a free loopback port (plain HTTP) in
+// front of the instances at backends (host:port each, at most three:
+// those the file lists), and waits until it accepts connections. It is
+// killed when t ends.
 func StartHAProxy(t T, backends ...string) *HAProxy {
 	t.Helper()
 	bin := systemTool("haproxy")
 	Require(t, bin != "", "haproxy (Debian package haproxy)")
+	if len(backends) == 0 || len(backends) > len(haproxyServers) {
+		t.Fatalf("testenv: deploy/haproxy/haproxy.cfg runs 1 to %d instances, not %d", len(haproxyServers), len(backends))
+	}
 	dir := t.TempDir()
 	port := FreePort(t)
-	h := &HAProxy{sock: filepath.Join(dir, "admin.sock"), URL: "http://127.0.0.1:" + strconv.Itoa(port)}
+	h := &HAProxy{
+		log: filepath.Join(dir, "haproxy.log"), URL: "http://127.0.0.1:" + strconv.Itoa(port),
+		AdminSocket: filepath.Join(dir, "admin.sock"), Backend: "capacityd",
+	}
+	vars := map[string]string{
+		"PUBLIC_BIND":        "127.0.0.1:" + strconv.Itoa(port),
+		"HAPROXY_RUN_DIR":    dir,
+		"HAPROXY_ERRORS_DIR": deployPath(t, "haproxy/errors"),
+	}
+	for i, b := range backends {
+		vars[haproxyServers[i].placeholder] = b
+		h.Servers = append(h.Servers, haproxyServers[i].name)
+	}
 	cfg := filepath.Join(dir, "haproxy.cfg")
-	write(t, cfg, haproxyConfig(port, h.sock, backends))
+	write(t, cfg, deployFile(t, "haproxy/haproxy.cfg", vars))
 	if out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput(); err != nil {
 		t.Fatalf("testenv: haproxy -c: %v\n%s", err, out)
 	}
-	h.p = &process{t: t, name: "haproxy", addr: "127.0.0.1:" + strconv.Itoa(port), argv: []string{bin, "-db", "-f", cfg}}
+	h.p = &process{t: t, name: "haproxy", addr: "127.0.0.1:" + strconv.Itoa(port), logPath: h.log, argv: []string{bin, "-db", "-f", cfg}}
 	if err := h.p.start(); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
@@ -46,46 +75,15 @@ func StartHAProxy(t T, backends ...string) *HAProxy {
 	return h
 }
 
-// haproxyConfig is the proxy's configuration. Every request takes a
-// connection of its own to an instance (http-server-close), so that an
-// instance that stops refuses new requests instead of dropping one on a
-// kept-alive connection; a refused request, or one whose connection
-// closed without an answer, is sent again to another instance (retry-on,
-// redispatch).
-func haproxyConfig(port int, sock string, backends []string) string {
-	var servers strings.Builder
-	for i, b := range backends {
-		fmt.Fprintf(&servers, "  server s%d %s check\n", i, b)
+// Log returns what the proxy logged so far (its requests, the changes of
+// the instances' states).
+func (h *HAProxy) Log(t T) string {
+	t.Helper()
+	b, err := os.ReadFile(h.log)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
 	}
-	return fmt.Sprintf(`global
-  maxconn 4000
-  stats socket %s mode 600 level admin
-
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 60s
-  timeout server 60s
-  timeout tunnel 1h
-  timeout http-request 10s
-  timeout queue 5s
-  timeout check 2s
-  option forwardfor
-  option http-server-close
-  option redispatch 1
-  retries 3
-  retry-on conn-failure empty-response
-
-frontend web
-  bind 127.0.0.1:%d
-  default_backend capacityd
-
-backend capacityd
-  balance roundrobin
-  option httpchk GET /readyz
-  http-check expect status 200
-  default-server inter 200ms fall 2 rise 1
-%s`, sock, port, servers.String())
+	return string(b)
 }
 
 // stats returns the proxy's statistics of the instances' backend, one
@@ -93,7 +91,7 @@ backend capacityd
 // server and one for the backend as a whole.
 func (h *HAProxy) stats(t T) [][]string {
 	t.Helper()
-	conn, err := net.DialTimeout("unix", h.sock, time.Second)
+	conn, err := net.DialTimeout("unix", h.AdminSocket, time.Second)
 	if err != nil {
 		t.Fatalf("testenv: haproxy admin socket: %v", err)
 	}
@@ -105,7 +103,7 @@ func (h *HAProxy) stats(t T) [][]string {
 	var rows [][]string
 	sc := bufio.NewScanner(conn)
 	for sc.Scan() {
-		if f := strings.Split(sc.Text(), ","); len(f) > 17 && f[0] == "capacityd" {
+		if f := strings.Split(sc.Text(), ","); len(f) > 17 && f[0] == h.Backend {
 			rows = append(rows, f)
 		}
 	}
@@ -147,4 +145,18 @@ func (h *HAProxy) WaitServersUp(t T, n int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Sessions returns the number of sessions the proxy has open on the
+// instance it calls server (scur).
+func (h *HAProxy) Sessions(t T, server string) int {
+	t.Helper()
+	for _, f := range h.stats(t) {
+		if f[1] == server {
+			n, _ := strconv.Atoi(f[4])
+			return n
+		}
+	}
+	t.Fatalf("testenv: haproxy has no server %q", server)
+	return 0
 }

@@ -13,26 +13,60 @@ import (
 )
 
 // PgBouncer is a PgBouncer of the test's own in transaction pooling mode,
-// in front of a PostgreSQL server, with its ini and user list in a
-// temporary folder.
+// in front of a PostgreSQL server, running deploy/pgbouncer/pgbouncer.ini
+// with its user list, pid file, socket and log in a temporary folder.
 type PgBouncer struct {
-	p *process
+	p   *process
+	dir string
 	// Addr is host:port.
 	Addr string
-	// PoolSize is the number of server connections per database and
-	// user.
-	PoolSize int
+	// passwords are those of the user list, by user.
+	passwords map[string]string
 }
 
+// The console's users of deploy/pgbouncer/pgbouncer.ini.
+const (
+	pgbouncerAdmin = "pgbouncer_admin"
+	pgbouncerStats = "pgbouncer_stats"
+)
+
 // URL returns the connection string of a database through the pooler, as
-// a user would write it: the direct URL with the pooler's address.
+// a user would write it: the direct URL with the pooler's address and
+// the user's password of the pooler's user list.
 func (b *PgBouncer) URL(directURL string) string {
 	u, err := url.Parse(directURL)
 	if err != nil {
 		panic(err)
 	}
 	u.Host = b.Addr
+	name := u.User.Username()
+	u.User = url.UserPassword(name, b.passwords[name])
 	return u.String()
+}
+
+// StatsURL returns the connection string of the pooler's console as its
+// stats user (SHOW POOLS, SHOW STATS), in the simple query protocol,
+// which is all the console speaks.
+func (b *PgBouncer) StatsURL() string { return b.consoleURL(pgbouncerStats) }
+
+// AdminURL returns the connection string of the pooler's console as its
+// admin user (PAUSE, RELOAD, ...).
+func (b *PgBouncer) AdminURL() string { return b.consoleURL(pgbouncerAdmin) }
+
+func (b *PgBouncer) consoleURL(user string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, b.passwords[user]), Host: b.Addr, Path: "/pgbouncer",
+		RawQuery: "sslmode=disable&default_query_exec_mode=simple_protocol"}
+	return u.String()
+}
+
+// Log returns what the pooler logged so far.
+func (b *PgBouncer) Log(t T) string {
+	t.Helper()
+	out, err := os.ReadFile(filepath.Join(b.dir, "pgbouncer.log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatalf("testenv: %v", err)
+	}
+	return string(out)
 }
 
 // Kill stops the pooler at once.
@@ -55,12 +89,16 @@ func isExecutable(path string) bool {
 	return err == nil && st.Mode()&0o111 != 0
 }
 
-// PrivatePgBouncer starts a pgbouncer (Debian's package, as the postgres
-// user when run as root: it refuses to run as root) on a free port, in
-// transaction pooling mode with poolSize server connections, in front of
-// the server of directURL: every database of that server is reachable
-// through it under its own name. settings are more lines of its
-// [pgbouncer] section ("name = value"). It is killed when t ends.
+// PrivatePgBouncer starts a pgbouncer (Debian's package) with
+// deploy/pgbouncer/pgbouncer.ini on a free port in front of the server of
+// directURL: every database of that server is reachable through it under
+// its own name, by the user of directURL with the password of directURL
+// (a random one when it has none), and by the console's users. A
+// poolSize above 0 adds two lines to its [pgbouncer] section, for a pool
+// of poolSize server connections (default_pool_size, max_db_connections);
+// settings ("name = value") come after them. Both win over the file's. Run as root, it runs as the
+// postgres user (-u postgres), as docs/deploy.md says: PgBouncer refuses
+// to run as root. It is killed when t ends.
 func PrivatePgBouncer(t T, directURL string, poolSize int, settings ...string) *PgBouncer {
 	t.Helper()
 	bin := systemTool("pgbouncer")
@@ -69,53 +107,57 @@ func PrivatePgBouncer(t T, directURL string, poolSize int, settings ...string) *
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	// Not t.TempDir: the postgres user must reach it, and a Unix socket's
+	// path must be short.
 	dir, err := os.MkdirTemp("", "capacityd-pgbouncer-")
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	port := FreePort(t)
-	b := &PgBouncer{Addr: "127.0.0.1:" + strconv.Itoa(port), PoolSize: poolSize}
-	ini := filepath.Join(dir, "pgbouncer.ini")
-	write(t, ini, pgbouncerIni(server, dir, port, poolSize)+strings.Join(settings, "\n")+"\n")
-	password, _ := server.User.Password()
-	write(t, filepath.Join(dir, "userlist.txt"), fmt.Sprintf("%q %q\n", server.User.Username(), password))
-	cred := postgresCredential(t, dir)
-	b.p = &process{t: t, name: "pgbouncer", addr: b.Addr, cred: cred, argv: []string{bin, ini}}
+	b := &PgBouncer{dir: dir, Addr: "127.0.0.1:" + strconv.Itoa(port), passwords: map[string]string{}}
+	user := server.User.Username()
+	password, ok := server.User.Password()
+	if !ok {
+		password = randomHex(12)
+	}
+	b.passwords[user] = password
+	b.passwords[pgbouncerAdmin] = randomHex(12)
+	b.passwords[pgbouncerStats] = randomHex(12)
+
+	ini := deployFile(t, "pgbouncer/pgbouncer.ini", map[string]string{
+		"PGBOUNCER_ADDR":     "127.0.0.1",
+		"PGBOUNCER_PORT":     strconv.Itoa(port),
+		"POSTGRES_HOST":      server.Hostname(),
+		"POSTGRES_PORT":      cmpOr(server.Port(), "5432"),
+		"PGBOUNCER_CONF_DIR": dir,
+		"PGBOUNCER_LOG_DIR":  dir,
+		"PGBOUNCER_RUN_DIR":  dir,
+	})
+	var extra []string
+	if poolSize > 0 {
+		extra = append(extra, "; the test's pool",
+			fmt.Sprintf("default_pool_size = %d", poolSize), fmt.Sprintf("max_db_connections = %d", poolSize))
+	}
+	extra = append(extra, settings...)
+	iniPath := filepath.Join(dir, "pgbouncer.ini")
+	write(t, iniPath, ini+strings.Join(extra, "\n")+"\n")
+	var users strings.Builder
+	for _, name := range []string{user, pgbouncerAdmin, pgbouncerStats} {
+		fmt.Fprintf(&users, "%q %q\n", name, b.passwords[name])
+	}
+	write(t, filepath.Join(dir, "userlist.txt"), users.String())
+
+	argv := []string{bin, iniPath}
+	if postgresCredential(t, dir) != nil { // root: the folder is the postgres user's now
+		argv = []string{bin, "-u", "postgres", iniPath}
+	}
+	b.p = &process{t: t, name: "pgbouncer", addr: b.Addr, argv: argv}
 	if err := b.p.start(); err != nil {
-		t.Fatalf("testenv: %v", err)
+		t.Fatalf("testenv: %v\n%s", err, b.Log(t))
 	}
 	t.Cleanup(b.Kill)
 	return b
-}
-
-// pgbouncerIni is the pooler's configuration: transaction pooling, trust
-// between the test and the pooler, the server's own authentication
-// between the pooler and the server, and PgBouncer's defaults otherwise
-// (in particular no ignore_startup_parameters).
-func pgbouncerIni(server *url.URL, dir string, port, poolSize int) string {
-	conn := []string{"host=" + server.Hostname(), "port=" + cmpOr(server.Port(), "5432"), "user=" + server.User.Username()}
-	if pw, ok := server.User.Password(); ok {
-		conn = append(conn, "password="+pw)
-	}
-	return fmt.Sprintf(`[databases]
-* = %s
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s
-pool_mode = transaction
-default_pool_size = %d
-max_client_conn = 2000
-max_db_connections = %d
-logfile = %s
-pidfile = %s
-admin_users = %s
-`, strings.Join(conn, " "), port, filepath.Join(dir, "userlist.txt"), poolSize, poolSize,
-		filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"), server.User.Username())
 }
 
 // postgresCredential returns the credential of the postgres system user

@@ -61,6 +61,8 @@ type process struct {
 	argv []string
 	cred *syscall.Credential
 	addr string
+	// logPath is where its output goes; empty: a new temporary file.
+	logPath string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -74,7 +76,13 @@ func (p *process) start() error {
 	}
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred}
-	logf, err := os.CreateTemp("", "capacityd-"+p.name+"-*.log")
+	var logf *os.File
+	var err error
+	if p.logPath != "" {
+		logf, err = os.OpenFile(p.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	} else {
+		logf, err = os.CreateTemp("", "capacityd-"+p.name+"-*.log")
+	}
 	if err == nil {
 		cmd.Stdout, cmd.Stderr = logf, logf
 		defer logf.Close()
