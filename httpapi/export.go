@@ -102,8 +102,22 @@ func csvRow(r registration.Registration) []string {
 	if r.ExpiresAt != nil {
 		expires = r.ExpiresAt.Format(time.RFC3339Nano)
 	}
-	return []string{r.ID, r.UserID, string(r.Status), r.CreatedAt.Format(time.RFC3339Nano),
+	row := []string{r.ID, r.UserID, string(r.Status), r.CreatedAt.Format(time.RFC3339Nano),
 		r.UpdatedAt.Format(time.RFC3339Nano), expires, string(r.Metadata), strconv.Itoa(r.Seats), ""}
+	for i, f := range row {
+		row[i] = inert(f)
+	}
+	return row
+}
+
+// inert returns a CSV field that a spreadsheet would run as a formula
+// (one starting with =, +, -, @, a tab or a carriage return) with a
+// leading ', which spreadsheets show as text; any other field as it is.
+func inert(field string) string {
+	if field != "" && strings.ContainsRune("=+-@\t\r", rune(field[0])) {
+		return "'" + field
+	}
+	return field
 }
 
 func (s *Server) listActivities(c echo.Context) error {

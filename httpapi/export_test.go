@@ -165,3 +165,25 @@ func TestExportOfManyRowsRunsInConstantMemory(t *testing.T) {
 	require.Greater(t, size, int64(15e6))
 	require.Less(t, growth, int64(4e6), "the export's memory must not grow with its rows")
 }
+
+// TestExportNeutralisesFormulas: a field a spreadsheet would run as a
+// formula (a user id starting with =, +, - or @) is written with a
+// leading ', which spreadsheets show as text.
+func TestExportNeutralisesFormulas(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	id := inst.CreateActivity(t, "formulas", 10)
+	users := []string{`=HYPERLINK("http://x","y")`, "+1", "-2", "@SUM(A1)", "plain"}
+	for _, u := range users {
+		inst.MustSignup(t, id, u)
+	}
+	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/registrations.csv", inst.Token(t, "admin", true), nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	recs, err := csv.NewReader(strings.NewReader(string(r.Body))).ReadAll()
+	require.NoError(t, err)
+	var got []string
+	for _, rec := range recs[1:] {
+		got = append(got, rec[1])
+	}
+	require.Equal(t, []string{`'=HYPERLINK("http://x","y")`, "'+1", "'-2", "'@SUM(A1)", "plain"}, got)
+}
