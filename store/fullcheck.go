@@ -41,6 +41,20 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 			pairAIDs, pairUsers = append(pairAIDs, aid), append(pairUsers, u)
 		}
 	}
+	// The pools' columns cost planning time at every execution (the
+	// statement runs with custom plans): only a check of a pooled
+	// activity pays it.
+	pooled, err := s.members.anyPooled(ctx, s.db, aids)
+	if err != nil {
+		return nil, err
+	}
+	pools := `'{}'::bigint[], '{}'::bigint[]`
+	if pooled {
+		pools = `ARRAY(SELECT p.capacity::bigint FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
+				ORDER BY p.id),
+			ARRAY(SELECT ` + poolTakenSQL("p.id") + ` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
+				ORDER BY p.id)`
+	}
 	rows, err := s.db.Query(ctx, `
 		WITH h AS (
 			SELECT r.activity_id, r.user_id, r.public_id
@@ -52,9 +66,7 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
 			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
-			ARRAY(SELECT p.capacity FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.id),
-			ARRAY(SELECT `+poolTakenSQL("p.id")+` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
-				ORDER BY p.id)
+			`+pools+`
 		FROM activity a WHERE a.id = ANY($1)`, aids, pairAIDs, pairUsers)
 	if err != nil {
 		return nil, interpret(err)

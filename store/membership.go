@@ -297,3 +297,28 @@ func queuePoolPlans(b *pgx.Batch, pools []*poolWork) {
 		FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, last_seq, title, capacity, updated_at)
 		WHERE p.id = u.id`, pids, seqs, titles, capacities, updated)
 }
+
+// anyPooled reports whether any of the activities belongs to a pool, by
+// what this instance knows (learning what it does not). A stale answer
+// is safe where it is used: an activity thought to be in no pool is judged
+// on its own seats, and a pool only ever leaves fewer.
+func (m *membership) anyPooled(ctx context.Context, db DBTX, aids []int64) (bool, error) {
+	var unknown []int64
+	m.mu.Lock()
+	pooled := false
+	for _, a := range aids {
+		ps, ok := m.actPools[a]
+		if !ok {
+			unknown = append(unknown, a)
+		}
+		pooled = pooled || len(ps) > 0
+	}
+	m.mu.Unlock()
+	if pooled || len(unknown) == 0 {
+		return pooled, nil
+	}
+	if err := m.learn(ctx, db, unknown, nil); err != nil {
+		return false, err
+	}
+	return m.anyPooled(ctx, db, aids)
+}

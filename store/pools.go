@@ -17,10 +17,12 @@ import (
 // poolTakenSQL is the authority's taken of the pool of internal id
 // poolExpr.
 func poolTakenSQL(poolExpr string) string {
-	return `(SELECT coalesce(sum(t.seats), 0) FROM activity_pool m
-		CROSS JOIN LATERAL (SELECT coalesce(sum(r.seats), 0) AS seats FROM registration r
-			WHERE r.activity_id = m.activity_id AND r.status IN ` + occupying + `) t
-		WHERE m.pool_id = ` + poolExpr + `)`
+	// A scalar subquery per activity of the pool: always a lookup of that
+	// activity's part of registration_occupying_idx, which the planner
+	// cannot turn into a join over the whole table.
+	return `(SELECT coalesce(sum((SELECT coalesce(sum(r.seats), 0) FROM registration r
+			WHERE r.activity_id = m.activity_id AND r.status IN ` + occupying + `)), 0)
+		FROM activity_pool m WHERE m.pool_id = ` + poolExpr + `)`
 }
 
 const poolColumns = `p.id, p.public_id, p.title, p.capacity, p.created_at, p.updated_at,
