@@ -375,10 +375,19 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 		ns, keys32 = append(ns, int32(admissionLockNamespace)), append(keys32, int32(aid))
 	}
 	b.Queue(`SELECT count(pg_advisory_xact_lock(k.ns, k.id)) FROM unnest($1::int[], $2::int[]) AS k(ns, id)`, ns, keys32)
-	if len(pairAIDs) > 0 || len(readmitted) > 0 {
+	// The (series, user) locks and reads, unless no activity of a signup
+	// (or status change) may be in a series; checked under the locks
+	// below.
+	withSeries := len(seriesNamed) > 0
+	for _, w := range work {
+		if limited(w.batch.Commands) && s.members.maybeInSeries(w.aid) {
+			withSeries = true
+		}
+	}
+	if withSeries && (len(pairAIDs) > 0 || len(readmitted) > 0) {
 		b.Queue(seriesUserLockSQL, pairAIDs, pairUsers, readmitted)
 	}
-	if len(pairAIDs) > 0 || len(readmitted) > 0 || len(seriesNamed) > 0 {
+	if withSeries {
 		queueSeries(b, pairAIDs, pairUsers, readmitted, seriesNamed, &rd)
 	}
 	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.max_seats_per_registration,
@@ -456,7 +465,42 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 	if err := s.checkLocks(work, pools, locked); err != nil {
 		return rd, err
 	}
+	if err := s.checkSeries(work, withSeries); err != nil {
+		return rd, err
+	}
 	return rd, readRest(ctx, t.conn, work, byAID, pools, byPID)
+}
+
+// limited reports whether commands may make a registration active: a
+// signup, or a status change (a late payment's re-admission), which a
+// series' limit may refuse.
+func limited(cmds []registration.Command) bool {
+	for _, c := range cmds {
+		switch c.(type) {
+		case registration.SignupCommand, registration.StatusCommand:
+			return true
+		}
+	}
+	return false
+}
+
+// checkSeries records which activities are in a series, as read under
+// their locks, and fails with errLocksMoved when the transaction skipped
+// the (series, user) locks but one of its signups' activities turns out
+// to be in a series (it joined one since this instance last read it): it
+// runs again with them.
+func (s *Store) checkSeries(work []*activityWork, withSeries bool) error {
+	in := make(map[int64]bool, len(work))
+	moved := false
+	for _, w := range work {
+		in[w.aid] = w.state.Activity.SeriesID != nil
+		moved = moved || (!withSeries && in[w.aid] && limited(w.batch.Commands))
+	}
+	s.members.setSeries(in)
+	if moved {
+		return errLocksMoved
+	}
+	return nil
 }
 
 // queueHolders adds to b the read of the active registrations of the

@@ -32,10 +32,33 @@ type membership struct {
 	mu       sync.Mutex
 	actPools map[int64][]int64 // activity → its pools (known, maybe none)
 	poolActs map[int64][]int64 // pool → its activities
+	// inSeries says whether an activity was in a series when last read:
+	// a transaction skips the (series, user) locks and reads when none
+	// of its signups' activities is (see Store.readStates).
+	inSeries map[int64]bool
 }
 
 func newMembership() *membership {
-	return &membership{actPools: make(map[int64][]int64), poolActs: make(map[int64][]int64)}
+	return &membership{actPools: make(map[int64][]int64), poolActs: make(map[int64][]int64), inSeries: make(map[int64]bool)}
+}
+
+// maybeInSeries reports whether an activity may be in a series: it was
+// when last read, or it was never read.
+func (m *membership) maybeInSeries(aid int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.inSeries[aid]
+	return in || !ok
+}
+
+// setSeries records whether activities are in a series, as read under
+// their locks.
+func (m *membership) setSeries(in map[int64]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for a, v := range in {
+		m.inSeries[a] = v
+	}
 }
 
 // lockSet is the locks of one change transaction.

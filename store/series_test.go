@@ -92,3 +92,31 @@ func TestSeriesLimitIsExactFromTwoStores(t *testing.T) {
 	o, _ = applyOne(t, stores[1], acts[0], signupOf("alice"))
 	require.Contains(t, []string{capacityd.ELimitReached, capacityd.EAlreadyRegistered}, capacityd.ErrorCode(o.Err))
 }
+
+// TestAnActivityJoiningASeriesIsSeenUnderTheLocks: one store last read an
+// activity in no series, so its next transaction would skip the (series,
+// user) locks; another store puts the activity in a series of at most 1
+// where the user already holds a registration. The first store's signup
+// reads the series under the activity's lock, runs again with the
+// series' locks, and is refused.
+func TestAnActivityJoiningASeriesIsSeenUnderTheLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testenv.NewDatabase(t)
+	s1, s2 := store.New(testenv.Pool(t, url, 4)), store.New(testenv.Pool(t, url, 4))
+	series, err := s1.CreateSeries(ctx, newID("s"), registration.NewSeries{Title: "one", MaxPerUser: 1})
+	require.NoError(t, err)
+	in, err := s1.CreateActivity(ctx, newID("a"), registration.NewActivity{Title: "in", Capacity: 5, HoldSeconds: 900,
+		SeriesID: series.ID})
+	require.NoError(t, err)
+	out := createActivities(t, s1, 1, 5)[0]
+	o, _ := applyOne(t, s1, in.ID, signupOf("alice"))
+	require.NoError(t, o.Err)
+	o, _ = applyOne(t, s1, out, signupOf("bob"))
+	require.NoError(t, o.Err, "s1 has read the activity in no series")
+
+	o, _ = applyOne(t, s2, out, registration.ActivityCommand{Patch: registration.ActivityPatch{SeriesID: &series.ID}})
+	require.NoError(t, o.Err)
+	o, _ = applyOne(t, s1, out, signupOf("alice"))
+	require.Equal(t, capacityd.ELimitReached, capacityd.ErrorCode(o.Err))
+}
