@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -287,15 +288,7 @@ func (d *decision) repool(ids []string) []*Pool {
 		pp.Changed = true
 		next = append(next, &pp.Pool)
 	}
-	slices.SortFunc(next, func(a, b *Pool) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(next, func(a, b *Pool) int { return cmp.Compare(a.ID, b.ID) })
 	d.pools = next
 	d.act.Pools = slices.Clone(ids)
 	slices.Sort(d.act.Pools)

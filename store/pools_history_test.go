@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestPoolsRandomHistoryFromTwoStores(t *testing.T) {
 			policy = registration.PolicyFill
 		}
 		a, err := stores[0].CreateActivity(ctx, newID("a"), registration.NewActivity{Title: "pooled", Capacity: 3 + i,
-			HoldSeconds: 900, Waitlist: true, MaxSeats: 3, Policy: policy, Pools: sortedIDs(ps)})
+			HoldSeconds: 900, Waitlist: true, MaxSeats: 3, Policy: policy, Pools: slices.Sorted(slices.Values(ps))})
 		require.NoError(t, err)
 		acts = append(acts, a.ID)
 	}
@@ -153,8 +154,6 @@ func TestPoolsRandomHistoryFromTwoStores(t *testing.T) {
 	requireWithinLimits(t, db)
 	requireNoFittingWaiter(t, db)
 }
-
-func sortedIDs(ids []string) []string { return sorted(ids) }
 
 // requireWithinLimits checks, in one snapshot, that no activity and no
 // pool holds more seats than its capacity.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,19 +91,7 @@ func TestPoolPromotesTheOldestAcrossItsActivities(t *testing.T) {
 	pool, err := s.GetPool(context.Background(), p)
 	require.NoError(t, err)
 	require.Equal(t, [3]int{3, 3, 0}, [3]int{pool.Capacity, pool.Taken, pool.Remaining})
-	require.Equal(t, []string{a, b}, sorted(pool.Activities))
-}
-
-func sorted(ids []string) []string {
-	out := append([]string(nil), ids...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
+	require.Equal(t, []string{a, b}, slices.Sorted(slices.Values(pool.Activities)))
 }
 
 // TestPoolIsNeverOversoldFromTwoStores: 240 signups over 3 activities of
