@@ -72,6 +72,15 @@ func StartHAProxy(t T, backends ...string) *HAProxy {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(h.p.kill)
+	// The listener can answer before the admin socket exists: wait for it
+	// too, so that the first look at the statistics finds it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(h.AdminSocket); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("testenv: haproxy admin socket %s did not appear: %v", h.AdminSocket, err)
+		}
+	}
 	return h
 }
 
