@@ -41,9 +41,10 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 			pairAIDs, pairUsers = append(pairAIDs, aid), append(pairUsers, u)
 		}
 	}
-	// The pools' columns cost planning time at every execution (the
-	// statement runs with custom plans): only a check of a pooled
-	// activity pays it.
+	// The statement runs with its generic plan (see readGeneric): a custom
+	// plan would plan each pool's subqueries again at every execution,
+	// which cost more than running them. The pools' columns are read only
+	// for a check of a pooled activity.
 	pooled, err := s.members.anyPooled(ctx, s.db, aids)
 	if err != nil {
 		return nil, err
@@ -55,22 +56,6 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 			ARRAY(SELECT ` + poolTakenSQL("p.id") + ` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
 				ORDER BY p.id)`
 	}
-	rows, err := s.db.Query(ctx, `
-		WITH h AS (
-			SELECT r.activity_id, r.user_id, r.public_id
-			FROM unnest($2::bigint[], $3::text[]) AS k(aid, uid)
-			JOIN registration r ON r.activity_id = k.aid AND r.user_id = k.uid
-			WHERE r.status IN `+active+`)
-		SELECT a.id, a.capacity, a.waitlist, a.waitlist_policy, a.max_seats_per_registration,
-			(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN `+occupying+`),
-			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
-			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
-			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
-			`+pools+`
-		FROM activity a WHERE a.id = ANY($1)`, aids, pairAIDs, pairUsers)
-	if err != nil {
-		return nil, interpret(err)
-	}
 	var aid, taken, waiting int64
 	var capacity int
 	var waitlist bool
@@ -78,20 +63,44 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	var maxSeats int
 	var users, regs []string
 	var poolCapacities, poolTaken []int64
-	_, err = pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &policy, &maxSeats, &taken, &waiting, &users, &regs,
-		&poolCapacities, &poolTaken}, func() error {
-		var pools []registration.PoolSeatState
-		for k := range poolCapacities {
-			pools = append(pools, registration.PoolSeatState{Capacity: int(poolCapacities[k]), Taken: int(poolTaken[k])})
-		}
-		for _, i := range index[aid] {
-			out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
-			out[i].Policy, out[i].MaxSeats, out[i].Pools = policy, maxSeats, pools
-			for k, u := range users {
-				out[i].Holders[u] = regs[k]
-			}
-		}
-		return nil
+	err = s.readGeneric(ctx, func(b *pgx.Batch) {
+		b.Queue(fullCheckSQL(pools), aids, pairAIDs, pairUsers).Query(func(rows pgx.Rows) error {
+			_, err := pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &policy, &maxSeats, &taken, &waiting, &users, &regs,
+				&poolCapacities, &poolTaken}, func() error {
+				var pools []registration.PoolSeatState
+				for k := range poolCapacities {
+					pools = append(pools, registration.PoolSeatState{Capacity: int(poolCapacities[k]), Taken: int(poolTaken[k])})
+				}
+				for _, i := range index[aid] {
+					out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
+					out[i].Policy, out[i].MaxSeats, out[i].Pools = policy, maxSeats, pools
+					for k, u := range users {
+						out[i].Holders[u] = regs[k]
+					}
+				}
+				return nil
+			})
+			return err
+		})
 	})
-	return out, interpret(err)
+	return out, err
+}
+
+// fullCheckSQL reads the checks' activities ($1), the active
+// registrations of the (activity, user) pairs ($2, $3) and, with pools,
+// the activities' pools.
+func fullCheckSQL(pools string) string {
+	return `
+		WITH h AS (
+			SELECT r.activity_id, r.user_id, r.public_id
+			FROM unnest($2::bigint[], $3::text[]) AS k(aid, uid)
+			JOIN registration r ON r.activity_id = k.aid AND r.user_id = k.uid
+			WHERE r.status IN ` + active + `)
+		SELECT a.id, a.capacity, a.waitlist, a.waitlist_policy, a.max_seats_per_registration,
+			(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN ` + occupying + `),
+			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
+			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
+			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
+			` + pools + `
+		FROM activity a WHERE a.id = ANY($1)`
 }

@@ -156,12 +156,12 @@ func (r *genericRecorder) TraceBatchEnd(_ context.Context, conn *pgx.Conn, _ pgx
 // plan must never read one of them whole.
 var largeTables = map[string]bool{
 	"registration": true, "registration_event": true, "activity": true, "activity_state": true,
-	"idempotency_key": true,
+	"idempotency_key": true, "activity_pool": true, "pool": true,
 }
 
 // TestGenericPlansReadLargeTablesByIndex: every statement that runs with
 // its generic plan (the change transaction's, with the webhook outbox it
-// writes, and the registrations lookup) reads the large tables through
+// writes, the registrations lookup and the authority's full check) reads the large tables through
 // their indexes, with thousands of activities and a hundred thousand
 // registrations. PostgreSQL plans a generic plan without the parameters'
 // values, so a plan that is right here is right for any values.
@@ -194,6 +194,16 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	regs, err := s.GetRegistrations(ctx, []string{first.RegistrationID, third.RegistrationID})
 	require.NoError(t, err)
 	require.Len(t, regs, 2)
+	// The authority's confirmation of a refusal, of an activity in no pool
+	// and of one in a pool (whose statement reads the pools too).
+	hall := createPool(t, s, 5)
+	pooled := createPooled(t, s, 3, true, hall)
+	answers, err := s.CheckFull(ctx, []registration.FullCheck{{ActivityID: a.ID, UserIDs: []string{"g3"}}})
+	require.NoError(t, err)
+	require.Equal(t, 2, answers[0].Taken)
+	answers, err = s.CheckFull(ctx, []registration.FullCheck{{ActivityID: pooled, UserIDs: []string{"g1"}}})
+	require.NoError(t, err)
+	require.Equal(t, []registration.PoolSeatState{{Capacity: 5, Taken: 0}}, answers[0].Pools)
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -236,8 +246,9 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 }
 
 // largeSeed fills a database as a busy deployment's: 3,000 activities (a
-// third of them changed once), 120,000 registrations, 60,000 idempotency
-// records, and one enabled webhook for every event (so that changes write
+// third of them changed once, half of them in one of 500 pools), 120,000
+// registrations, 60,000 idempotency records, and one enabled webhook for
+// every event (so that changes write
 // the outbox); then ANALYZE.
 const largeSeed = `
 		INSERT INTO activity (public_id, title, capacity, waitlist)
@@ -252,6 +263,8 @@ const largeSeed = `
 		SELECT 1 + g % 3000, 'u' || g, 'k' || g, '\x01', 'created', 'r_generic' || g, '\x7b7d'
 		FROM generate_series(1, 60000) g;
 		INSERT INTO webhook (public_id, url, events, secret) VALUES ('wh_generic', 'https://example.com/hook', '{*}', '\x00');
+		INSERT INTO pool (public_id, title, capacity) SELECT 'p_generic' || g, 'generic ' || g, 1000 FROM generate_series(1, 500) g;
+		INSERT INTO activity_pool (activity_id, pool_id) SELECT id, 1 + id % 500 FROM activity WHERE id % 2 = 0;
 		ANALYZE;`
 
 func seedLarge(t testing.TB, pool *pgxpool.Pool) {
