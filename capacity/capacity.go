@@ -49,7 +49,9 @@ func newSeats(id string, capacity, taken, waiting, remaining int, source string,
 // stateSeats returns the seat display of an activity's state at the
 // authority.
 func stateSeats(id string, st registration.SeatState, now time.Time) registration.Seats {
-	return newSeats(id, st.Capacity, st.Taken, st.Waiting, st.Remaining(), registration.SourceDatabase, now)
+	s := newSeats(id, st.Capacity, st.Taken, st.Waiting, st.Remaining(), registration.SourceDatabase, now)
+	s.Reserved = st.Reserved
+	return s
 }
 
 // Authority reads an activity's seats, or a pool's, in the database.
@@ -279,7 +281,7 @@ func (c *Counter) giveBack(ctx context.Context, activityID string, hold registra
 		args: append(failedSettleArgs(c.ttl), holdArgs([]registration.Hold{hold})...)}}
 	for _, ph := range hold.Pools {
 		runs = append(runs, script{s: poolSettleScript, keys: []string{PoolKey(ph.PoolID)},
-			args: []any{-1, 0, 0, 0, c.ttl.Milliseconds(), "", "", ph.Gen, max(ph.Seats, 1)}})
+			args: []any{-1, 0, 0, 0, c.ttl.Milliseconds(), "", "", 0, ph.Gen, max(ph.Seats, 1)}})
 	}
 	if _, err := runScripts(ctx, c.rdb, runs); err != nil {
 		_ = c.redisError("give back", err)
@@ -289,7 +291,7 @@ func (c *Counter) giveBack(ctx context.Context, activityID string, hold registra
 // failedSettleArgs are settleScript's arguments of a failed commit: nothing
 // to apply but the holds that follow.
 func failedSettleArgs(ttl time.Duration) []any {
-	return []any{-1, 0, 0, 0, 0, 0, ttl.Milliseconds(), "", 0, ""}
+	return []any{-1, 0, 0, 0, 0, 0, ttl.Milliseconds(), "", 0, "", 0}
 }
 
 // Committed applies the commits of a change transaction to the display
@@ -342,6 +344,7 @@ func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) 
 			st := cm.State
 			a[0], a[1], a[2], a[3], a[4] = st.LastSeq, st.Taken, st.Waiting, st.Capacity, boolFlag(st.Waitlist)
 			a[5], a[8], a[9] = st.UpdatedAt.UnixMicro(), boolFlag(st.Policy == registration.PolicyFill), joinPools(st.Pools)
+			a[10] = st.Reserved
 		} else if len(cm.Holds) == 0 {
 			continue
 		}
@@ -350,9 +353,10 @@ func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) 
 	}
 	for _, id := range order {
 		p := pools[id]
-		a := []any{-1, 0, 0, 0, c.ttl.Milliseconds(), gen, ""}
+		a := []any{-1, 0, 0, 0, c.ttl.Milliseconds(), gen, "", 0}
 		if st := p.state; p.has {
 			a[0], a[1], a[2], a[3], a[6] = st.LastSeq, st.Taken, st.Capacity, st.UpdatedAt.UnixMicro(), joinIDs(st.Activities)
+			a[7] = st.Reserved
 		} else if len(p.order) == 0 {
 			continue
 		}
@@ -494,7 +498,7 @@ func (c *Counter) Seats(ctx context.Context, activityID string) (registration.Se
 // counters in one pipeline (on a Redis Cluster, one per node); ok is false
 // when one of them is missing.
 func (c *Counter) read(ctx context.Context, activityID string) (registration.Seats, bool, error) {
-	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting", "pools").Result()
+	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting", "pools", "reserved").Result()
 	if err != nil {
 		return registration.Seats{}, false, err
 	}
@@ -503,26 +507,28 @@ func (c *Counter) read(ctx context.Context, activityID string) (registration.Sea
 	if !ok || !hasPools {
 		return registration.Seats{}, false, nil
 	}
-	taken := n[0] + n[1]
-	remaining := n[2] - taken
+	taken, reserved := n[0]+n[1], optionalInt(v[5])
+	remaining := n[2] - taken - reserved
 	if ids := splitIDs(pools); len(ids) > 0 {
 		pipe := c.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(ids))
 		for i, id := range ids {
-			cmds[i] = pipe.HMGet(ctx, PoolKey(id), "taken", "held", "capacity")
+			cmds[i] = pipe.HMGet(ctx, PoolKey(id), "taken", "held", "capacity", "reserved")
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return registration.Seats{}, false, err
 		}
 		for _, cmd := range cmds {
-			p, ok := parseInts(cmd.Val())
+			p, ok := parseInts(cmd.Val()[:3])
 			if !ok {
 				return registration.Seats{}, false, nil
 			}
-			remaining = min(remaining, p[2]-p[0]-p[1])
+			remaining = min(remaining, p[2]-p[0]-p[1]-optionalInt(cmd.Val()[3]))
 		}
 	}
-	return newSeats(activityID, n[2], taken, n[3], remaining, registration.SourceCache, c.now()), true, nil
+	s := newSeats(activityID, n[2], taken, n[3], remaining, registration.SourceCache, c.now())
+	s.Reserved = reserved
+	return s, true, nil
 }
 
 // PoolSeats returns a pool's seat display, and where it was read
@@ -532,11 +538,12 @@ func (c *Counter) read(ctx context.Context, activityID string) (registration.Sea
 // does not exist is a not_found error.
 func (c *Counter) PoolSeats(ctx context.Context, poolID string) (registration.PoolSeatState, string, error) {
 	if c.usable() == nil {
-		v, err := c.rdb.HMGet(ctx, PoolKey(poolID), "taken", "held", "capacity", "seq", "version", "activities").Result()
+		v, err := c.rdb.HMGet(ctx, PoolKey(poolID), "taken", "held", "capacity", "seq", "version", "activities", "reserved").Result()
 		if err == nil {
 			c.recovered(ctx)
 			if n, ok := parseInts(v[:5]); ok {
-				return registration.PoolSeatState{PoolID: poolID, Capacity: n[2], Taken: n[0] + n[1], LastSeq: int64(n[3]),
+				return registration.PoolSeatState{PoolID: poolID, Capacity: n[2], Taken: n[0] + n[1], Reserved: optionalInt(v[6]),
+					LastSeq:   int64(n[3]),
 					UpdatedAt: time.UnixMicro(int64(n[4])).UTC(), Activities: append([]string{}, splitIDs(field(v, 5))...),
 				}, registration.SourceCache, nil
 			}
@@ -550,6 +557,14 @@ func (c *Counter) PoolSeats(ctx context.Context, poolID string) (registration.Po
 	}
 	st, err := c.authority.PoolSeatState(ctx, poolID)
 	return st, registration.SourceDatabase, err
+}
+
+// optionalInt parses a field that a counter written before it existed
+// lacks: missing (or not a number) reads as 0.
+func optionalInt(v any) int {
+	s, _ := v.(string)
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // parseInts parses the fields of an HMGET, all integers; ok is false when
@@ -582,7 +597,7 @@ func (c *Counter) rebuild(ctx context.Context, activityID string) (registration.
 		c.metrics.rebuilds.Inc()
 		runs := []script{{s: buildScript, keys: []string{Key(activityID)}, args: []any{st.Taken, st.Capacity, st.Waiting,
 			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen(), st.UpdatedAt.UnixMicro(),
-			boolFlag(st.Policy == registration.PolicyFill), joinPools(st.Pools)}}}
+			boolFlag(st.Policy == registration.PolicyFill), joinPools(st.Pools), st.Reserved}}}
 		for _, p := range st.Pools {
 			runs = append(runs, c.buildPool(p))
 		}
@@ -621,7 +636,7 @@ func (c *Counter) rebuildPool(ctx context.Context, poolID string) (registration.
 // authority.
 func (c *Counter) buildPool(st registration.PoolSeatState) script {
 	return script{s: poolBuildScript, keys: []string{PoolKey(st.PoolID)}, args: []any{st.Taken, st.Capacity, st.LastSeq,
-		st.UpdatedAt.UnixMicro(), c.ttl.Milliseconds(), c.newGen(), joinIDs(st.Activities)}}
+		st.UpdatedAt.UnixMicro(), c.ttl.Milliseconds(), c.newGen(), joinIDs(st.Activities), st.Reserved}}
 }
 
 // Ping checks that the display tier answers.
@@ -752,18 +767,19 @@ func (c *Counter) recent(window time.Duration) (active, pools map[string]time.Ti
 
 // reading is one read of a counter next to the authority.
 type reading struct {
-	display int // taken + held
+	display int // taken + held + reserved
 	gen     string
-	taken   int // at the authority
+	taken   int // taken + reserved at the authority
 	// correct resets the counter, if still of generation gen, to the
 	// authority's state read; it reports whether it did.
 	correct func(ctx context.Context) bool
 }
 
-// readDisplay reads a counter's taken + held and generation; ok is false
-// when there is no counter.
+// readDisplay reads a counter's taken + held + reserved (the seats not
+// free to the public) and generation; ok is false when there is no
+// counter.
 func (c *Counter) readDisplay(ctx context.Context, key string) (display int, gen string, ok bool, err error) {
-	v, err := c.rdb.HMGet(ctx, key, "taken", "held", "gen").Result()
+	v, err := c.rdb.HMGet(ctx, key, "taken", "held", "gen", "reserved").Result()
 	if err != nil {
 		return 0, "", false, c.redisError("reconcile", err)
 	}
@@ -772,7 +788,7 @@ func (c *Counter) readDisplay(ctx context.Context, key string) (display int, gen
 	if !ok || gen == "" {
 		return 0, "", false, nil
 	}
-	return n[0] + n[1], gen, true, nil
+	return n[0] + n[1] + optionalInt(v[3]), gen, true, nil
 }
 
 // compare reads an activity's counter and then its state at the authority,
@@ -787,7 +803,7 @@ func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok
 	if err != nil {
 		return r, false, err
 	}
-	r = reading{display: display, gen: gen, taken: st.Taken,
+	r = reading{display: display, gen: gen, taken: st.Taken + st.Reserved,
 		correct: func(ctx context.Context) bool { return c.correct(ctx, activityID, gen, st) }}
 	c.metrics.drift.WithLabelValues(activityID).Set(float64(r.display - r.taken))
 	return r, true, nil
@@ -797,7 +813,7 @@ func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok
 // authority's state, and announces the change. It reports whether the
 // counter was still of that generation.
 func (c *Counter) correct(ctx context.Context, activityID, gen string, st registration.SeatState) bool {
-	n, err := correctScript.Run(ctx, c.rdb, []string{Key(activityID)}, gen, st.Taken, st.Waiting, st.LastSeq).Int()
+	n, err := correctScript.Run(ctx, c.rdb, []string{Key(activityID)}, gen, st.Taken, st.Waiting, st.LastSeq, st.Reserved).Int()
 	if err != nil || n != 1 {
 		return false
 	}
@@ -818,7 +834,7 @@ func (c *Counter) comparePool(ctx context.Context, poolID string) (r reading, ok
 	if err != nil {
 		return r, false, err
 	}
-	return reading{display: display, gen: gen, taken: st.Taken,
+	return reading{display: display, gen: gen, taken: st.Taken + st.Reserved,
 		correct: func(ctx context.Context) bool { return c.correctPool(ctx, gen, st) }}, true, nil
 }
 
@@ -826,7 +842,7 @@ func (c *Counter) comparePool(ctx context.Context, poolID string) (r reading, ok
 // state, unless a newer commit reached it, and announces the change to
 // the streams of its activities. It reports whether it corrected.
 func (c *Counter) correctPool(ctx context.Context, gen string, st registration.PoolSeatState) bool {
-	n, err := poolCorrectScript.Run(ctx, c.rdb, []string{PoolKey(st.PoolID)}, gen, st.Taken, st.LastSeq).Int()
+	n, err := poolCorrectScript.Run(ctx, c.rdb, []string{PoolKey(st.PoolID)}, gen, st.Taken, st.LastSeq, st.Reserved).Int()
 	if err != nil || n != 1 {
 		return false
 	}

@@ -84,7 +84,7 @@ func TestPoolCountersSettleAndNeverStepBack(t *testing.T) {
 		poolState(p, 10, 3, 5, epoch, a1, a2), poolState(q, 7, 2, 2, epoch, a1)})})
 	f := poolFields(t, rdb, p)
 	require.Equal(t, map[string]string{"taken": "3", "held": "0", "capacity": "10", "seq": "5",
-		"version": strconv.FormatInt(epoch.UnixMicro(), 10), "gen": f["gen"], "activities": a1 + "," + a2}, f,
+		"version": strconv.FormatInt(epoch.UnixMicro(), 10), "gen": f["gen"], "activities": a1 + "," + a2, "reserved": "0"}, f,
 		"built by the commit: the authority as of its seq")
 	require.NotEmpty(t, f["gen"])
 	ttl, err := rdb.PTTL(ctx, capacity.PoolKey(p)).Result()

@@ -24,7 +24,12 @@ import (
 //	pools     the activity's pools: their ids sorted and comma-separated,
 //	          "" for none (set with taken, or with capacity: by the newer
 //	          of the two)
+//	reserved  the unused seats of the activity's blocks as of seq (set
+//	          with taken; missing in a counter written before blocks
+//	          existed, when no activity had any: read as 0)
 //
+// The gate counts taken+held+reserved as taken: reserved seats are free
+// to their blocks' audiences only, whose signups the authority decides.
 // The display shows taken+held: signups in flight count as taken at once,
 // so the display errs towards fewer seats left. Every script below is one
 // atomic step on it.
@@ -56,11 +61,11 @@ end
 // poolReserveScript) and its waiting-list setting ('1' or '0': what a pool
 // without room answers).
 var reserveScript = redis.NewScript(admitLua + `
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools')
+local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
 if not v[1] or not v[3] or not v[8] then return {-1} end
 local seats = tonumber(ARGV[1])
-local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0'), tonumber(v[4] or '0'), v[5] == '1',
-  v[7] == '1', seats)
+local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
+  v[5] == '1', v[7] == '1', seats)
 if a == 'waitlist' then return {-3} end
 if a == 'full' then return {-2} end
 redis.call('HINCRBY', KEYS[1], 'held', seats)
@@ -92,8 +97,8 @@ end
 // every change of capacity or waitlist moves it forward), ARGV[7] a TTL
 // in milliseconds, ARGV[8] a fresh generation for a counter built here
 // ARGV[9] fill (0/1) and ARGV[10] the activity's pools (ids sorted and
-// comma-separated) after the commit, then pairs of (generation, seats) of
-// holds to give back. A missing
+// comma-separated) after the commit, ARGV[11] reserved after the commit,
+// then pairs of (generation, seats) of holds to give back. A missing
 // counter is built from the commit, which is the authority's state as of
 // its seq (so signups need no rebuild query). Commits applied out of order
 // (several instances) never step back: taken and waiting are set only
@@ -107,14 +112,15 @@ local seq = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
   redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[4], 'waiting', ARGV[3],
-    'waitlist', ARGV[5], 'version', ARGV[6], 'seq', ARGV[1], 'gen', ARGV[8], 'fill', ARGV[9], 'pools', ARGV[10])
+    'waitlist', ARGV[5], 'version', ARGV[6], 'seq', ARGV[1], 'gen', ARGV[8], 'fill', ARGV[9], 'pools', ARGV[10],
+    'reserved', ARGV[11])
   redis.call('PEXPIRE', KEYS[1], ARGV[7])
   return 2
 end
 if seq >= 0 then
   local newer = false
   if seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
-    redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[1])
+    redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[1], 'reserved', ARGV[11])
     newer = true
   end
   if tonumber(ARGV[6]) > tonumber(redis.call('HGET', KEYS[1], 'version') or '-1') then
@@ -123,7 +129,7 @@ if seq >= 0 then
   end
   if newer then redis.call('HSET', KEYS[1], 'pools', ARGV[10]) end
 end
-give_back(11)
+give_back(12)
 return 1
 `)
 
@@ -132,7 +138,8 @@ return 1
 // KEYS[1] the counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3] waiting,
 // ARGV[4] waitlist (0/1), ARGV[5] seq, ARGV[6] TTL in milliseconds,
 // ARGV[7] a fresh generation, ARGV[8] the activity's updated_at (unix
-// microseconds), ARGV[9] fill (0/1), ARGV[10] the activity's pools.
+// microseconds), ARGV[9] fill (0/1), ARGV[10] the activity's pools,
+// ARGV[11] reserved.
 // Returns 1 when written, 0 when a counter was already there (which gets
 // the pools only if it had none: one written before pools existed). The
 // TTL is set here only: a hot counter is still rebuilt from the authority
@@ -143,7 +150,8 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'waiting', ARGV[3],
-  'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7], 'version', ARGV[8], 'fill', ARGV[9], 'pools', ARGV[10])
+  'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7], 'version', ARGV[8], 'fill', ARGV[9], 'pools', ARGV[10],
+  'reserved', ARGV[11])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return 1
 `)
@@ -152,10 +160,11 @@ return 1
 // dropping its holds.
 //
 // KEYS[1] the counter; ARGV[1] the generation, ARGV[2] taken, ARGV[3]
-// waiting, ARGV[4] seq. Returns 1 when corrected, 0 otherwise.
+// waiting, ARGV[4] seq, ARGV[5] reserved. Returns 1 when corrected, 0
+// otherwise.
 var correctScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[4], 'held', 0)
+redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[4], 'held', 0, 'reserved', ARGV[5])
 return 1
 `)
 
@@ -172,6 +181,8 @@ return 1
 //	            reflects
 //	gen         the counter's generation: a new one at every build
 //	activities  the pool's activities as of seq, sorted and comma-separated
+//	reserved    the unused seats of its activities' blocks as of seq
+//	            (counted as taken by the gate; missing reads as 0)
 //
 // A signup of a pooled activity holds its seats in the activity's counter
 // (reserveScript) and then in each pool's (poolReserveScript): one script
@@ -194,10 +205,10 @@ end
 // counter is missing (it never creates it), {-2} when the seats do not
 // fit, else {1, gen} after adding them to held.
 var poolReserveScript = redis.NewScript(poolLua + `
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'gen')
+local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'gen', 'reserved')
 if not v[1] or not v[3] then return {-1} end
 local seats = tonumber(ARGV[1])
-if not fits(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0'), seats) then return {-2} end
+if not fits(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[5] or '0'), seats) then return {-2} end
 redis.call('HINCRBY', KEYS[1], 'held', seats)
 return {1, v[4]}
 `)
@@ -209,8 +220,8 @@ return {1, v[4]}
 // (-1: no state, only holds to give back), ARGV[2] its taken, ARGV[3] its
 // capacity, ARGV[4] its updated_at (unix microseconds), ARGV[5] a TTL in
 // milliseconds, ARGV[6] a fresh generation for a counter built here,
-// ARGV[7] its activities, then pairs of (generation, seats) of holds to
-// give back. As settleScript: a missing counter is built from the state,
+// ARGV[7] its activities, ARGV[8] its reserved, then pairs of
+// (generation, seats) of holds to give back. As settleScript: a missing counter is built from the state,
 // taken (and activities) are set only when the seq is newer, capacity only
 // when the updated_at is, and holds are given back only to their
 // generation. Returns 0 when nothing was done, 2 when the counter was
@@ -220,19 +231,19 @@ local seq = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
   redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[3], 'version', ARGV[4], 'seq', ARGV[1],
-    'gen', ARGV[6], 'activities', ARGV[7])
+    'gen', ARGV[6], 'activities', ARGV[7], 'reserved', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[5])
   return 2
 end
 if seq >= 0 then
   if seq > tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') then
-    redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'seq', ARGV[1], 'activities', ARGV[7])
+    redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'seq', ARGV[1], 'activities', ARGV[7], 'reserved', ARGV[8])
   end
   if tonumber(ARGV[4]) > tonumber(redis.call('HGET', KEYS[1], 'version') or '-1') then
     redis.call('HSET', KEYS[1], 'capacity', ARGV[3], 'version', ARGV[4])
   end
 end
-give_back(8)
+give_back(9)
 return 1
 `)
 
@@ -241,12 +252,12 @@ return 1
 //
 // KEYS[1] the pool's counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3]
 // seq, ARGV[4] updated_at (unix microseconds), ARGV[5] TTL in
-// milliseconds, ARGV[6] a fresh generation, ARGV[7] activities. Returns 1
-// when written, 0 when a counter was already there.
+// milliseconds, ARGV[6] a fresh generation, ARGV[7] activities, ARGV[8]
+// reserved. Returns 1 when written, 0 when a counter was already there.
 var poolBuildScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'seq', ARGV[3], 'version', ARGV[4],
-  'gen', ARGV[6], 'activities', ARGV[7])
+  'gen', ARGV[6], 'activities', ARGV[7], 'reserved', ARGV[8])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 `)
@@ -255,11 +266,11 @@ return 1
 // authority, dropping its holds, unless a newer commit reached it.
 //
 // KEYS[1] the pool's counter; ARGV[1] the generation, ARGV[2] taken,
-// ARGV[3] seq. Returns 1 when corrected, 0 otherwise.
+// ARGV[3] seq, ARGV[4] reserved. Returns 1 when corrected, 0 otherwise.
 var poolCorrectScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
 if tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') > tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'seq', ARGV[3], 'held', 0)
+redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'seq', ARGV[3], 'held', 0, 'reserved', ARGV[4])
 return 1
 `)
 

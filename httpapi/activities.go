@@ -129,7 +129,7 @@ func (s *Server) getActivity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a.Capacity, a.Taken, a.Remaining, a.Waiting = st.Capacity, st.Taken, st.Remaining, st.Waiting
+	a.Capacity, a.Taken, a.Remaining, a.Waiting, a.Reserved = st.Capacity, st.Taken, st.Remaining, st.Waiting, st.Reserved
 	return writeJSON(c, http.StatusOK, activityRead{Activity: activityAnswer(a), Source: st.Source})
 }
 

@@ -162,7 +162,7 @@ func (a *Authenticator) VerifyContext(ctx context.Context, token string) (regist
 	if !validSubject(c.Subject) {
 		return registration.Caller{}, unauthenticated("token sub must be UTF-8 without control, format or separator characters")
 	}
-	return registration.Caller{UserID: c.Subject, Admin: slices.Contains(c.Roles, "admin")}, nil
+	return registration.Caller{UserID: c.Subject, Admin: slices.Contains(c.Roles, "admin"), Roles: c.Roles}, nil
 }
 
 // algorithms returns the signing algorithms accepted: HS256 with a secret,

@@ -9,6 +9,9 @@ type Counts struct {
 	// for the display tier's gate, taken + held (seats held for signups in
 	// flight). It may exceed Capacity (a lowered capacity never evicts).
 	Taken int
+	// Reserved is the unused seats of the activity's blocks: free for
+	// their audiences only.
+	Reserved int
 	// Waiting is the length of the waiting list.
 	Waiting int
 	// Waitlist is the activity's waiting-list setting.
@@ -18,8 +21,8 @@ type Counts struct {
 	// Seats is the seats the signup asks for; 0 means 1.
 	Seats int
 	// Pooled is true when the activity belongs to pools, and Shared is
-	// then the fewest seats left in them (the least capacity - taken over
-	// its pools; taken + held for the display tier's gate). A signup must
+	// then the fewest seats left in them (the least capacity - taken -
+	// reserved over its pools; taken + held for the display tier's gate). A signup must
 	// fit the activity and every pool.
 	Pooled bool
 	Shared int
@@ -28,7 +31,7 @@ type Counts struct {
 // Free returns the seats a signup could take: the activity's own free
 // seats, or fewer when a pool has fewer left (negative when overfull).
 func (c Counts) Free() int {
-	free := c.Capacity - c.Taken
+	free := c.Capacity - c.Taken - c.Reserved
 	if c.Pooled {
 		free = min(free, c.Shared)
 	}

@@ -96,7 +96,7 @@ func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string
 // commitOf is what observers are told of one activity's committed plan.
 func commitOf(activityID string, p Plan, holds []Hold) Commit {
 	return Commit{ActivityID: activityID, Holds: holds, Events: p.Events, ActivityChanged: p.ActivityChanged, Pools: p.Pools,
-		State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist, Policy: p.Activity.Policy,
+		State: SeatState{Capacity: p.Activity.Capacity, Waitlist: p.Activity.Waitlist, Policy: p.Activity.Policy, Reserved: p.Activity.Reserved,
 			Taken: p.Activity.Taken, Waiting: p.Activity.Waiting, LastSeq: p.LastSeq, UpdatedAt: p.Activity.UpdatedAt,
 			Pools: p.Pools}}
 }

@@ -9,6 +9,8 @@ import (
 type Caller struct {
 	UserID string
 	Admin  bool
+	// Roles are the token's roles (a block for a role serves its members).
+	Roles []string
 	// RequestID is recorded on the events the request causes.
 	RequestID string
 }
@@ -63,6 +65,11 @@ type SignupCommand struct {
 	// identifies the request body for idempotency conflicts.
 	IdempotencyKey string
 	RequestHash    []byte
+	// Code is the block code the signup carries ("" for none), Roles the
+	// roles of its token: a block of the activity for either serves it
+	// first (see Block).
+	Code  string
+	Roles []string
 	// Hold is the seat the display tier holds for the signup while it is in
 	// flight; it is given back after the transaction, whatever its outcome.
 	Hold Hold
@@ -122,6 +129,8 @@ type Outcome struct {
 	Activity *Activity
 	// Pool is the pool after a PoolCommand.
 	Pool *Pool
+	// Block is the block a BlockCreate made.
+	Block *Block
 	// Err is a *capacityd.Error when the command was refused.
 	Err error
 	// Replayed is true when the outcome is the stored first outcome of the
@@ -214,10 +223,12 @@ type Commit struct {
 // its event LastSeq, and of its settings (Capacity, Waitlist) as of
 // UpdatedAt, which every change of the settings moves forward.
 type SeatState struct {
-	Capacity  int
-	Waitlist  bool
-	Policy    WaitlistPolicy
-	Taken     int
+	Capacity int
+	Waitlist bool
+	Policy   WaitlistPolicy
+	Taken    int
+	// Reserved is the unused seats of the activity's blocks.
+	Reserved  int
 	Waiting   int
 	LastSeq   int64
 	UpdatedAt time.Time
@@ -228,7 +239,7 @@ type SeatState struct {
 // Remaining is what a new signup could get: the activity's own free
 // seats, or fewer when one of its pools has fewer left.
 func (s SeatState) Remaining() int {
-	r := Remaining(s.Capacity, s.Taken)
+	r := Remaining(s.Capacity, s.Taken+s.Reserved)
 	for _, p := range s.Pools {
 		r = min(r, p.Remaining())
 	}
@@ -253,8 +264,9 @@ type FullCheck struct {
 // and the users who already hold a place.
 type FullAnswer struct {
 	// Capacity is the activity's capacity, Taken the seats of its
-	// occupying registrations, Waiting the length of its waiting list.
-	Capacity, Taken, Waiting int
+	// occupying registrations, Reserved the unused seats of its blocks,
+	// Waiting the length of its waiting list.
+	Capacity, Taken, Reserved, Waiting int
 	// Waitlist is the activity's waiting-list setting, Policy its policy,
 	// MaxSeats its max_seats_per_registration.
 	Waitlist bool
@@ -270,10 +282,10 @@ type FullAnswer struct {
 // Counts returns the answer's counts, for Admit (with Counts.For the
 // seats a signup asks for).
 func (a FullAnswer) Counts() Counts {
-	c := Counts{Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
+	c := Counts{Capacity: a.Capacity, Taken: a.Taken, Reserved: a.Reserved, Waiting: a.Waiting, Waitlist: a.Waitlist,
 		Fill: a.Policy == PolicyFill}
 	for _, p := range a.Pools {
-		c = c.Within(p.Capacity - p.Taken)
+		c = c.Within(p.Capacity - p.Taken - p.Reserved)
 	}
 	return c
 }

@@ -31,6 +31,9 @@ type ActivityState struct {
 	// Queue is the head of the waiting list, oldest first: the whole list,
 	// or at least QueueNeeded registrations of it.
 	Queue []Registration
+	// Blocks are the activity's live blocks, oldest first, with their
+	// exact Used.
+	Blocks []Block
 }
 
 // Plan is what Decide makes of one activity's commands: the outcomes, the
@@ -55,6 +58,8 @@ type Plan struct {
 	// Pools are the states of the activity's pools after the transaction
 	// (of the pool itself for a pool's batch).
 	Pools []PoolSeatState
+	// Blocks are the blocks the commands created or changed.
+	Blocks []BlockChange
 }
 
 // errShortQueue means the state's queue held fewer registrations than the
@@ -111,6 +116,8 @@ func (d *decision) run(now time.Time) error {
 			err = d.reduce(i, c)
 		case ActivityCommand:
 			err = d.patch(i, c)
+		case BlockCommand:
+			err = d.block(i, c, now)
 		case PoolCommand:
 			d.outcomes[i] = Outcome{Err: PoolNotFound(c.PoolID)}
 		default:
@@ -152,6 +159,11 @@ type decision struct {
 	// left are the pools the activity left in this transaction: their
 	// activities may take the seats it gave up.
 	left []*Pool
+	// blocks are the live blocks (oldest first), changedBlocks those the
+	// commands created, used or ended, by id.
+	blocks        []*Block
+	changedBlocks map[string]*BlockChange
+	blockOrder    []string
 }
 
 func newDecision(st ActivityState, cmds []Command) *decision {
@@ -174,6 +186,11 @@ func newDecision(st ActivityState, cmds []Command) *decision {
 	for u, id := range st.Holders {
 		d.holders[u] = id
 	}
+	d.changedBlocks = make(map[string]*BlockChange)
+	for _, b := range st.Blocks {
+		d.blocks = append(d.blocks, &b)
+	}
+	d.act.Reserved = Reserved(st.Blocks)
 	inQueue := make(map[string]bool, len(st.Queue))
 	for _, r := range st.Queue {
 		if inQueue[r.ID] {
@@ -207,9 +224,9 @@ func sortLine(line []*Registration) {
 // free returns the seats a signup or promotion could take now: the
 // activity's own free seats, or fewer when one of its pools has fewer.
 func (d *decision) free() int {
-	free := d.act.Capacity - d.act.Taken
+	free := d.act.Capacity - d.act.Taken - d.act.Reserved
 	for _, p := range d.pools {
-		free = min(free, p.Capacity-p.Taken)
+		free = min(free, p.Capacity-p.Taken-p.Reserved)
 	}
 	return free
 }
@@ -238,7 +255,7 @@ func (d *decision) record(r *Registration, typ EventType, from *Status, o Origin
 	d.events = append(d.events, Event{
 		ID: EventID(d.act.ID, d.seq), Seq: d.seq, ActivityID: d.act.ID, RegistrationID: r.ID, UserID: r.UserID,
 		Type: typ, From: from, To: r.Status, Seats: r.Seats, Actor: o.Actor, RequestID: o.RequestID, At: d.st.At,
-		Registration: &snapshot,
+		BlockID: r.BlockID, Registration: &snapshot,
 	})
 	if !d.inserted[r.ID] && !d.updated[r.ID] {
 		d.updated[r.ID] = true
@@ -288,11 +305,24 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.outcomes[i] = Outcome{Err: cmp.Or(err, refusal)}
 		return
 	}
+	b, err := d.blockFor(c, n)
+	if err != nil {
+		d.outcomes[i] = Outcome{Err: err}
+		return
+	}
 	r := &Registration{
 		ID: c.RegistrationID, ActivityID: d.act.ID, UserID: c.UserID, Seats: n, Metadata: c.Metadata,
 		CreatedAt: d.st.At,
 	}
-	switch Admit(d.counts(n)) {
+	admission := AdmitSeat
+	if b != nil {
+		id := b.ID
+		r.BlockID = &id
+		d.useBlock(b, n)
+	} else {
+		admission = Admit(d.counts(n))
+	}
+	switch admission {
 	case AdmitSeat:
 		r.Status = Pending
 		d.take(n)
@@ -331,10 +361,10 @@ func (d *decision) waiting() int { return d.act.Waiting }
 // counts returns the activity's counts as they stand, for Admit of a
 // signup for seats.
 func (d *decision) counts(seats int) Counts {
-	c := Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Waiting: d.act.Waiting, Waitlist: d.act.Waitlist,
-		Fill: d.act.Policy == PolicyFill, Seats: seats}
+	c := Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Reserved: d.act.Reserved, Waiting: d.act.Waiting,
+		Waitlist: d.act.Waitlist, Fill: d.act.Policy == PolicyFill, Seats: seats}
 	for _, p := range d.pools {
-		c = c.Within(p.Capacity - p.Taken)
+		c = c.Within(p.Capacity - p.Taken - p.Reserved)
 	}
 	return c
 }
@@ -367,7 +397,7 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 	switch {
 	case r.Status.Occupying():
 		d.move(r, Cancelled, EventCancelled, c.Origin)
-		d.take(-r.Seats)
+		d.release(r, r.Seats)
 		delete(d.holders, r.UserID)
 		d.holdInSeries(r, false)
 		d.outcomes[i] = d.changedOutcome(r)
@@ -436,6 +466,8 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, r.Seats, d.remaining())}
 			return nil
 		}
+		// It takes public seats: a block it once used keeps its own.
+		r.BlockID = nil
 		d.move(r, Approved, EventReadmitted, c.Origin)
 		d.take(r.Seats)
 		d.holders[r.UserID] = r.ID
@@ -459,7 +491,7 @@ func (d *decision) expire(i int, c ExpireCommand, now time.Time) error {
 		return nil
 	}
 	d.move(r, Expired, EventExpired, c.Origin)
-	d.take(-r.Seats)
+	d.release(r, r.Seats)
 	delete(d.holders, r.UserID)
 	d.holdInSeries(r, false)
 	d.outcomes[i] = d.changedOutcome(r)
@@ -534,6 +566,7 @@ func settingsChangedAt(last, now time.Time) time.Time {
 func (d *decision) activity() Activity {
 	a := d.act
 	a.Remaining = d.remaining()
+	a.Reserved = d.act.Reserved
 	if a.Pools == nil {
 		a.Pools = []string{}
 	}
@@ -542,6 +575,9 @@ func (d *decision) activity() Activity {
 
 func (d *decision) plan() (Plan, error) {
 	p := Plan{Outcomes: d.outcomes, Events: d.events, Activity: d.activity(), ActivityChanged: d.changed, LastSeq: d.seq}
+	for _, id := range d.blockOrder {
+		p.Blocks = append(p.Blocks, *d.changedBlocks[id])
+	}
 	for _, e := range d.events {
 		if e.Type == EventCreated || e.Type == EventWaitlisted {
 			r := *d.regs[e.RegistrationID]

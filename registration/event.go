@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,9 @@ type Event struct {
 	Actor     string    `json:"actor"`
 	RequestID string    `json:"request_id"`
 	At        time.Time `json:"at"`
+	// BlockID is the block of a block event, or of the registration of a
+	// registration event that took its seats from a block.
+	BlockID *string `json:"block_id,omitempty"`
 
 	// Registration is the registration as the change left it, for those
 	// who deliver the event as it happened (webhooks). Set by Decide; not
@@ -112,4 +116,29 @@ func (f *EventFilter) Validate() error {
 		return capacityd.Errorf(capacityd.EInvalid, "wait must be between 0 and %d seconds", int(MaxEventWait.Seconds()))
 	}
 	return nil
+}
+
+// blockEvent is the JSON shape of a block event: no registration, user or
+// status; Seats is the block's seats (created) or those it returned.
+type blockEvent struct {
+	ID         string    `json:"id"`
+	Seq        int64     `json:"seq"`
+	ActivityID string    `json:"activity_id"`
+	BlockID    *string   `json:"block_id"`
+	Type       EventType `json:"type"`
+	Seats      int       `json:"seats"`
+	Actor      string    `json:"actor"`
+	RequestID  string    `json:"request_id"`
+	At         time.Time `json:"at"`
+}
+
+// MarshalJSON writes a registration event with every field, and a block
+// event (EventType.IsBlockEvent) as a blockEvent.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if e.Type.IsBlockEvent() {
+		return json.Marshal(blockEvent{ID: e.ID, Seq: e.Seq, ActivityID: e.ActivityID, BlockID: e.BlockID, Type: e.Type,
+			Seats: e.Seats, Actor: e.Actor, RequestID: e.RequestID, At: e.At})
+	}
+	type plain Event
+	return json.Marshal(plain(e))
 }

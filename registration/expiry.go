@@ -57,12 +57,41 @@ func (s *Service) expire(ctx context.Context, due []DueHold) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// RunExpiry calls ExpireDue every interval until ctx ends. Every instance
+// ExpireDueBlocks ends the blocks whose expiry is due: it claims them, then
+// applies one expiry per block on its activity's queue, where the seats
+// it returns go to the waiting list. It returns how many it ended.
+func (s *Service) ExpireDueBlocks(ctx context.Context) (int, error) {
+	due, err := s.store.ClaimDueBlocks(ctx, s.now(), expiryBatch)
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	n := 0
+	for _, d := range due {
+		wg.Go(func() {
+			out, err := s.submit(ctx, d.ActivityID, BlockCommand{Origin: Origin{Actor: ActorSystem}, Op: BlockExpire, BlockID: d.BlockID})
+			mu.Lock()
+			defer mu.Unlock()
+			if err = cmp.Or(err, out.Err); err != nil {
+				errs = append(errs, err)
+			} else if out.Changed {
+				n++
+			}
+		})
+	}
+	wg.Wait()
+	return n, errors.Join(errs...)
+}
+
+// RunExpiry calls ExpireDue and ExpireDueBlocks every interval until ctx ends. Every instance
 // runs it.
 func (s *Service) RunExpiry(ctx context.Context, every time.Duration) {
-	loop.Every(ctx, every, s.log, "expire holds", func(ctx context.Context) error {
+	loop.Every(ctx, every, s.log, "expire holds and blocks", func(ctx context.Context) error {
 		_, err := s.ExpireDue(ctx)
-		return err
+		_, blocksErr := s.ExpireDueBlocks(ctx)
+		return errors.Join(err, blocksErr)
 	})
 }
 

@@ -311,8 +311,8 @@ func (m *MemStore) PurgeOutcomes(ctx context.Context, before time.Time) (int64, 
 
 var _ Store = (*MemStore)(nil)
 
-// errMemNoPools is the in-memory store's answer to pools and series,
-// which it does not model: their rules are tested on PostgreSQL.
+// errMemNoPools is the in-memory store's answer to pools, series and
+// blocks, which it does not model: their rules are tested on PostgreSQL.
 var errMemNoPools = capacityd.Errorf(capacityd.EInternal, "the in-memory store has no pools")
 
 func (m *MemStore) CreatePool(context.Context, string, NewPool) (Pool, error) {
@@ -330,4 +330,12 @@ func (m *MemStore) ListSeries(context.Context, string, int) ([]Series, error) {
 }
 func (m *MemStore) UpdateSeries(context.Context, string, SeriesPatch) (Series, error) {
 	return Series{}, errMemNoPools
+}
+
+func (m *MemStore) ListBlocks(context.Context, string) ([]Block, error) { return nil, errMemNoPools }
+func (m *MemStore) GetBlock(context.Context, string) (Block, error)     { return Block{}, errMemNoPools }
+
+// ClaimDueBlocks finds none: the in-memory store has no blocks.
+func (m *MemStore) ClaimDueBlocks(context.Context, time.Time, int) ([]DueBlock, error) {
+	return nil, nil
 }

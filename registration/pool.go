@@ -20,14 +20,17 @@ type Pool struct {
 	// Seq orders pools by creation for keyset pagination.
 	Seq int64 `json:"-"`
 
-	ID         string    `json:"id"`
-	Title      string    `json:"title"`
-	Capacity   int       `json:"capacity"`
-	Taken      int       `json:"taken"`
-	Remaining  int       `json:"remaining"`
-	Activities []string  `json:"activities"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ID         string   `json:"id"`
+	Title      string   `json:"title"`
+	Capacity   int      `json:"capacity"`
+	Taken      int      `json:"taken"`
+	Remaining  int      `json:"remaining"`
+	Activities []string `json:"activities"`
+	// Reserved is the unused seats of its activities' blocks: no signup
+	// outside a block's audience may take them.
+	Reserved  int       `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // PoolPage is one page of the pool listing.
@@ -78,13 +81,14 @@ type PoolSeatState struct {
 	PoolID     string
 	Capacity   int
 	Taken      int
+	Reserved   int
 	LastSeq    int64
 	UpdatedAt  time.Time
 	Activities []string
 }
 
-// Remaining returns max(0, capacity - taken).
-func (p PoolSeatState) Remaining() int { return Remaining(p.Capacity, p.Taken) }
+// Remaining returns max(0, capacity - taken - reserved).
+func (p PoolSeatState) Remaining() int { return Remaining(p.Capacity, p.Taken+p.Reserved) }
 
 // PoolNotFound returns the not_found error of a pool that does not exist.
 func PoolNotFound(id string) error {

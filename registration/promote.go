@@ -19,7 +19,7 @@ func (d *decision) reduce(i int, c SeatsCommand) error {
 	}
 	from := r.Seats
 	if r.Status.Occupying() {
-		d.take(c.Seats - from)
+		d.release(r, from-c.Seats)
 	}
 	r.Seats = c.Seats
 	status := r.Status

@@ -93,9 +93,11 @@ func Promotes(c Command) bool { return promotes(c) }
 
 // promotes reports whether a command may promote from the waiting list.
 func promotes(c Command) bool {
-	switch c.(type) {
+	switch c := c.(type) {
 	case CancelCommand, ExpireCommand, SeatsCommand, ActivityCommand:
 		return true
+	case BlockCommand:
+		return c.Op != BlockCreate
 	}
 	return false
 }
@@ -106,9 +108,13 @@ func promotes(c Command) bool {
 func Releases(cmds []Command) int {
 	n := 0
 	for _, c := range cmds {
-		switch c.(type) {
+		switch c := c.(type) {
 		case CancelCommand, ExpireCommand, SeatsCommand:
 			n++
+		case BlockCommand:
+			if c.Op != BlockCreate {
+				n++
+			}
 		}
 	}
 	return n

@@ -109,8 +109,12 @@ type Activity struct {
 	// SeriesID is the series the activity belongs to, if any.
 	SeriesID *string `json:"series_id"`
 	Taken    int     `json:"taken"`
+	// Reserved is the unused seats of the activity's blocks, held for
+	// their audiences.
+	Reserved int `json:"reserved"`
 	// Remaining is what a new signup could get: the activity's own free
-	// seats, or fewer when one of its pools has fewer left.
+	// seats (capacity - taken - reserved), or fewer when one of its pools
+	// has fewer left.
 	Remaining int       `json:"remaining"`
 	Waiting   int       `json:"waiting"`
 	CreatedAt time.Time `json:"created_at"`
@@ -157,7 +161,9 @@ type Registration struct {
 	UserID     string `json:"user_id"`
 	Status     Status `json:"status"`
 	// Seats is how many seats the registration holds (or waits for).
-	Seats     int             `json:"seats"`
+	Seats int `json:"seats"`
+	// BlockID is the block whose seats it took, if any.
+	BlockID   *string         `json:"block_id"`
 	Metadata  json.RawMessage `json:"metadata"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`

@@ -19,6 +19,9 @@ type SignupInput struct {
 	// reads as 1).
 	Seats          int
 	IdempotencyKey string
+	// Code is a block's code ("" for none): the block's seats serve the
+	// signup first.
+	Code string
 }
 
 // Signup admits the caller to the activity, puts them on its waiting list,
@@ -38,6 +41,8 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 		Metadata:       in.Metadata,
 		Seats:          max(in.Seats, 1),
 		IdempotencyKey: in.IdempotencyKey,
+		Code:           in.Code,
+		Roles:          in.Caller.Roles,
 	}
 	if in.IdempotencyKey != "" {
 		cmd.RequestHash = requestHash(in)
@@ -56,8 +61,10 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 			cmd.Hold = hold
 		case errors.Is(err, ErrGateFull):
 			// A first use of an idempotency key must record its outcome
-			// at the authority, in the change transaction.
-			if in.IdempotencyKey == "" {
+			// at the authority, in the change transaction; and a block's
+			// audience (a code, or a token with roles) may take seats the
+			// public cannot: the authority decides on them.
+			if in.IdempotencyKey == "" && cmd.Code == "" && len(cmd.Roles) == 0 {
 				if err := s.confirmFull(ctx, in.ActivityID, cmd.UserID, cmd.Seats); err != nil {
 					return Registration{}, false, err
 				}
@@ -167,6 +174,9 @@ func requestHash(in SignupInput) []byte {
 	if in.Seats > 1 {
 		fmt.Fprintf(h, "\x00seats=%d", in.Seats)
 	}
+	if in.Code != "" {
+		fmt.Fprintf(h, "\x00code=%s", in.Code)
+	}
 	return h.Sum(nil)
 }
 
@@ -178,6 +188,9 @@ func validateSignup(in SignupInput) error {
 		return capacityd.Errorf(capacityd.EInvalid, "seats must be between 1 and %d", MaxSeatsLimit)
 	}
 	if err := validateCaller(in.Caller); err != nil {
+		return err
+	}
+	if err := validCode(in.Code); err != nil {
 		return err
 	}
 	if !storable(string(in.Metadata)) {

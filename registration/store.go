@@ -52,6 +52,14 @@ type Store interface {
 	// CheckFull answers FullChecks, each from one snapshot of the
 	// authority, without taking any lock.
 	CheckFull(ctx context.Context, checks []FullCheck) ([]FullAnswer, error)
+	// ListBlocks returns the live blocks of an activity, oldest first, with
+	// their exact Used, or not_found for an unknown activity.
+	ListBlocks(ctx context.Context, activityID string) ([]Block, error)
+	// GetBlock returns a live block, or not_found.
+	GetBlock(ctx context.Context, id string) (Block, error)
+	// ClaimDueBlocks returns up to limit live blocks whose expiry is due at
+	// now, skipping those other instances are claiming at the moment.
+	ClaimDueBlocks(ctx context.Context, now time.Time, limit int) ([]DueBlock, error)
 	// ClaimDueHolds returns up to limit awaiting_payment registrations due
 	// at now, skipping those other instances are claiming at the moment.
 	ClaimDueHolds(ctx context.Context, now time.Time, limit int) ([]DueHold, error)

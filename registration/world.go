@@ -59,7 +59,7 @@ type PoolPlan struct {
 
 // SeatState returns the pool's seat state after the transaction.
 func (p PoolPlan) SeatState() PoolSeatState {
-	return PoolSeatState{PoolID: p.Pool.ID, Capacity: p.Pool.Capacity, Taken: p.Pool.Taken, LastSeq: p.LastSeq,
+	return PoolSeatState{PoolID: p.Pool.ID, Capacity: p.Pool.Capacity, Taken: p.Pool.Taken, Reserved: p.Pool.Reserved, LastSeq: p.LastSeq,
 		UpdatedAt: p.Pool.UpdatedAt, Activities: slices.Clone(p.Pool.Activities)}
 }
 
@@ -270,6 +270,7 @@ func (d *decision) repool(ids []string) []*Pool {
 	for _, p := range d.pools {
 		if !slices.Contains(ids, p.ID) {
 			p.Taken -= d.act.Taken
+			p.Reserved -= d.act.Reserved
 			p.Activities = slices.DeleteFunc(p.Activities, func(id string) bool { return id == d.act.ID })
 			left = append(left, p)
 			d.w.pools[p.ID].Changed = true
@@ -283,6 +284,7 @@ func (d *decision) repool(ids []string) []*Pool {
 		}
 		pp := d.w.pools[id]
 		pp.Pool.Taken += d.act.Taken
+		pp.Pool.Reserved += d.act.Reserved
 		pp.Pool.Activities = append(pp.Pool.Activities, d.act.ID)
 		slices.Sort(pp.Pool.Activities)
 		pp.Changed = true
@@ -329,7 +331,7 @@ func (w *world) patchPool(p *PoolPlan, i int, c PoolCommand) error {
 	}
 	pool := p.Pool
 	pool.Activities = slices.Clone(pool.Activities)
-	pool.Remaining = Remaining(pool.Capacity, pool.Taken)
+	pool.Remaining = Remaining(pool.Capacity, pool.Taken+pool.Reserved)
 	p.Outcomes[i] = Outcome{Pool: &pool, Changed: true}
 	return nil
 }

@@ -34,18 +34,18 @@ var activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a
 	(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN ` + occupying + `),
 	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 	ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.public_id),
-	(SELECT min(p.capacity - ` + poolTakenSQL("p.id") + `) FROM activity_pool m JOIN pool p ON p.id = m.pool_id
-		WHERE m.activity_id = a.id),
-	(SELECT x.public_id FROM series x WHERE x.id = a.series_id)`
+	(SELECT min(p.capacity - ` + poolTakenSQL("p.id") + ` - ` + poolReservedSQL("p.id") + `) FROM activity_pool m
+		JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id),
+	(SELECT x.public_id FROM series x WHERE x.id = a.series_id), ` + reservedSQL("a.id")
 
 func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
-	var taken, waiting int64
+	var taken, waiting, reserved int64
 	var shared *int64
 	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
-		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared, &a.SeriesID)
-	a.Taken, a.Waiting = int(taken), int(waiting)
-	a.Remaining = registration.Remaining(a.Capacity, a.Taken)
+		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared, &a.SeriesID, &reserved)
+	a.Taken, a.Waiting, a.Reserved = int(taken), int(waiting), int(reserved)
+	a.Remaining = registration.Remaining(a.Capacity, a.Taken+a.Reserved)
 	if shared != nil {
 		a.Remaining = max(0, min(a.Remaining, int(*shared)))
 	}
@@ -168,9 +168,10 @@ func (s *Store) SeatState(ctx context.Context, activityID string) (registration.
 	rows, err := s.db.Query(ctx, `
 		WITH s AS (
 			SELECT a.capacity, a.waitlist, a.waitlist_policy, a.updated_at, (`+CountOccupyingSQL+`) AS taken,
-				(`+countWaitingSQL+`) AS waiting, coalesce((SELECT last_seq FROM activity_state WHERE activity_id = a.id), 0) AS last_seq
+				(`+countWaitingSQL+`) AS waiting, coalesce((SELECT last_seq FROM activity_state WHERE activity_id = a.id), 0) AS last_seq,
+				`+reservedSQL("a.id")+` AS reserved
 			FROM activity a WHERE a.id = $1)
-		SELECT s.capacity, s.waitlist, s.waitlist_policy, s.updated_at, s.taken, s.waiting, s.last_seq, `+poolStateColumns+`
+		SELECT s.capacity, s.waitlist, s.waitlist_policy, s.updated_at, s.taken, s.waiting, s.last_seq, s.reserved, `+poolStateColumns+`
 		FROM s LEFT JOIN activity_pool m ON m.activity_id = $1 LEFT JOIN pool p ON p.id = m.pool_id
 		ORDER BY p.public_id`, aid)
 	if err != nil {
@@ -180,14 +181,14 @@ func (s *Store) SeatState(ctx context.Context, activityID string) (registration.
 	var st registration.SeatState
 	found := false
 	for rows.Next() {
-		var taken, waiting int64
+		var taken, waiting, reserved int64
 		var ps nullablePoolState
-		if err := rows.Scan(append([]any{&st.Capacity, &st.Waitlist, &st.Policy, &st.UpdatedAt, &taken, &waiting, &st.LastSeq},
+		if err := rows.Scan(append([]any{&st.Capacity, &st.Waitlist, &st.Policy, &st.UpdatedAt, &taken, &waiting, &st.LastSeq, &reserved},
 			ps.targets()...)...); err != nil {
 			return registration.SeatState{}, interpret(err)
 		}
 		found = true
-		st.Taken, st.Waiting, st.UpdatedAt = int(taken), int(waiting), st.UpdatedAt.UTC()
+		st.Taken, st.Waiting, st.Reserved, st.UpdatedAt = int(taken), int(waiting), int(reserved), st.UpdatedAt.UTC()
 		if p, ok := ps.state(); ok {
 			st.Pools = append(st.Pools, p)
 		}

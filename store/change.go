@@ -454,6 +454,7 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 	if len(uncounted) > 0 {
 		queueCounts(b, uncounted, byAID)
 	}
+	queueBlocks(b, aids, byAID)
 	byPID := queuePools(b, s, pools, &rd)
 	if signups {
 		b.Queue(`SELECT nextval('registration_join_seq')`).QueryRow(func(row pgx.Row) error { return row.Scan(&rd.joinBase) })
@@ -537,6 +538,7 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 	b := &pgx.Batch{}
 	var rows, readmitted rowsOf
 	var evs eventsOf
+	var blocks blocksOf
 	var seqAIDs, seqs []int64
 	for _, w := range work {
 		p := w.plan
@@ -553,6 +555,9 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 		for _, e := range p.Events {
 			evs.add(w.aid, e)
 		}
+		for _, c := range p.Blocks {
+			blocks.add(w.aid, c, w.state.At)
+		}
 		if p.LastSeq != w.state.LastSeq {
 			seqAIDs, seqs = append(seqAIDs, w.aid), append(seqs, p.LastSeq)
 		}
@@ -568,6 +573,7 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 		}
 	}
 	queuePoolPlans(b, pools)
+	blocks.queue(b)
 	rows.queue(b)
 	readmitted.queue(b)
 	evs.queue(b)
@@ -588,6 +594,7 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 // rowsOf collects the registration rows of a transaction as columns.
 type rowsOf struct {
 	upIDs, upStatus   []string
+	upBlocks          []*string
 	upSeats           []int32
 	upExpires         []*time.Time
 	upAt              []time.Time
@@ -599,11 +606,12 @@ type rowsOf struct {
 	inExpires         []*time.Time
 	inWaitSeq         []*int64
 	inJoined          []*int64
+	inBlocks          []*string
 }
 
 func (c *rowsOf) update(r registration.Registration) {
 	c.upIDs, c.upStatus = append(c.upIDs, r.ID), append(c.upStatus, string(r.Status))
-	c.upSeats = append(c.upSeats, int32(r.Seats))
+	c.upSeats, c.upBlocks = append(c.upSeats, int32(r.Seats)), append(c.upBlocks, r.BlockID)
 	c.upExpires, c.upAt = append(c.upExpires, r.ExpiresAt), append(c.upAt, r.UpdatedAt)
 }
 
@@ -620,15 +628,16 @@ func (c *rowsOf) insert(aid int64, r registration.Registration) {
 	if r.Joined != 0 {
 		joined = &r.Joined
 	}
-	c.inJoined = append(c.inJoined, joined)
+	c.inJoined, c.inBlocks = append(c.inJoined, joined), append(c.inBlocks, r.BlockID)
 }
 
 func (c *rowsOf) queue(b *pgx.Batch) {
 	if n := len(c.upIDs); n > 0 {
-		b.Queue(`UPDATE registration r SET status = u.status, expires_at = u.expires_at, updated_at = u.updated_at, seats = u.seats
-			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::int[])
-				AS u(public_id, status, expires_at, updated_at, seats)
-			WHERE r.public_id = u.public_id`, c.upIDs, c.upStatus, c.upExpires, c.upAt, c.upSeats).Exec(func(tag pgconn.CommandTag) error {
+		b.Queue(`UPDATE registration r SET status = u.status, expires_at = u.expires_at, updated_at = u.updated_at, seats = u.seats,
+				block_id = u.block_id
+			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[])
+				AS u(public_id, status, expires_at, updated_at, seats, block_id)
+			WHERE r.public_id = u.public_id`, c.upIDs, c.upStatus, c.upExpires, c.upAt, c.upSeats, c.upBlocks).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() != int64(n) {
 				return fmt.Errorf("change: %d of %d registrations updated", tag.RowsAffected(), n)
 			}
@@ -637,13 +646,13 @@ func (c *rowsOf) queue(b *pgx.Batch) {
 	}
 	if len(c.inIDs) > 0 {
 		b.Queue(`INSERT INTO registration (public_id, activity_id, user_id, status, metadata, created_at, updated_at, expires_at,
-				waitlist_seq, seats, joined)
+				waitlist_seq, seats, joined, block_id)
 			SELECT t.public_id, t.activity_id, t.user_id, t.status, t.metadata::json, t.at, t.at, t.expires_at, t.waitlist_seq, t.seats,
-				t.joined
+				t.joined, t.block_id
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[],
-				$9::int[], $10::bigint[])
-				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq, seats, joined)`,
-			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq, c.inSeats, c.inJoined)
+				$9::int[], $10::bigint[], $11::text[])
+				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq, seats, joined, block_id)`,
+			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq, c.inSeats, c.inJoined, c.inBlocks)
 	}
 }
 
@@ -656,6 +665,7 @@ type eventsOf struct {
 	seatsFrom                        []*int32
 	reqIDs                           []string
 	at                               []time.Time
+	blocks                           []*string
 }
 
 func (c *eventsOf) add(aid int64, e registration.Event) {
@@ -673,7 +683,11 @@ func (c *eventsOf) add(aid int64, e registration.Event) {
 		n := int32(*e.SeatsFrom)
 		seatsFrom = &n
 	}
-	c.seats, c.seatsFrom = append(c.seats, int32(max(e.Seats, 1))), append(c.seatsFrom, seatsFrom)
+	seats := int32(max(e.Seats, 1))
+	if e.Type.IsBlockEvent() {
+		seats = int32(e.Seats)
+	}
+	c.seats, c.seatsFrom, c.blocks = append(c.seats, seats), append(c.seatsFrom, seatsFrom), append(c.blocks, e.BlockID)
 }
 
 func (c *eventsOf) queue(b *pgx.Batch) {
@@ -681,8 +695,8 @@ func (c *eventsOf) queue(b *pgx.Batch) {
 		return
 	}
 	b.Queue(`INSERT INTO registration_event (activity_id, seq, registration_id, user_id, type, from_status, to_status, actor, request_id, at,
-			seats, seats_from)
+			seats, seats_from, block_id)
 		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-			$10::timestamptz[], $11::int[], $12::int[])`,
-		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at, c.seats, c.seatsFrom)
+			$10::timestamptz[], $11::int[], $12::int[], $13::text[])`,
+		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at, c.seats, c.seatsFrom, c.blocks)
 }

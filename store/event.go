@@ -9,12 +9,12 @@ import (
 )
 
 const eventColumns = `e.seq, a.public_id, e.registration_id, e.user_id, e.type, e.from_status, e.to_status,
-	e.seats, e.seats_from, e.actor, e.request_id, e.at`
+	e.seats, e.seats_from, e.actor, e.request_id, e.at, e.block_id`
 
 func scanEvent(row pgx.CollectableRow) (registration.Event, error) {
 	var e registration.Event
 	err := row.Scan(&e.Seq, &e.ActivityID, &e.RegistrationID, &e.UserID, &e.Type, &e.From, &e.To,
-		&e.Seats, &e.SeatsFrom, &e.Actor, &e.RequestID, &e.At)
+		&e.Seats, &e.SeatsFrom, &e.Actor, &e.RequestID, &e.At, &e.BlockID)
 	e.ID, e.At = registration.EventID(e.ActivityID, e.Seq), e.At.UTC()
 	return e, err
 }

@@ -49,30 +49,34 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	if err != nil {
 		return nil, err
 	}
-	pools := `'{}'::bigint[], '{}'::bigint[]`
+	pools := `'{}'::bigint[], '{}'::bigint[], '{}'::bigint[]`
 	if pooled {
 		pools = `ARRAY(SELECT p.capacity::bigint FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
 				ORDER BY p.id),
 			ARRAY(SELECT ` + poolTakenSQL("p.id") + ` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
+				ORDER BY p.id),
+			ARRAY(SELECT ` + poolReservedSQL("p.id") + ` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
 				ORDER BY p.id)`
 	}
-	var aid, taken, waiting int64
+	var aid, taken, waiting, reserved int64
 	var capacity int
 	var waitlist bool
 	var policy registration.WaitlistPolicy
 	var maxSeats int
 	var users, regs []string
-	var poolCapacities, poolTaken []int64
+	var poolCapacities, poolTaken, poolReserved []int64
 	err = s.readGeneric(ctx, func(b *pgx.Batch) {
 		b.Queue(fullCheckSQL(pools), aids, pairAIDs, pairUsers).Query(func(rows pgx.Rows) error {
 			_, err := pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &policy, &maxSeats, &taken, &waiting, &users, &regs,
-				&poolCapacities, &poolTaken}, func() error {
+				&reserved, &poolCapacities, &poolTaken, &poolReserved}, func() error {
 				var pools []registration.PoolSeatState
 				for k := range poolCapacities {
-					pools = append(pools, registration.PoolSeatState{Capacity: int(poolCapacities[k]), Taken: int(poolTaken[k])})
+					pools = append(pools, registration.PoolSeatState{Capacity: int(poolCapacities[k]), Taken: int(poolTaken[k]),
+						Reserved: int(poolReserved[k])})
 				}
 				for _, i := range index[aid] {
 					out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
+					out[i].Reserved = int(reserved)
 					out[i].Policy, out[i].MaxSeats, out[i].Pools = policy, maxSeats, pools
 					for k, u := range users {
 						out[i].Holders[u] = regs[k]
@@ -101,6 +105,7 @@ func fullCheckSQL(pools string) string {
 			(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 			coalesce((SELECT array_agg(h.user_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
 			coalesce((SELECT array_agg(h.public_id ORDER BY h.user_id) FROM h WHERE h.activity_id = a.id), '{}'),
+			` + reservedSQL("a.id") + `,
 			` + pools + `
 		FROM activity a WHERE a.id = ANY($1)`
 }

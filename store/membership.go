@@ -226,14 +226,16 @@ func queuePools(b *pgx.Batch, s *Store, pools []*poolWork, rd *txnRead) map[int6
 	b.Queue(`SELECT p.id, p.public_id, p.title, p.capacity, p.last_seq, p.created_at, p.updated_at, now(),
 			ARRAY(SELECT m.activity_id FROM activity_pool m WHERE m.pool_id = p.id ORDER BY m.activity_id),
 			ARRAY(SELECT a.public_id FROM activity_pool m JOIN activity a ON a.id = m.activity_id WHERE m.pool_id = p.id
-				ORDER BY a.public_id)
+				ORDER BY a.public_id),
+			`+poolReservedSQL("p.id")+`
 		FROM pool p WHERE p.id = ANY($1)`, pids).Query(func(rows pgx.Rows) error {
-		var pid, seq int64
+		var pid, seq, reserved int64
 		var pool registration.Pool
 		var members []int64
 		var at time.Time
 		_, err := pgx.ForEachRow(rows, []any{&pid, &pool.ID, &pool.Title, &pool.Capacity, &seq, &pool.CreatedAt,
-			&pool.UpdatedAt, &at, &members, &pool.Activities}, func() error {
+			&pool.UpdatedAt, &at, &members, &pool.Activities, &reserved}, func() error {
+			pool.Reserved = int(reserved)
 			p := byPID[pid]
 			pool.CreatedAt, pool.UpdatedAt, rd.at = pool.CreatedAt.UTC(), pool.UpdatedAt.UTC(), at.UTC()
 			p.state, p.members, p.batch.ActivityID = registration.PoolState{Pool: pool, LastSeq: seq}, members, pool.ID

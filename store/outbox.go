@@ -42,6 +42,9 @@ func queueOutbox(b *pgx.Batch, work []*activityWork) error {
 	var bodies [][]byte
 	for _, w := range work {
 		for _, e := range w.plan.Events {
+			if e.Type.IsBlockEvent() {
+				continue // webhooks carry registration events only
+			}
 			body, err := webhook.Payload(e)
 			if err != nil {
 				return fmt.Errorf("webhook payload of %s: %w", e.ID, err)

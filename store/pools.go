@@ -30,14 +30,14 @@ const poolColumns = `p.id, p.public_id, p.title, p.capacity, p.created_at, p.upd
 		WHERE m.pool_id = p.id), '{}')`
 
 // poolSelect selects pools with their authoritative taken.
-var poolSelect = `SELECT ` + poolColumns + `, ` + poolTakenSQL("p.id") + ` FROM pool p`
+var poolSelect = `SELECT ` + poolColumns + `, ` + poolTakenSQL("p.id") + `, ` + poolReservedSQL("p.id") + ` FROM pool p`
 
 func scanPool(row pgx.Row) (registration.Pool, error) {
 	var p registration.Pool
-	var taken int64
-	err := row.Scan(&p.Seq, &p.ID, &p.Title, &p.Capacity, &p.CreatedAt, &p.UpdatedAt, &p.Activities, &taken)
-	p.Taken = int(taken)
-	p.Remaining = registration.Remaining(p.Capacity, p.Taken)
+	var taken, reserved int64
+	err := row.Scan(&p.Seq, &p.ID, &p.Title, &p.Capacity, &p.CreatedAt, &p.UpdatedAt, &p.Activities, &taken, &reserved)
+	p.Taken, p.Reserved = int(taken), int(reserved)
+	p.Remaining = registration.Remaining(p.Capacity, p.Taken+p.Reserved)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
 }
@@ -45,7 +45,7 @@ func scanPool(row pgx.Row) (registration.Pool, error) {
 // CreatePool inserts a pool with public id id.
 func (s *Store) CreatePool(ctx context.Context, id string, in registration.NewPool) (registration.Pool, error) {
 	row := s.db.QueryRow(ctx, `INSERT INTO pool AS p (public_id, title, capacity) VALUES ($1, $2, $3)
-		RETURNING `+poolColumns+`, 0`, id, in.Title, in.Capacity)
+		RETURNING `+poolColumns+`, 0, 0`, id, in.Title, in.Capacity)
 	p, err := scanPool(row)
 	return p, interpret(err)
 }
@@ -82,7 +82,7 @@ func (s *Store) ListPools(ctx context.Context, cursor string, limit int) ([]regi
 // them with nullablePoolState.
 var poolStateColumns = `p.public_id, p.capacity, p.last_seq, p.updated_at,
 	coalesce((SELECT array_agg(a.public_id ORDER BY a.public_id) FROM activity_pool m JOIN activity a ON a.id = m.activity_id
-		WHERE m.pool_id = p.id), '{}'), ` + poolTakenSQL("p.id")
+		WHERE m.pool_id = p.id), '{}'), ` + poolTakenSQL("p.id") + `, ` + poolReservedSQL("p.id")
 
 // nullablePoolState scans poolStateColumns.
 type nullablePoolState struct {
@@ -92,10 +92,11 @@ type nullablePoolState struct {
 	updatedAt  *time.Time
 	activities []string
 	taken      int64
+	reserved   int64
 }
 
 func (n *nullablePoolState) targets() []any {
-	return []any{&n.id, &n.capacity, &n.lastSeq, &n.updatedAt, &n.activities, &n.taken}
+	return []any{&n.id, &n.capacity, &n.lastSeq, &n.updatedAt, &n.activities, &n.taken, &n.reserved}
 }
 
 // state returns the scanned state; ok is false for the NULL side of an
@@ -104,7 +105,7 @@ func (n *nullablePoolState) state() (registration.PoolSeatState, bool) {
 	if n.id == nil || n.capacity == nil || n.lastSeq == nil || n.updatedAt == nil {
 		return registration.PoolSeatState{}, false
 	}
-	return registration.PoolSeatState{PoolID: *n.id, Capacity: *n.capacity, Taken: int(n.taken), LastSeq: *n.lastSeq,
+	return registration.PoolSeatState{PoolID: *n.id, Capacity: *n.capacity, Taken: int(n.taken), Reserved: int(n.reserved), LastSeq: *n.lastSeq,
 		UpdatedAt: n.updatedAt.UTC(), Activities: n.activities}, true
 }
 
