@@ -234,11 +234,10 @@ func (d *decision) reserve(n int) {
 	}
 }
 
-// useBlock takes n seats from the block: they are taken instead of
-// reserved.
+// useBlock counts n seats of the block used: no longer reserved (the
+// signup that uses them takes them).
 func (d *decision) useBlock(b *Block, n int) {
 	b.Used += n
-	d.take(n)
 	d.reserve(-n)
 	d.touchBlock(b, false, "")
 }
