@@ -239,6 +239,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioSignupHot, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot, 64) }},
 		{ScenarioActivityRead, b.activityRead},
 		{ScenarioSignupHotWebhooks, b.signupHotWebhooks},
+		{ScenarioSignupHotLimited, b.signupHotLimited},
 		{ScenarioSignupHot256, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot256, 256) }},
 		{ScenarioSignupSpread, b.signupSpread},
 		{ScenarioFlashCrowd, b.flashCrowd},

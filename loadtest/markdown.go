@@ -34,6 +34,7 @@ const topicsText = "Each target names the part of the service it measures: " +
 var scenarioDescriptions = map[string]string{
 	ScenarioSignupHot:         "POST signup, each a distinct user, to the hot activity (24k occupying of 80k rows at the start), 64 clients",
 	ScenarioSignupHotWebhooks: "signup_hot with two webhooks for every event, delivered to a fast receiver in the load test, 64 clients",
+	ScenarioSignupHotLimited:  "signup_hot on the hot activity with a code block of 10 reserved seats and in a series of at most 2 per user, 64 clients",
 	ScenarioCancelHot:         "POST cancel (as an admin) of the registrations signup_hot made on the hot activity, 64 clients",
 	ScenarioSignupHot256:      "the same at 256 clients",
 	ScenarioSignupSpread:      "POST signup, distinct users, round-robin over 1,000 ordinary activities (their seat counters warmed first, as the hot activity's), 64 clients",
@@ -140,7 +141,8 @@ var checkDescriptions = map[string]string{
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
-var scenarioOrder = []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+var scenarioOrder = []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks,
+	ScenarioSignupHotLimited, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush,
 	ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 

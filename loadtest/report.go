@@ -29,6 +29,9 @@ const (
 	// ScenarioSignupHotWebhooks is signup_hot with two webhooks for every
 	// event.
 	ScenarioSignupHotWebhooks = "signup_hot_webhooks"
+	// ScenarioSignupHotLimited is signup_hot on the hot activity with a
+	// block of reserved seats and in a series with a per-person limit.
+	ScenarioSignupHotLimited = "signup_hot_limited"
 	// ScenarioActivityRead is signup_hot while as many more clients read
 	// the hot activity anonymously: its signups; ScenarioActivityReadReads
 	// is its reads.
@@ -71,6 +74,7 @@ const (
 	RatioViewsHotVsPGUpsert      = "views_hot_vs_pg_upsert"
 	RatioSeatsReadVsTrivial      = "seats_read_vs_trivial"
 	RatioSignupHotWebhooks       = "signup_hot_webhooks_vs_signup_hot"
+	RatioSignupHotLimited        = "signup_hot_limited_vs_signup_hot"
 	RatioActivityReadVsSignupHot = "activity_read_vs_signup_hot"
 )
 
@@ -243,6 +247,7 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioCourseRushVsSignupHot] = ratio(r.scenarioRPS(ScenarioCourseRush), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioGroupRushVsCourseRush] = ratio(r.scenarioRPS(ScenarioGroupRush), r.scenarioRPS(ScenarioCourseRush))
 	r.Ratios[RatioPoolRushVsCourseRush] = ratio(r.scenarioRPS(ScenarioPoolRush), r.scenarioRPS(ScenarioCourseRush))
+	r.Ratios[RatioSignupHotLimited] = ratio(r.scenarioRPS(ScenarioSignupHotLimited), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioFlashWaitlistVsFlash] = ratio(r.scenarioRPS(ScenarioWaitCrowd), r.scenarioRPS(ScenarioFlashCrowd))
 	r.Ratios[RatioCancelHotVsSignupHot] = ratio(r.scenarioRPS(ScenarioCancelHot), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioPromoteStormVsCancelHot] = ratio(r.scenarioRPS(ScenarioPromoteStorm), r.scenarioRPS(ScenarioCancelHot))

@@ -117,6 +117,7 @@ var comparisons = []comparison{
 	{TopicSpread, "pool rush: 5xx responses", "==", fixed(0), fromCheck(CheckPool5xx)},
 	{TopicSpread, "pool rush: p99 latency (ms)", "<", fixed(1000), fromCheck(CheckPoolP99MS)},
 	{TopicSpread, "pool rush signups/s vs course rush signups/s", ">=", fixed(0.7), fromRatio(RatioPoolRushVsCourseRush)},
+	{TopicAdmission, "hot signups/s with a block and a series vs hot signups/s", ">=", fixed(0.9), fromRatio(RatioSignupHotLimited)},
 	{TopicAdmission, "flash crowd: admitted of 500 seats", "==", fixed(FlashCrowdCapacity), fromCheck(CheckFlashAdmitted)},
 	{TopicAdmission, "flash crowd: 5xx responses", "==", fixed(0), fromCheck(CheckFlash5xx)},
 	{TopicAdmission, "flash crowd: admission transactions that reached PostgreSQL", "<=", fixed(50), fromCheck(CheckFlashAdmissionTx)},
