@@ -20,6 +20,9 @@ type SignupOptions struct {
 	// Seats is how many seats to ask for, all or nothing; 0 sends none
 	// (one seat).
 	Seats int
+	// Code is a block's code: the block's seats serve the signup first.
+	// Empty sends none.
+	Code string
 }
 
 // SignupResult is the outcome of a signup the service accepted.
@@ -42,6 +45,9 @@ func (c *Client) Signup(ctx context.Context, activityID string, o SignupOptions)
 	}
 	if o.Seats != 0 {
 		body["seats"] = o.Seats
+	}
+	if o.Code != "" {
+		body["code"] = o.Code
 	}
 	r := request{method: http.MethodPost, path: "/v1/activities/" + seg(activityID) + "/registrations", body: body,
 		ok: []int{http.StatusCreated, http.StatusAccepted}}

@@ -27,8 +27,12 @@ type Activity struct {
 	SeriesID *string `json:"series_id"`
 	// Taken counts seats: a registration for 3 occupies 3.
 	Taken int `json:"taken"`
+	// Reserved is the unused seats of its blocks, held for their
+	// audiences.
+	Reserved int `json:"reserved"`
 	// Remaining is what a new signup could get: the activity's own free
-	// seats, or fewer when one of its pools has fewer left.
+	// seats (not counting Reserved), or fewer when one of its pools has
+	// fewer left.
 	Remaining int       `json:"remaining"`
 	Waiting   int       `json:"waiting"`
 	CreatedAt time.Time `json:"created_at"`
@@ -194,7 +198,9 @@ type Registration struct {
 	UserID     string `json:"user_id"`
 	Status     Status `json:"status"`
 	// Seats is how many seats it holds (or waits for).
-	Seats     int             `json:"seats"`
+	Seats int `json:"seats"`
+	// BlockID is the block whose seats it took; nil for public seats.
+	BlockID   *string         `json:"block_id"`
 	Metadata  json.RawMessage `json:"metadata"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
@@ -208,7 +214,11 @@ type Registration struct {
 // RegistrationPage is one page of a registration list.
 type RegistrationPage = Page[Registration]
 
-// Event is one recorded change of a registration.
+// Event is one recorded change of a registration or, in an activity's
+// feed only, of a block (Type "block.created", "block.deleted" or
+// "block.expired"): a block event has BlockID, Seats (the block's seats,
+// or the unused seats it returned), Actor, RequestID and At, and no
+// registration, user or status.
 type Event struct {
 	ID string `json:"id"`
 	// Seq numbers the activity's events 1, 2, 3, … without gaps.
@@ -229,6 +239,9 @@ type Event struct {
 	Actor     string    `json:"actor"`
 	RequestID *string   `json:"request_id"`
 	At        time.Time `json:"at"`
+	// BlockID is the block of a block event, or of a registration that
+	// took its seats from a block; else nil.
+	BlockID *string `json:"block_id,omitempty"`
 }
 
 // EventFeed is one answer of ActivityEvents: pass NextAfter as After next

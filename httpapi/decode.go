@@ -154,10 +154,10 @@ func jsonKind(goKind string) string {
 
 // idPattern matches the public ids the service issues: a one-letter prefix
 // and a ULID. Anything else names nothing, whatever its form.
-var idPattern = regexp.MustCompile(`^[arps]_[0-9A-HJKMNP-TV-Z]{26}$`)
+var idPattern = regexp.MustCompile(`^[abprs]_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 // pathID returns the path parameter name if it has the form of an id with
-// the given prefix ("a", "r", "p" or "s"), else a not_found error built by notFound.
+// the given prefix ("a", "b", "p", "r" or "s"), else a not_found error built by notFound.
 func pathID(c echo.Context, name, prefix string, notFound func(string) error) (string, error) {
 	id := c.Param(name)
 	if !idPattern.MatchString(id) || id[0] != prefix[0] {

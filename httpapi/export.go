@@ -23,8 +23,8 @@ const (
 	exportFlushEvery = 500
 )
 
-// exportHeader is the CSV's columns. block_id stays empty: no registration
-// is made from a block of reserved seats.
+// exportHeader is the CSV's columns. block_id is empty for a registration
+// made from the public seats.
 var exportHeader = []string{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata", "seats", "block_id"}
 
 // exportRegistrations serves an activity's registrations as CSV in
@@ -102,8 +102,12 @@ func csvRow(r registration.Registration) []string {
 	if r.ExpiresAt != nil {
 		expires = r.ExpiresAt.Format(time.RFC3339Nano)
 	}
+	block := ""
+	if r.BlockID != nil {
+		block = *r.BlockID
+	}
 	row := []string{r.ID, r.UserID, string(r.Status), r.CreatedAt.Format(time.RFC3339Nano),
-		r.UpdatedAt.Format(time.RFC3339Nano), expires, string(r.Metadata), strconv.Itoa(r.Seats), ""}
+		r.UpdatedAt.Format(time.RFC3339Nano), expires, string(r.Metadata), strconv.Itoa(r.Seats), block}
 	for i, f := range row {
 		row[i] = inert(f)
 	}

@@ -23,6 +23,8 @@ const (
 type signupRequest struct {
 	Metadata json.RawMessage `json:"metadata"`
 	Seats    *int            `json:"seats"`
+	// Code is a block's code: the block's seats serve the signup first.
+	Code *string `json:"code"`
 }
 
 // compactMetadata checks that metadata is a JSON object of at most 4 KiB
@@ -113,8 +115,15 @@ func (s *Server) signup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	code := ""
+	if req.Code != nil {
+		if *req.Code == "" {
+			return capacityd.Errorf(capacityd.EInvalid, "code must not be empty")
+		}
+		code = *req.Code
+	}
 	reg, replayed, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
-		ActivityID: id, Caller: callerOf(c), Metadata: meta, Seats: seats, IdempotencyKey: key,
+		ActivityID: id, Caller: callerOf(c), Metadata: meta, Seats: seats, IdempotencyKey: key, Code: code,
 	})
 	if replayed {
 		c.Response().Header().Set(headerReplayed, "true")

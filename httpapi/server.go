@@ -176,6 +176,9 @@ func New(cfg Config) *Server {
 	v1.GET("/series", s.listSeries, admin...)
 	v1.GET("/series/:id", s.getSeries, admin...)
 	v1.PATCH("/series/:id", s.patchSeries, admin...)
+	v1.POST("/activities/:id/blocks", s.createBlock, admin...)
+	v1.GET("/activities/:id/blocks", s.listBlocks, admin...)
+	v1.DELETE("/blocks/:id", s.deleteBlock, admin...)
 	if cfg.Notes != nil {
 		s.registerNoteRoutes(v1, admin)
 	}

@@ -281,3 +281,54 @@ func TestSeriesLimitPerUser(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, b.SeriesID, "null leaves the series")
 }
+
+func TestBlocksReserveSeatsForACode(t *testing.T) {
+	t.Parallel()
+	_, admin, user := setup(t)
+	c := ctx(t)
+	a, err := admin.CreateActivity(c, client.NewActivity{Title: "Keynote", Capacity: 3})
+	require.NoError(t, err)
+	require.Equal(t, 0, a.Reserved)
+	until := time.Now().Add(time.Hour).Truncate(time.Second)
+	b, err := admin.CreateBlock(c, a.ID, client.NewBlock{Seats: 2, Code: "SPEAKERS-27", ExpiresAt: &until})
+	require.NoError(t, err)
+	require.Equal(t, a.ID, b.ActivityID)
+	require.Equal(t, "SPEAKERS-27", *b.Code)
+	require.True(t, until.Equal(*b.ExpiresAt))
+	got, err := admin.GetActivity(c, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 1}, []int{got.Reserved, got.Remaining})
+
+	public, err := user("alice").Signup(c, a.ID, client.SignupOptions{})
+	require.NoError(t, err)
+	require.Nil(t, public.Registration.BlockID)
+	_, err = user("bob").Signup(c, a.ID, client.SignupOptions{})
+	requireCode(t, err, http.StatusConflict, client.CodeActivityFull)
+	speaker, err := user("carol").Signup(c, a.ID, client.SignupOptions{Code: "SPEAKERS-27"})
+	require.NoError(t, err)
+	require.Equal(t, b.ID, *speaker.Registration.BlockID)
+
+	blocks, err := admin.ListBlocks(c, a.ID)
+	require.NoError(t, err)
+	require.Len(t, blocks, 1)
+	require.Equal(t, 1, blocks[0].Used)
+
+	require.NoError(t, admin.DeleteBlock(c, b.ID))
+	requireCode(t, admin.DeleteBlock(c, b.ID), http.StatusNotFound, client.CodeNotFound)
+	got, err = admin.GetActivity(c, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 0, 1}, []int{got.Taken, got.Reserved, got.Remaining})
+
+	feed, err := admin.ActivityEvents(c, a.ID, client.EventFeedOptions{})
+	require.NoError(t, err)
+	var types []string
+	for _, e := range feed.Items {
+		types = append(types, e.Type)
+		if e.RegistrationID == speaker.Registration.ID || e.Type != "registration.created" {
+			require.Equal(t, b.ID, *e.BlockID, e.Type)
+		} else {
+			require.Nil(t, e.BlockID, e.Type)
+		}
+	}
+	require.Equal(t, []string{"block.created", "registration.created", "registration.created", "block.deleted"}, types)
+}

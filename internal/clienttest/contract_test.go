@@ -156,12 +156,18 @@ func TestContractListsAndFeeds(t *testing.T) {
 	feed, err := cs.client.ActivityEvents(c, "a_1", client.EventFeedOptions{After: 411, Limit: 10, WaitSeconds: 30})
 	require.NoError(t, err)
 	require.Equal(t, "/v1/activities/a_1/events?after=411&limit=10&wait=30", cs.lastURL())
-	require.Equal(t, int64(412), feed.NextAfter)
+	require.Equal(t, int64(413), feed.NextAfter)
 	ev := feed.Items[0]
 	require.Equal(t, "registration.promoted", ev.Type)
 	require.Equal(t, client.Waitlisted, *ev.From)
 	require.Equal(t, client.Pending, ev.To)
 	require.Equal(t, "system", ev.Actor)
+	require.Nil(t, ev.BlockID)
+	blk := feed.Items[1]
+	require.Equal(t, "block.deleted", blk.Type, "a block event decodes into Event")
+	require.Equal(t, "b_01JDQ8Y4K2M6P8R0T2V4X6Z8B0", *blk.BlockID)
+	require.Equal(t, 17, blk.Seats)
+	require.Empty(t, blk.RegistrationID)
 
 	events, err := cs.client.RegistrationEvents(c, "r_1")
 	require.NoError(t, err)
@@ -327,6 +333,42 @@ func TestContractSeries(t *testing.T) {
 	cs.answerWith("getSeries", http.StatusNotFound)
 	_, err = cs.client.GetSeries(c, "s_1")
 	requireCode(t, err, http.StatusNotFound, client.CodeNotFound)
+}
+
+func TestContractBlocks(t *testing.T) {
+	t.Parallel()
+	cs := newContractServer(t)
+	c := ctx(t)
+	until := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	b, err := cs.client.CreateBlock(c, "a_1", client.NewBlock{Seats: 20, Code: "SPEAKERS-27", ExpiresAt: &until})
+	require.NoError(t, err)
+	require.Equal(t, "/v1/activities/a_1/blocks", cs.lastURL())
+	require.Equal(t, 20, b.Seats)
+	require.Equal(t, "SPEAKERS-27", *b.Code)
+	require.Nil(t, b.Role)
+	require.Nil(t, b.ExpiresAt)
+	_, err = cs.client.CreateBlock(c, "a_1", client.NewBlock{Seats: 10, Role: "resident"})
+	require.NoError(t, err, "a role block keeps to the description too")
+
+	blocks, err := cs.client.ListBlocks(c, "a_1")
+	require.NoError(t, err)
+	require.Equal(t, "/v1/activities/a_1/blocks", cs.lastURL())
+	require.Len(t, blocks, 2)
+	require.Equal(t, 3, blocks[0].Used)
+	require.Equal(t, "resident", *blocks[1].Role)
+	require.Equal(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), blocks[1].ExpiresAt.UTC())
+
+	require.NoError(t, cs.client.DeleteBlock(c, b.ID))
+	require.Equal(t, "/v1/blocks/"+b.ID, cs.lastURL())
+
+	_, err = cs.client.Signup(c, "a_1", client.SignupOptions{Code: "SPEAKERS-27"})
+	require.NoError(t, err, "a signup with a code keeps to the description")
+
+	cs.answerWith("createBlock", http.StatusConflict)
+	_, err = cs.client.CreateBlock(c, "a_1", client.NewBlock{Seats: 20, Code: "SPEAKERS-27"})
+	requireCode(t, err, http.StatusConflict, client.CodeActivityFull)
+	cs.answerWith("deleteBlock", http.StatusNotFound)
+	requireCode(t, cs.client.DeleteBlock(c, "b_1"), http.StatusNotFound, client.CodeNotFound)
 }
 
 // TestActivityPatchSeriesID checks the three forms of a patch's series_id:
