@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,17 +220,21 @@ func TestRoleBlockOnAWaitlistedActivity(t *testing.T) {
 
 // TestBlockExpiryReturnsItsSeatsOnItsOwn: a block whose expires_at passes
 // returns its seats without any request, promoting the waiting list; the
-// feed shows block.expired by the system.
+// feed shows block.expired by the system. The instances' clock of expiry
+// is moved past expires_at once everything is in place, so that no step
+// of the test races the expiry.
 func TestBlockExpiryReturnsItsSeatsOnItsOwn(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	opts := app.Options{ExpiryInterval: 100 * time.Millisecond}
+	var skew atomic.Int64
+	opts := app.Options{ExpiryInterval: 100 * time.Millisecond,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}
 	a := apptest.Start(t, apptest.Options{App: opts})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: opts})
 	insts := []*apptest.Instance{a, b}
 	id := a.CreateWaitlisted(t, "expiring", 3)
 	admin := a.API(t, "admin", true)
-	until := time.Now().Add(2 * time.Second)
+	until := time.Now().Add(time.Hour)
 	blk, err := admin.CreateBlock(ctx, id, client.NewBlock{Seats: 2, Code: "EARLY", ExpiresAt: &until})
 	require.NoError(t, err)
 	require.WithinDuration(t, until, *blk.ExpiresAt, time.Millisecond)
@@ -245,6 +250,7 @@ func TestBlockExpiryReturnsItsSeatsOnItsOwn(t *testing.T) {
 	}
 	requireSeats(t, insts, id, 1, 2, 0)
 
+	skew.Store(int64(2 * time.Hour))
 	require.Eventually(t, func() bool {
 		got, err := admin.GetRegistration(ctx, waiting[1])
 		return err == nil && got.Status == client.Pending
