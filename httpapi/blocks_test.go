@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/csv"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
@@ -391,4 +393,26 @@ func TestBlockRoutesNeedAnAdmin(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	require.NotContains(t, string(r.Body), "SECRET")
 	require.Contains(t, string(r.Body), `"reserved":2`)
+}
+
+// TestBlockCodesCannotBeGuessed: every signup with a code costs the user
+// one attempt of a small bucket; past it the user gets 429 with
+// Retry-After, whatever the code, while another user still has theirs.
+func TestBlockCodesCannotBeGuessed(t *testing.T) {
+	t.Parallel()
+	a := apptest.Start(t, apptest.Options{App: app.Options{CodeLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 3}}})
+	id := a.CreateActivity(t, "guarded", 10)
+	r := a.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/blocks", a.Token(t, "admin", true), `{"seats":2,"code":"RIGHT-ONE"}`)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	for i := range 3 {
+		_, err := a.Signup(t, id, "guesser", client.SignupOptions{Code: fmt.Sprintf("GUESS-%d", i)})
+		require.Equal(t, client.CodeInvalidRequest, apptest.Refusal(t, err).Code)
+	}
+	_, err := a.Signup(t, id, "guesser", client.SignupOptions{Code: "RIGHT-ONE"})
+	e := apptest.Refusal(t, err)
+	require.Equal(t, client.CodeRateLimited, e.Code, "out of attempts: even the right code waits")
+	reg := a.MustSignup(t, id, "speaker", client.SignupOptions{Code: "RIGHT-ONE"})
+	require.NotNil(t, reg.BlockID)
+	plain := a.MustSignup(t, id, "guesser", client.SignupOptions{})
+	require.Nil(t, plain.BlockID, "a signup without a code is not limited by the code attempts")
 }

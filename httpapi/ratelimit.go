@@ -137,6 +137,9 @@ func (l *limiter) size() int {
 type rateLimits struct {
 	publicWrites *limiter
 	signups      *limiter
+	// codes limits the signups with a block code per user: codes cannot
+	// be guessed by brute force.
+	codes *limiter
 	// streams caps the seat streams of each client address, eventWaits the
 	// event feed long polls of each admin.
 	streams    *slots
@@ -181,6 +184,7 @@ func newRateLimits(cfg Config) *rateLimits {
 	}
 	rl.publicWrites = add("public_writes", cfg.PublicWriteLimit)
 	rl.signups = add("signups", cfg.SignupLimit)
+	rl.codes = add("block_codes", cfg.CodeLimit)
 	rl.streams = addSlots("seat_streams_per_address", cfg.StreamsPerAddress, DefaultStreamsPerAddress)
 	rl.eventWaits = addSlots("event_waits_per_user", cfg.EventWaitsPerUser, DefaultEventWaitsPerUser)
 	rl.publicReads = add("public_reads", cfg.PublicReadLimit)
@@ -251,6 +255,19 @@ func (s *Server) takeEventWaitSlot(c echo.Context) (release func(), err error) {
 		return nil, rateLimited(slotRetryAfter, "event feed long polls by this user")
 	}
 	return release, nil
+}
+
+// takeCodeAttempt takes one of the calling user's attempts of a block
+// code: every signup with a code is one, right or wrong, so that codes
+// cannot be guessed by brute force; a 429 when none is left.
+func (s *Server) takeCodeAttempt(c echo.Context) error {
+	if s.limits == nil || s.limits.codes == nil {
+		return nil
+	}
+	if ok, d := s.limits.codes.allow(callerOf(c).UserID); !ok {
+		return rateLimited(d, "signups with a block code by this user")
+	}
+	return nil
 }
 
 // limitSignups is route middleware, after authenticate, limiting signups

@@ -121,6 +121,9 @@ func (s *Server) signup(c echo.Context) error {
 			return capacityd.Errorf(capacityd.EInvalid, "code must not be empty")
 		}
 		code = *req.Code
+		if err := s.takeCodeAttempt(c); err != nil {
+			return err
+		}
 	}
 	reg, replayed, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
 		ActivityID: id, Caller: callerOf(c), Metadata: meta, Seats: seats, IdempotencyKey: key, Code: code,

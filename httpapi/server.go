@@ -73,6 +73,9 @@ type Config struct {
 	WaterWindow time.Duration
 	// SignupLimit limits signups per user; the zero value is off.
 	SignupLimit RateLimit
+	// CodeLimit limits the signups with a block code per user; the zero
+	// value is off.
+	CodeLimit RateLimit
 	// StreamsPerAddress caps the seat streams one client address holds
 	// open (429 beyond); zero: DefaultStreamsPerAddress, negative: no cap.
 	StreamsPerAddress int

@@ -2,6 +2,7 @@ package registration
 
 import (
 	"cmp"
+	"crypto/subtle"
 	"context"
 	"slices"
 	"strings"
@@ -35,9 +36,15 @@ func (b Block) Unused() int { return max(0, b.Seats-b.Used) }
 // audience.
 func (b Block) serves(code string, roles []string) bool {
 	if b.Code != nil {
-		return code != "" && *b.Code == code
+		return code != "" && sameCode(*b.Code, code)
 	}
 	return b.Role != nil && slices.Contains(roles, *b.Role)
+}
+
+// sameCode compares a block's code with a signup's in constant time:
+// codes are secrets.
+func sameCode(code, given string) bool {
+	return subtle.ConstantTimeCompare([]byte(code), []byte(given)) == 1
 }
 
 // Reserved returns the unused seats of blocks.
@@ -211,7 +218,7 @@ func (s *Service) DeleteBlock(ctx context.Context, id string, c Caller) error {
 // have them once that block's own seats are counted free). A code that
 // names no live block is refused.
 func (d *decision) blockFor(c SignupCommand, n int) (*Block, error) {
-	if c.Code != "" && !slices.ContainsFunc(d.blocks, func(b *Block) bool { return b.Code != nil && *b.Code == c.Code }) {
+	if c.Code != "" && !slices.ContainsFunc(d.blocks, func(b *Block) bool { return b.Code != nil && sameCode(*b.Code, c.Code) }) {
 		return nil, UnknownCode(d.act.ID)
 	}
 	for _, b := range d.blocks {

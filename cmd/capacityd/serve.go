@@ -142,7 +142,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
 		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
 		NotesMode: cfg.NotesMode, WaterWindow: cfg.WaterWindow,
-		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit, PublicReadLimit: cfg.PublicReadLimit,
+		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit, PublicReadLimit: cfg.PublicReadLimit, CodeLimit: cfg.CodeLimit,
 		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
 		// 0 in the environment means no cap; zero in the options would
 		// mean the default.

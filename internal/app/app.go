@@ -88,6 +88,9 @@ type Options struct {
 	// SignupLimit limits signups per user. The zero values are off.
 	PublicWriteLimit httpapi.RateLimit
 	SignupLimit      httpapi.RateLimit
+	// CodeLimit limits the signups with a block code per user (off when
+	// zero).
+	CodeLimit httpapi.RateLimit
 	// PublicReadLimit limits, per client IP, the public reads that reach
 	// PostgreSQL (note stats, activity reads that miss the activity
 	// cache); the zero value is off.
@@ -217,7 +220,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Registrations: regs, Seats: counter.Seats, CachedSeats: counter.CachedSeats, PoolSeats: counter.PoolSeats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
 		Registry: reg, MetricsElsewhere: opts.MetricsElsewhere, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
-		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, WaterWindow: opts.WaterWindow,
+		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, CodeLimit: opts.CodeLimit, WaterWindow: opts.WaterWindow,
 		PublicReadLimit: opts.PublicReadLimit, Activities: activities,
 		Streams: streams, PingInterval: opts.StreamPingInterval,
 		StreamsPerAddress: opts.StreamMaxPerAddress, EventWaitsPerUser: opts.EventFeedMaxWaitsPerUser,
