@@ -2,8 +2,8 @@ package registration
 
 import (
 	"cmp"
-	"crypto/subtle"
 	"context"
+	"crypto/subtle"
 	"slices"
 	"strings"
 	"time"
