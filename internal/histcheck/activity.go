@@ -39,10 +39,12 @@ func occupying(status string) bool {
 }
 
 // holder is a user's active registration: none (status ""), occupying or
-// waitlisted, for seats seats.
+// waitlisted, for seats seats; block is the serial of the block it took
+// its seats from (0: public seats).
 type holder struct {
 	reg, status string
 	seats       int
+	block       int
 }
 
 // activityState is the model's state. It is never changed in place.
@@ -60,9 +62,17 @@ type activityState struct {
 	// exceeds.
 	pooled    bool
 	poolSeats int
-	users     []holder
-	queue     []int    // waitlisted users, first in line first
-	closed    []string // cancelled registrations, sorted
+	// series: the activity belongs to a series, whose other activities
+	// the model does not see: any signup may find its user at the limit
+	// (series.go checks the limit across them).
+	series bool
+	// blocks are the live blocks, oldest first; made counts the blocks
+	// created, to give each its serial.
+	blocks []block
+	made   int
+	users  []holder
+	queue  []int    // waitlisted users, first in line first
+	closed []string // cancelled registrations, sorted
 }
 
 // taken is the seats of the occupying registrations.
@@ -76,20 +86,22 @@ func (s activityState) taken() int {
 	return n
 }
 
-// free is the seats not taken; negative after a capacity cut. In pools,
-// no more than its least pool could still give it.
+// free is the seats neither taken nor reserved; negative after a
+// capacity cut. In pools, no more than its least pool could still give
+// it.
 func (s activityState) free() int {
 	c := s.capacity
 	if s.poolSeats > 0 {
 		c = min(c, s.poolSeats)
 	}
-	return c - s.taken()
+	return c - s.taken() - s.reserved()
 }
 
 func (s activityState) clone() activityState {
 	c := s
 	c.users = slices.Clone(s.users)
 	c.queue = slices.Clone(s.queue)
+	c.blocks = slices.Clone(s.blocks)
 	return c
 }
 
@@ -103,6 +115,9 @@ func (s *activityState) close(u int) {
 	id := s.users[u].reg
 	if s.users[u].status == waitlisted {
 		s.queue = slices.DeleteFunc(s.queue, func(q int) bool { return q == u })
+	}
+	if occupying(s.users[u].status) {
+		s.giveBack(u, s.users[u].seats)
 	}
 	s.users[u] = holder{}
 	if id != unknownID {
@@ -148,15 +163,19 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 			}
 			return true, activityState{created: true, capacity: op.Input.Capacity, waitlist: op.Input.Waitlist,
 				fill: op.Input.Policy == policyFill, maxSeats: max(op.Input.MaxSeats, 1), pooled: len(op.Input.Pools) > 0,
-				poolSeats: in.(activityInput).poolSeats, users: make([]holder, op.Input.Users)}
+				poolSeats: in.(activityInput).poolSeats, series: op.Input.Series != "", users: make([]holder, op.Input.Users)}
 		}
 		if !s.created || op.Input.User >= len(s.users) {
 			return false, s
 		}
 		u := op.Input.User
 		switch op.Kind {
+		case history.CreateBlock:
+			return createBlockAs(s, op.Input, s.free() >= max(op.Input.Seats, 1), o)
+		case history.DeleteBlock:
+			return stepDeleteBlock(s, op.Input.Block, o)
 		case history.Signup:
-			return stepSignup(s, u, max(op.Input.Seats, 1), o)
+			return stepSignup(s, u, max(op.Input.Seats, 1), op.Input.Code, o)
 		case history.Cancel:
 			return stepCancel(s, u, op.Input.Registration, o)
 		case history.SetStatus:
@@ -184,7 +203,7 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 }
 
 func sameCounts(s activityState, o history.Output) bool {
-	return o.Capacity == s.capacity && o.Taken == s.taken() && o.Waiting == len(s.queue)
+	return o.Capacity == s.capacity && o.Taken == s.taken() && o.Waiting == len(s.queue) && o.Reserved == s.reserved()
 }
 
 // remainingFits reports whether the remaining an authoritative answer
@@ -203,15 +222,25 @@ func remainingFits(s activityState, o history.Output) bool {
 	return s.quietAt(r)
 }
 
-// stepSignup is user u's signup for seats seats.
-func stepSignup(s activityState, u, seats int, o activityOutput) (bool, any) {
-	return signupAs(s, u, seats, s.decide(u, seats), o)
+// stepSignup is user u's signup for seats seats, with code ("": none).
+func stepSignup(s activityState, u, seats int, code string, o activityOutput) (bool, any) {
+	return signupAs(s, u, seats, code, s.decide(u, seats, code), o)
 }
 
-// signupAs is user u's signup for seats seats, decided d.
-func signupAs(s activityState, u, seats int, d decision, o activityOutput) (bool, activityState) {
+// signupAs is user u's signup for seats seats with code, decided d. In a
+// series, any signup the activity would not refuse first (already
+// registered, too many seats) may be refused at the user's limit.
+func signupAs(s activityState, u, seats int, code string, d decision, o activityOutput) (bool, activityState) {
 	n := s
+	if !o.unknown && s.series && d != already && d != tooMany && refused(o.out, "limit_reached") {
+		return true, s
+	}
 	switch d {
+	case fromBlock:
+		k, _ := s.blockFor(code, seats)
+		n = s.clone()
+		n.blocks[k].used += seats
+		n.users[u] = holder{reg: unknownID, status: pending, seats: seats, block: n.blocks[k].serial}
 	case admit:
 		n = s.clone()
 		n.users[u] = holder{reg: unknownID, status: pending, seats: seats}
@@ -225,7 +254,7 @@ func signupAs(s activityState, u, seats int, d decision, o activityOutput) (bool
 	}
 	r := o.out
 	switch {
-	case d == admit && ok(r, http.StatusCreated) && r.RegStatus == pending && r.Registration != "" && r.Seats == seats:
+	case (d == admit || d == fromBlock) && ok(r, http.StatusCreated) && r.RegStatus == pending && r.Registration != "" && r.Seats == seats:
 		n.users[u].reg = r.Registration
 		return true, n
 	case d == waitlist && ok(r, http.StatusAccepted) && r.RegStatus == waitlisted && r.Position == len(s.queue)+1 && r.Seats == seats:
@@ -233,7 +262,7 @@ func signupAs(s activityState, u, seats int, d decision, o activityOutput) (bool
 		return true, n
 	case d == full && refused(r, "activity_full") && r.Remaining != nil && s.refusedWith(*r.Remaining, seats):
 		return true, s
-	case d == tooMany && r.Status == http.StatusBadRequest && r.Code == "invalid_request":
+	case (d == tooMany || d == badCode) && r.Status == http.StatusBadRequest && r.Code == "invalid_request":
 		return true, s
 	case d == already && refused(r, "already_registered"):
 		switch s.users[u].reg {
@@ -284,13 +313,16 @@ func stepStatus(s activityState, u int, id, to string, o activityOutput) (bool, 
 func equalActivity(a, b any) bool {
 	x, y := a.(activityState), b.(activityState)
 	return x.created == y.created && x.capacity == y.capacity && x.waitlist == y.waitlist && x.fill == y.fill &&
-		x.maxSeats == y.maxSeats && x.pooled == y.pooled && x.poolSeats == y.poolSeats && slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
+		x.maxSeats == y.maxSeats && x.pooled == y.pooled && x.poolSeats == y.poolSeats && x.series == y.series &&
+		x.made == y.made && slices.Equal(x.blocks, y.blocks) &&
+		slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
 }
 
 func hashActivity(a any) uint64 {
 	s := a.(activityState)
 	h := fnv.New64a()
-	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.pooled, s.poolSeats, s.users, s.queue, len(s.closed))
+	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.pooled, s.poolSeats, s.series, s.made, s.blocks,
+		s.users, s.queue, len(s.closed))
 	return h.Sum64()
 }
 
@@ -310,9 +342,18 @@ func describeActivity(a any) string {
 			fmt.Fprintf(&b, " (the least of %d seats)", s.poolSeats)
 		}
 	}
+	if s.series {
+		b.WriteString(", in a series")
+	}
+	for _, k := range s.blocks {
+		fmt.Fprintf(&b, "; block #%d %s (code %s) %d of %d used", k.serial, k.id, k.code, k.used, k.seats)
+	}
 	for i, u := range s.users {
 		if u.status != "" {
 			fmt.Fprintf(&b, "; u%d %s %s%s", i, u.status, u.reg, seatsNote(u.seats))
+			if u.block > 0 {
+				fmt.Fprintf(&b, " from block #%d", u.block)
+			}
 		}
 	}
 	if len(s.queue) > 0 {
@@ -331,7 +372,11 @@ func describeActivityOp(in, out any) string {
 		call = fmt.Sprintf("create(capacity %d, waitlist %v, %s, up to %d seats each%s)", op.Input.Capacity, op.Input.Waitlist,
 			policyName(op.Input.Policy == policyFill), max(op.Input.MaxSeats, 1), poolsNote(op.Input.Pools))
 	case history.Signup:
-		call = fmt.Sprintf("signup(u%d%s%s)", op.Input.User, seatsNote(op.Input.Seats), keyNote(op.Input.IdempotencyKey))
+		call = fmt.Sprintf("signup(u%d%s%s%s)", op.Input.User, seatsNote(op.Input.Seats), codeNote(op.Input.Code), keyNote(op.Input.IdempotencyKey))
+	case history.CreateBlock:
+		call = fmt.Sprintf("block(%d seats, code %s)", max(op.Input.Seats, 1), op.Input.Code)
+	case history.DeleteBlock:
+		call = fmt.Sprintf("delete block(%s)", op.Input.Block)
 	case history.Cancel:
 		call = fmt.Sprintf("cancel(u%d %s)", op.Input.User, op.Input.Registration)
 	case history.SetStatus:
@@ -379,6 +424,10 @@ func describeOutput(k history.Kind, o history.Output, unknown bool) string {
 		return fmt.Sprintf("%d %s", o.Status, o.Code)
 	}
 	switch k {
+	case history.CreateBlock:
+		return fmt.Sprintf("%d %s", o.Status, o.ID)
+	case history.DeleteBlock:
+		return fmt.Sprintf("%d", o.Status)
 	case history.Signup, history.Cancel, history.SetStatus, history.ReduceSeats:
 		if o.Position > 0 {
 			return fmt.Sprintf("%d %s %s%s #%d", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats), o.Position)
@@ -388,6 +437,9 @@ func describeOutput(k history.Kind, o history.Output, unknown bool) string {
 		return fmt.Sprintf("taken %d waiting %d (%s)", o.Taken, o.Waiting, o.Source)
 	case history.NoteView, history.NoteWater, history.NoteStats:
 		return fmt.Sprintf("views %d waters %d", o.Views, o.Waters)
+	}
+	if o.Reserved > 0 && o.Remaining != nil {
+		return fmt.Sprintf("capacity %d taken %d reserved %d waiting %d remaining %d", o.Capacity, o.Taken, o.Reserved, o.Waiting, *o.Remaining)
 	}
 	if o.Remaining != nil {
 		return fmt.Sprintf("capacity %d taken %d waiting %d remaining %d", o.Capacity, o.Taken, o.Waiting, *o.Remaining)

@@ -132,6 +132,9 @@ type Report struct {
 	Authority, Display, Notes Verdict
 	// Pools is the check of what pools hold across their activities.
 	Pools PoolVerdict
+	// Series is the check of what each user holds across a series'
+	// activities.
+	Series SeriesVerdict
 	// Anomalies are answers the API never gives (5xx other than 503).
 	Anomalies []string
 }
@@ -140,7 +143,7 @@ type Report struct {
 // was answered.
 func (r Report) OK() bool {
 	return r.Authority.Result == porcupine.Ok && r.Display.Result == porcupine.Ok &&
-		r.Notes.Result == porcupine.Ok && r.Pools.OK() && len(r.Anomalies) == 0
+		r.Notes.Result == porcupine.Ok && r.Pools.OK() && r.Series.OK() && len(r.Anomalies) == 0
 }
 
 // String summarises the report in a few lines.
@@ -157,6 +160,7 @@ func (r Report) String() string {
 		b.WriteString("\n")
 	}
 	b.WriteString(r.Pools.String() + "\n")
+	b.WriteString(r.Series.String() + "\n")
 	if len(r.Anomalies) > 0 {
 		fmt.Fprintf(&b, "anomalies: %d, first: %s\n", len(r.Anomalies), r.Anomalies[0])
 	}
@@ -189,8 +193,8 @@ func Check(h history.History, o Options) Report {
 		meta := fmt.Sprintf("%s, %d attempt(s)", l.instance, l.attempts)
 		op := history.Op{Kind: l.kind, Input: l.input, Client: l.client, Instance: l.instance}
 		switch l.kind {
-		case history.CreatePool, history.ReadPool:
-			continue // the pool check reads them from the history
+		case history.CreatePool, history.ReadPool, history.CreateSeries:
+			continue // the pool and series checks read them from the history
 		case history.NoteView, history.NoteWater, history.NoteStats:
 			notes = append(notes, porcupine.Operation{ClientId: l.client, Input: noteInput{op}, Call: l.call,
 				Output: noteOutput{l.out, l.unknown}, Return: ret, Metadata: meta})
@@ -215,6 +219,7 @@ func Check(h history.History, o Options) Report {
 		Display:   checkModel("display", activityModel(true), display, o),
 		Notes:     checkModel("notes", noteModel(), notes, o),
 		Pools:     checkPools(h),
+		Series:    checkSeries(h),
 	}
 	for _, op := range h.Ops {
 		if op.Result == history.Answered && op.Output.Status >= 500 && op.Output.Status != 503 {

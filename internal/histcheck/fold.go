@@ -74,6 +74,9 @@ func fold(h history.History) []logical {
 				maybe = true
 			}
 		}
+		if settled >= 0 && maybe && goneByItsOwnHand(l.kind, atts[settled].Output) {
+			settled = -1
+		}
 		switch {
 		case settled >= 0:
 			a := atts[settled]
@@ -87,6 +90,13 @@ func fold(h history.History) []logical {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].call < out[j].call })
 	return out
+}
+
+// goneByItsOwnHand reports whether an answer may be what an earlier
+// attempt of the same operation, which may have acted, left: a block
+// deletion retried finds its block gone.
+func goneByItsOwnHand(k history.Kind, o history.Output) bool {
+	return k == history.DeleteBlock && o.Status == http.StatusNotFound
 }
 
 func isRead(k history.Kind) bool {

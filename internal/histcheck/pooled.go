@@ -164,7 +164,17 @@ func stepPooled(s activityState, in activityInput, o activityOutput, display boo
 	u := op.Input.User
 	switch op.Kind {
 	case history.Signup:
-		return signupPooled(s, u, max(op.Input.Seats, 1), o)
+		return signupPooled(s, u, max(op.Input.Seats, 1), op.Input.Code, o)
+	case history.CreateBlock:
+		// One that fits the activity may find a pool without the seats.
+		seats := max(op.Input.Seats, 1)
+		var out []activityState
+		for _, made := range []bool{s.free() >= seats, false} {
+			if good, n := createBlockAs(s, op.Input, made, o); good {
+				out = append(out, n)
+			}
+		}
+		return promotionsOf(out)
 	case history.ReduceSeats:
 		return reducePooled(s, u, op.Input.Registration, op.Input.Seats, o)
 	case history.SetCapacity:
@@ -187,8 +197,8 @@ func stepPooled(s activityState, in activityInput, o activityOutput, display boo
 
 // signupPooled is user u's signup for seats seats on an activity in pools:
 // one that fits the activity may find a pool without the seats.
-func signupPooled(s activityState, u, seats int, o activityOutput) []activityState {
-	d := s.decide(u, seats)
+func signupPooled(s activityState, u, seats int, code string, o activityOutput) []activityState {
+	d := s.decide(u, seats, code)
 	options := []decision{d}
 	if d == admit {
 		options = append(options, full)
@@ -198,7 +208,7 @@ func signupPooled(s activityState, u, seats int, o activityOutput) []activitySta
 	}
 	var out []activityState
 	for _, d := range options {
-		if good, n := signupAs(s, u, seats, d, o); good {
+		if good, n := signupAs(s, u, seats, code, d, o); good {
 			out = append(out, n)
 		}
 	}
@@ -218,6 +228,9 @@ func reducePooled(s activityState, u int, id string, seats int, o activityOutput
 		return n.(activityState).promotions()
 	}
 	n := s.clone()
+	if occupying(h.status) {
+		n.giveBack(u, h.seats-seats)
+	}
 	n.users[u].seats = seats
 	if o.unknown {
 		return n.promotions()

@@ -22,7 +22,8 @@ import (
 // seats those registrations of a pool's activities surely hold must fit
 // the pool's capacity; and every authoritative read of a pool must show no
 // more taken than its capacity, at least what its activities surely held
-// at some moment of the read, and remaining max(0, capacity − taken).
+// at some moment of the read, and remaining max(0, capacity − taken −
+// reserved), reserved being the unused seats of its activities' blocks.
 //
 // It assumes what the workload does: a pool's capacity and an activity's
 // pools are set at creation and never changed, and holds do not expire
@@ -282,8 +283,8 @@ func checkPoolRead(o history.Output, levels []level, call, ret int64) string {
 	switch {
 	case o.Taken > o.Capacity:
 		return fmt.Sprintf("taken %d over capacity %d", o.Taken, o.Capacity)
-	case o.Remaining != nil && *o.Remaining != max(0, o.Capacity-o.Taken):
-		return fmt.Sprintf("remaining %d with capacity %d and taken %d", *o.Remaining, o.Capacity, o.Taken)
+	case o.Remaining != nil && *o.Remaining != max(0, o.Capacity-o.Taken-o.Reserved):
+		return fmt.Sprintf("remaining %d with capacity %d, taken %d and reserved %d", *o.Remaining, o.Capacity, o.Taken, o.Reserved)
 	}
 	// The fewest seats surely held at some moment of the read: the level
 	// when it was sent and every level it went through until it returned.

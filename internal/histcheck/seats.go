@@ -29,17 +29,28 @@ const (
 	full
 	already
 	tooMany
+	// fromBlock: seated from the block of its code; badCode: its code
+	// names no live block.
+	fromBlock
+	badCode
 )
 
-// decide decides user u's signup for seats seats. A signup joins the end
-// of the line and the policy's promotion decides: strict admits it only
-// when nobody waits and seats are free, fill whenever seats are free.
-func (s activityState) decide(u, seats int) decision {
+// decide decides user u's signup for seats seats with code ("": none). A
+// signup the block of its code has room for takes its seats from it,
+// whoever waits; else it joins the end of the line and the policy's
+// promotion decides: strict admits it only when nobody waits and seats
+// are free, fill whenever seats are free.
+func (s activityState) decide(u, seats int, code string) decision {
+	k, known := s.blockFor(code, seats)
 	switch {
 	case s.users[u].status != "":
 		return already
 	case seats > s.maxSeats:
 		return tooMany
+	case !known:
+		return badCode
+	case k >= 0:
+		return fromBlock
 	case s.free() >= seats && (len(s.queue) == 0 || s.fill):
 		return admit
 	case s.waitlist:
@@ -122,6 +133,9 @@ func stepReduce(s activityState, u int, id string, seats int, o activityOutput) 
 			return o.unknown || (ok(r, http.StatusOK) && r.RegStatus == h.status && r.Seats == seats), s
 		}
 		n := s.clone()
+		if occupying(h.status) {
+			n.giveBack(u, h.seats-seats)
+		}
 		n.users[u].seats = seats
 		n.promote()
 		answered := r.RegStatus == h.status || r.RegStatus == n.users[u].status

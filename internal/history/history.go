@@ -32,6 +32,13 @@ const (
 	// read; their Key is the pool's id.
 	CreatePool Kind = "create_pool"
 	ReadPool   Kind = "read_pool"
+	// CreateBlock and DeleteBlock hold seats of an activity for the
+	// signups with a code and end the hold; their Key is the activity's
+	// id, a deletion's Block the block's id.
+	CreateBlock Kind = "create_block"
+	DeleteBlock Kind = "delete_block"
+	// CreateSeries is a series' creation; its Key is the series' id.
+	CreateSeries Kind = "create_series"
 )
 
 // Result says how an attempt ended.
@@ -52,16 +59,18 @@ const (
 // Input is what an operation asks for. Which fields are set depends on
 // its Kind.
 type Input struct {
-	// Key is the object the operation is about: an activity id, a note id
-	// or a pool id. Histories are checked per Key, and across the
-	// activities of a pool.
+	// Key is the object the operation is about: an activity id, a note id,
+	// a pool id or a series id. Histories are checked per Key, and across
+	// the activities of a pool or a series.
 	Key string `json:"key"`
 	// User is the index of the user (0, 1, …) among the activity's users.
+	// In a series, user u of each of its activities is the same person.
 	User int `json:"user,omitempty"`
 	// Registration is the registration a cancel, status change or seat
 	// reduction names.
 	Registration string `json:"registration,omitempty"`
-	// Seats a signup asks for (0: one), or that a seat reduction keeps.
+	// Seats a signup asks for (0: one), that a seat reduction keeps, or
+	// that a block holds.
 	Seats int `json:"seats,omitempty"`
 	// Held is the seats the client last knew the registration a cancel or
 	// seat reduction names to hold (0: not known): a bound on the seats
@@ -84,6 +93,15 @@ type Input struct {
 	Users int `json:"users,omitempty"`
 	// Pools are the ids of the pools an activity is created in.
 	Pools []string `json:"pools,omitempty"`
+	// Code of a signup ("": none), or of a block being created.
+	Code string `json:"code,omitempty"`
+	// Block is the id of the block a deletion names.
+	Block string `json:"block,omitempty"`
+	// Series is the id of the series an activity is created in ("":
+	// none).
+	Series string `json:"series,omitempty"`
+	// MaxPerUser of a series being created.
+	MaxPerUser int `json:"max_per_user,omitempty"`
 }
 
 // Output is what an answer said. Which fields are set depends on the
@@ -92,7 +110,7 @@ type Output struct {
 	// Status is the HTTP status; Code the error code of a refusal.
 	Status int    `json:"status,omitempty"`
 	Code   string `json:"code,omitempty"`
-	// ID is the id of a created activity or pool.
+	// ID is the id of a created activity, pool, block or series.
 	ID string `json:"id,omitempty"`
 	// Registration is the id in a signup's answer, a cancel's, status
 	// change's or seat reduction's answer, or an already_registered
@@ -112,6 +130,10 @@ type Output struct {
 	Capacity int `json:"capacity,omitempty"`
 	Taken    int `json:"taken,omitempty"`
 	Waiting  int `json:"waiting,omitempty"`
+	// Reserved of an activity or pool read: the unused seats of blocks.
+	Reserved int `json:"reserved,omitempty"`
+	// Registrations a limit_reached refusal says the user holds.
+	Registrations []string `json:"registrations,omitempty"`
 	// Waitlist of an activity read.
 	Waitlist bool `json:"waitlist,omitempty"`
 	// Source of a seat read: "cache" or "database".
