@@ -254,7 +254,8 @@ func TestPooledReductionMayBePromoted(t *testing.T) {
 
 // TestPooledModelAllowsWhatAnActivityAloneDoes drives an activity's model
 // and the same activity's model in pools through random steps of unknown
-// outcome (each takes effect): a pool with seats to spare changes
+// outcome (each takes effect; blocks and signups with their code among
+// them): a pool with seats to spare changes
 // nothing, so every state the activity alone reaches must be one the
 // pooled model allows.
 func TestPooledModelAllowsWhatAnActivityAloneDoes(t *testing.T) {
@@ -270,13 +271,18 @@ func TestPooledModelAllowsWhatAnActivityAloneDoes(t *testing.T) {
 		for range 30 {
 			u := rng.IntN(5)
 			op := history.Op{Input: history.Input{User: u, Registration: unknownID}}
-			switch p := rng.IntN(10); {
+			switch p := rng.IntN(12); {
 			case p < 5:
 				op.Kind, op.Input.Seats = history.Signup, 1+rng.IntN(4)
+				if rng.IntN(3) == 0 {
+					op.Input.Code = "x"
+				}
 			case p < 7:
 				op.Kind = history.Cancel
 			case p < 9:
 				op.Kind, op.Input.Seats = history.ReduceSeats, 1+rng.IntN(3)
+			case p < 10:
+				op.Kind, op.Input.Seats, op.Input.Code = history.CreateBlock, 1+rng.IntN(3), "x"
 			default:
 				op.Kind, op.Input.Capacity = history.SetCapacity, 1+rng.IntN(8)
 			}
