@@ -99,10 +99,12 @@ func TestServeWithAReadWriteOnlyRoleWhenMigrationsRunApart(t *testing.T) {
 
 func TestServeWithoutMigrationsRefusesAnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
+	// The binary and the database first: the deadline is the command's.
+	bin, url := apptest.Binary(t), testenv.EmptyDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, apptest.Binary(t), "serve", "--listen-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+testenv.EmptyDatabase(t), "REDIS_URL=", "CAPACITY_JWT_SECRET="+apptest.Secret, "MIGRATE_ON_START=false")
+	cmd := exec.CommandContext(ctx, bin, "serve", "--listen-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "REDIS_URL=", "CAPACITY_JWT_SECRET="+apptest.Secret, "MIGRATE_ON_START=false")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", out)
