@@ -36,25 +36,10 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 // expire submits one expiry per due hold, all at once, and counts those
 // that expired (another instance may have been first).
 func (s *Service) expire(ctx context.Context, due []DueHold) (int, error) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	n := 0
 	origin := Origin{Actor: ActorSystem}
-	for _, d := range due {
-		wg.Go(func() {
-			out, err := s.submit(ctx, d.ActivityID, ExpireCommand{Origin: origin, RegistrationID: d.RegistrationID})
-			mu.Lock()
-			defer mu.Unlock()
-			if err = cmp.Or(err, out.Err); err != nil {
-				errs = append(errs, err)
-			} else if out.Changed {
-				n++
-			}
-		})
-	}
-	wg.Wait()
-	return n, errors.Join(errs...)
+	return s.submitEach(ctx, len(due), func(i int) (string, Command) {
+		return due[i].ActivityID, ExpireCommand{Origin: origin, RegistrationID: due[i].RegistrationID}
+	})
 }
 
 // ExpireDueBlocks ends the blocks whose expiry is due: it claims them, then
@@ -65,28 +50,38 @@ func (s *Service) ExpireDueBlocks(ctx context.Context) (int, error) {
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
+	origin := Origin{Actor: ActorSystem}
+	return s.submitEach(ctx, len(due), func(i int) (string, Command) {
+		return due[i].ActivityID, BlockCommand{Origin: origin, Op: BlockExpire, BlockID: due[i].BlockID}
+	})
+}
+
+// submitEach submits the n commands command gives (each with its
+// activity), all at once, and counts those that changed something.
+func (s *Service) submitEach(ctx context.Context, n int, command func(i int) (string, Command)) (int, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	n := 0
-	for _, d := range due {
+	changed := 0
+	for i := range n {
 		wg.Go(func() {
-			out, err := s.submit(ctx, d.ActivityID, BlockCommand{Origin: Origin{Actor: ActorSystem}, Op: BlockExpire, BlockID: d.BlockID})
+			activityID, c := command(i)
+			out, err := s.submit(ctx, activityID, c)
 			mu.Lock()
 			defer mu.Unlock()
 			if err = cmp.Or(err, out.Err); err != nil {
 				errs = append(errs, err)
 			} else if out.Changed {
-				n++
+				changed++
 			}
 		})
 	}
 	wg.Wait()
-	return n, errors.Join(errs...)
+	return changed, errors.Join(errs...)
 }
 
-// RunExpiry calls ExpireDue and ExpireDueBlocks every interval until ctx ends. Every instance
-// runs it.
+// RunExpiry calls ExpireDue and ExpireDueBlocks every interval until ctx
+// ends. Every instance runs it.
 func (s *Service) RunExpiry(ctx context.Context, every time.Duration) {
 	loop.Every(ctx, every, s.log, "expire holds and blocks", func(ctx context.Context) error {
 		_, err := s.ExpireDue(ctx)
