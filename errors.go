@@ -23,6 +23,8 @@ const (
 	EInvalidTransition   = "invalid_transition"
 	EIdempotencyConflict = "idempotency_conflict"
 	ELimitReached        = "limit_reached"
+	ERegistrationClosed  = "registration_closed"
+	EAdmissionRequired   = "admission_required"
 	EMethodNotAllowed    = "method_not_allowed"
 	EPayloadTooLarge     = "payload_too_large"
 	ERateLimited         = "rate_limited"
@@ -45,6 +47,9 @@ type Error struct {
 	// RegistrationIDs is set with ELimitReached: the active registrations
 	// the user holds in the series.
 	RegistrationIDs []string
+	// OpensAt and ClosesAt are set with ERegistrationClosed: the
+	// activity's signup window (nil: open on that side).
+	OpensAt, ClosesAt *time.Time
 	// RetryAfter is set with EUnavailable and ERateLimited.
 	RetryAfter time.Duration
 	// Err is the underlying cause, for logs; it is never shown to clients.

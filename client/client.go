@@ -53,6 +53,8 @@ const (
 	CodeActivityFull        = "activity_full"
 	CodeAlreadyRegistered   = "already_registered"
 	CodeLimitReached        = "limit_reached"
+	CodeRegistrationClosed  = "registration_closed"
+	CodeAdmissionRequired   = "admission_required"
 	CodeInvalidTransition   = "invalid_transition"
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodePayloadTooLarge     = "payload_too_large"
@@ -78,6 +80,9 @@ type Error struct {
 	// RegistrationIDs is set with limit_reached: the active registrations
 	// the user holds in the activity's series, sorted.
 	RegistrationIDs []string
+	// OpensAt and ClosesAt are set with registration_closed: the
+	// activity's signup window (nil: open on that side).
+	OpensAt, ClosesAt *time.Time
 	// RetryAfter is the Retry-After header (429 and 503); zero when absent.
 	RetryAfter time.Duration
 }
@@ -161,11 +166,15 @@ func readError(resp *http.Response) *Error {
 			Remaining      *int   `json:"remaining"`
 			// RegistrationIDs is set with limit_reached.
 			RegistrationIDs []string `json:"registration_ids"`
+			// OpensAt and ClosesAt are set with registration_closed.
+			OpensAt  *time.Time `json:"opens_at"`
+			ClosesAt *time.Time `json:"closes_at"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.RegistrationID = body.Error.Code, body.Error.Message, body.Error.RegistrationID
 		e.Remaining, e.RegistrationIDs = body.Error.Remaining, body.Error.RegistrationIDs
+		e.OpensAt, e.ClosesAt = body.Error.OpensAt, body.Error.ClosesAt
 		return e
 	}
 	e.Message = strings.TrimSpace(string(b))

@@ -23,6 +23,10 @@ type SignupOptions struct {
 	// Code is a block's code: the block's seats serve the signup first.
 	// Empty sends none.
 	Code string
+	// AdmissionToken is the admission token of the user's admitted place
+	// in the activity's queue (Ticket.AdmissionToken), sent as the
+	// Admission-Token header. Empty sends none.
+	AdmissionToken string
 }
 
 // SignupResult is the outcome of a signup the service accepted.
@@ -51,8 +55,12 @@ func (c *Client) Signup(ctx context.Context, activityID string, o SignupOptions)
 	}
 	r := request{method: http.MethodPost, path: "/v1/activities/" + seg(activityID) + "/registrations", body: body,
 		ok: []int{http.StatusCreated, http.StatusAccepted}}
+	r.header = http.Header{}
 	if o.IdempotencyKey != "" {
-		r.header = http.Header{"Idempotency-Key": {o.IdempotencyKey}}
+		r.header.Set("Idempotency-Key", o.IdempotencyKey)
+	}
+	if o.AdmissionToken != "" {
+		r.header.Set("Admission-Token", o.AdmissionToken)
 	}
 	var res SignupResult
 	status, h, err := c.call(ctx, r, &res.Registration)

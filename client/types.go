@@ -25,6 +25,11 @@ type Activity struct {
 	// SeriesID is the id of the series the activity belongs to; nil when
 	// none.
 	SeriesID *string `json:"series_id"`
+	// OpensAt and ClosesAt bound when signups are taken (nil: no bound);
+	// Queue is the admission queue signups go through (nil: none).
+	OpensAt  *time.Time     `json:"opens_at"`
+	ClosesAt *time.Time     `json:"closes_at"`
+	Queue    *QueueSettings `json:"queue"`
 	// Taken counts seats: a registration for 3 occupies 3.
 	Taken int `json:"taken"`
 	// Reserved is the unused seats of its blocks, held for their
@@ -57,6 +62,21 @@ type NewActivity struct {
 	Pools []string `json:"pools,omitempty"`
 	// SeriesID is the id of the series the activity joins; "" for none.
 	SeriesID string `json:"series_id,omitempty"`
+	// OpensAt and ClosesAt bound when signups are taken; Queue makes
+	// signups go through an admission queue. nil sends none.
+	OpensAt  *time.Time     `json:"opens_at,omitempty"`
+	ClosesAt *time.Time     `json:"closes_at,omitempty"`
+	Queue    *QueueSettings `json:"queue,omitempty"`
+}
+
+// QueueSettings are an activity's admission queue. In a NewActivity or an
+// ActivityPatch, TokenSeconds and AbsentSeconds 0 send none (the
+// service's defaults, 120 and 60).
+type QueueSettings struct {
+	AdmitPerSecond int `json:"admit_per_second"`
+	MaxAdmitted    int `json:"max_admitted"`
+	TokenSeconds   int `json:"token_seconds,omitempty"`
+	AbsentSeconds  int `json:"absent_seconds,omitempty"`
 }
 
 // ActivityPatch is what UpdateActivity sends: the fields that are set.
@@ -73,6 +93,13 @@ type ActivityPatch struct {
 	// SeriesID puts the activity in that series when set: a pointer to ""
 	// takes it out of its series (sent as null).
 	SeriesID *string `json:"-"`
+	// OpensAt, ClosesAt and Queue replace the window's bounds and the
+	// admission queue when set; the Clear fields remove them (sent as
+	// null).
+	OpensAt                                 *time.Time     `json:"opens_at,omitempty"`
+	ClosesAt                                *time.Time     `json:"closes_at,omitempty"`
+	Queue                                   *QueueSettings `json:"queue,omitempty"`
+	ClearOpensAt, ClearClosesAt, ClearQueue bool           `json:"-"`
 }
 
 // MarshalJSON encodes the patch with "series_id" null when SeriesID
@@ -82,7 +109,11 @@ func (p ActivityPatch) MarshalJSON() ([]byte, error) {
 	body := struct {
 		fields
 		SeriesID any `json:"series_id,omitempty"`
+		OpensAt  any `json:"opens_at,omitempty"`
+		ClosesAt any `json:"closes_at,omitempty"`
+		Queue    any `json:"queue,omitempty"`
 	}{fields: fields(p)}
+	body.OpensAt, body.ClosesAt, body.Queue = orNull(p.OpensAt, p.ClearOpensAt), orNull(p.ClosesAt, p.ClearClosesAt), orNull(p.Queue, p.ClearQueue)
 	if p.SeriesID != nil {
 		body.SeriesID = json.RawMessage("null")
 		if *p.SeriesID != "" {
@@ -90,6 +121,18 @@ func (p ActivityPatch) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(body)
+}
+
+// orNull returns v when set, null when clear, and nothing (an omitted
+// field) otherwise.
+func orNull[T any](v *T, clear bool) any {
+	switch {
+	case v != nil:
+		return v
+	case clear:
+		return json.RawMessage("null")
+	}
+	return nil
 }
 
 // Page is one page of a list. Pass NextCursor as the Cursor of the next

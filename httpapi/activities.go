@@ -24,6 +24,11 @@ type activityRequest struct {
 	// by seriesField: absent leaves it as it is, null takes the activity
 	// out of its series (at creation: in none).
 	SeriesID json.RawMessage `json:"series_id"`
+	// OpensAt, ClosesAt and Queue are decoded by onSaleFields: absent
+	// leaves them as they are, null removes them.
+	OpensAt  json.RawMessage `json:"opens_at"`
+	ClosesAt json.RawMessage `json:"closes_at"`
+	Queue    json.RawMessage `json:"queue"`
 }
 
 // policy returns the request's waiting-list policy, nil when absent.
@@ -73,6 +78,11 @@ func (s *Server) createActivity(c echo.Context) error {
 	if series != nil {
 		in.SeriesID = *series
 	}
+	opens, closes, queue, err := req.onSaleFields()
+	if err != nil {
+		return err
+	}
+	in.OpensAt, in.ClosesAt, in.Queue = deref(opens), deref(closes), deref(queue)
 	a, err := s.regs.CreateActivity(c.Request().Context(), in)
 	if err != nil {
 		return err
@@ -146,9 +156,14 @@ func (s *Server) patchActivity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	opens, closes, queue, err := req.onSaleFields()
+	if err != nil {
+		return err
+	}
 	a, err := s.regs.UpdateActivity(c.Request().Context(), id, registration.ActivityPatch{
 		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds, Waitlist: req.Waitlist,
 		MaxSeats: req.MaxSeats, Policy: req.policy(), Pools: req.Pools, SeriesID: series,
+		OpensAt: opens, ClosesAt: closes, Queue: queue,
 	}, callerOf(c))
 	if err != nil {
 		return err

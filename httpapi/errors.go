@@ -19,6 +19,8 @@ var statusOf = map[string]int{
 	capacityd.EActivityFull:        http.StatusConflict,
 	capacityd.EAlreadyRegistered:   http.StatusConflict,
 	capacityd.ELimitReached:        http.StatusConflict,
+	capacityd.ERegistrationClosed:  http.StatusConflict,
+	capacityd.EAdmissionRequired:   http.StatusForbidden,
 	capacityd.EInvalidTransition:   http.StatusConflict,
 	capacityd.EIdempotencyConflict: http.StatusConflict,
 	capacityd.EMethodNotAllowed:    http.StatusMethodNotAllowed,
@@ -38,6 +40,10 @@ type errorBody struct {
 		Remaining      *int   `json:"remaining,omitempty"`
 		// RegistrationIDs is set only with limit_reached.
 		RegistrationIDs []string `json:"registration_ids,omitempty"`
+		// OpensAt and ClosesAt are set (each a time or null) only with
+		// registration_closed.
+		OpensAt  any `json:"opens_at,omitempty"`
+		ClosesAt any `json:"closes_at,omitempty"`
 	} `json:"error"`
 }
 
@@ -109,6 +115,9 @@ func (s *Server) writeError(c echo.Context, status int, e *capacityd.Error) {
 	}
 	if e.Code == capacityd.ELimitReached {
 		body.Error.RegistrationIDs = e.RegistrationIDs
+	}
+	if e.Code == capacityd.ERegistrationClosed {
+		body.Error.OpensAt, body.Error.ClosesAt = e.OpensAt, e.ClosesAt
 	}
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		secs := max(1, int(e.RetryAfter.Seconds()))

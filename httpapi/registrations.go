@@ -17,6 +17,7 @@ import (
 // headerIdempotencyKey and headerReplayed are the idempotency headers.
 const (
 	headerIdempotencyKey = "Idempotency-Key"
+	headerAdmissionToken = "Admission-Token"
 	headerReplayed       = "Idempotent-Replayed"
 )
 
@@ -127,6 +128,7 @@ func (s *Server) signup(c echo.Context) error {
 	}
 	reg, replayed, err := s.regs.Signup(c.Request().Context(), registration.SignupInput{
 		ActivityID: id, Caller: callerOf(c), Metadata: meta, Seats: seats, IdempotencyKey: key, Code: code,
+		AdmissionToken: c.Request().Header.Get(headerAdmissionToken),
 	})
 	if replayed {
 		c.Response().Header().Set(headerReplayed, "true")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/internal/activitycache"
 	"github.com/physiciansnet/capacityd/note"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/stream"
 	"github.com/physiciansnet/capacityd/webhook"
@@ -95,6 +96,8 @@ type Config struct {
 	TrustedProxies []*net.IPNet
 	// Webhooks registers webhooks; nil leaves the webhook routes out.
 	Webhooks *webhook.Service
+	// Queues serves the admission queues; nil leaves their routes out.
+	Queues *onsale.Queue
 }
 
 // Server is the HTTP edge.
@@ -181,6 +184,10 @@ func New(cfg Config) *Server {
 	v1.PATCH("/series/:id", s.patchSeries, admin...)
 	v1.POST("/activities/:id/blocks", s.createBlock, admin...)
 	v1.GET("/activities/:id/blocks", s.listBlocks, admin...)
+	if cfg.Queues != nil {
+		v1.POST("/activities/:id/queue", s.joinQueue, user)
+		v1.GET("/activities/:id/queue/me", s.myQueueTicket, user)
+	}
 	v1.DELETE("/blocks/:id", s.deleteBlock, admin...)
 	if cfg.Notes != nil {
 		s.registerNoteRoutes(v1, admin)

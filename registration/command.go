@@ -70,6 +70,9 @@ type SignupCommand struct {
 	// first (see Block).
 	Code  string
 	Roles []string
+	// AdmissionToken is the token of the user's admitted place in the
+	// activity's admission queue ("" for none).
+	AdmissionToken string
 	// Hold is the seat the display tier holds for the signup while it is in
 	// flight; it is given back after the transaction, whatever its outcome.
 	Hold Hold

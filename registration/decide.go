@@ -34,6 +34,9 @@ type ActivityState struct {
 	// Blocks are the activity's live blocks, oldest first, with their
 	// exact Used.
 	Blocks []Block
+	// Admissions are the admitted queue places of the signups' admission
+	// tokens, by token.
+	Admissions map[string]AdmittedPlace
 }
 
 // Plan is what Decide makes of one activity's commands: the outcomes, the
@@ -60,6 +63,8 @@ type Plan struct {
 	Pools []PoolSeatState
 	// Blocks are the blocks the commands created or changed.
 	Blocks []BlockChange
+	// UsedTokens are the admission tokens that signups used.
+	UsedTokens []string
 }
 
 // errShortQueue means the state's queue held fewer registrations than the
@@ -164,6 +169,9 @@ type decision struct {
 	blocks        []*Block
 	changedBlocks map[string]*BlockChange
 	blockOrder    []string
+	// tokens are the admission tokens signups used, in order.
+	tokens     []string
+	usedTokens map[string]bool
 }
 
 func newDecision(st ActivityState, cmds []Command) *decision {
@@ -290,7 +298,16 @@ func (d *decision) signup(i int, c SignupCommand) {
 			d.outcomes[i] = first
 			return
 		}
-		d.first[ref] = i
+	}
+	// A signup refused for its window or its admission is not an
+	// Idempotency-Key's first outcome: the same request may succeed once
+	// the activity opens or the user is admitted.
+	if err := d.admitted(c); err != nil {
+		d.outcomes[i] = Outcome{Err: err}
+		return
+	}
+	if c.IdempotencyKey != "" {
+		d.first[IdempotencyRef{c.UserID, c.IdempotencyKey}] = i
 	}
 	if id := d.holders[c.UserID]; id != "" {
 		d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
@@ -321,6 +338,9 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.useBlock(b, n)
 	} else {
 		admission = Admit(d.counts(n))
+	}
+	if admission != AdmitFull {
+		d.useToken(c)
 	}
 	switch admission {
 	case AdmitSeat:
@@ -500,6 +520,10 @@ func (d *decision) expire(i int, c ExpireCommand, now time.Time) error {
 
 func (d *decision) patch(i int, c ActivityCommand) error {
 	p := c.Patch
+	if err := d.patchOnSale(p); err != nil {
+		d.outcomes[i] = Outcome{Err: err}
+		return nil
+	}
 	if p.SeriesID != nil && *p.SeriesID != "" {
 		if _, ok := d.w.series[*p.SeriesID]; !ok {
 			d.outcomes[i] = Outcome{Err: UnknownSeries(*p.SeriesID)}
@@ -574,7 +598,8 @@ func (d *decision) activity() Activity {
 }
 
 func (d *decision) plan() (Plan, error) {
-	p := Plan{Outcomes: d.outcomes, Events: d.events, Activity: d.activity(), ActivityChanged: d.changed, LastSeq: d.seq}
+	p := Plan{Outcomes: d.outcomes, Events: d.events, Activity: d.activity(), ActivityChanged: d.changed, LastSeq: d.seq,
+		UsedTokens: d.tokens}
 	for _, id := range d.blockOrder {
 		p.Blocks = append(p.Blocks, *d.changedBlocks[id])
 	}

@@ -108,7 +108,12 @@ type Activity struct {
 	Pools []string `json:"pools"`
 	// SeriesID is the series the activity belongs to, if any.
 	SeriesID *string `json:"series_id"`
-	Taken    int     `json:"taken"`
+	// OpensAt and ClosesAt bound when signups are taken (nil: no bound);
+	// Queue is the admission queue signups go through, if any.
+	OpensAt  *time.Time     `json:"opens_at"`
+	ClosesAt *time.Time     `json:"closes_at"`
+	Queue    *QueueSettings `json:"queue"`
+	Taken    int            `json:"taken"`
 	// Reserved is the unused seats of the activity's blocks, held for
 	// their audiences.
 	Reserved int `json:"reserved"`
@@ -138,6 +143,10 @@ type NewActivity struct {
 	Pools []string
 	// SeriesID is the series the activity joins; "" for none.
 	SeriesID string
+	// OpensAt, ClosesAt and Queue are the signup window and the admission
+	// queue (nil: none).
+	OpensAt, ClosesAt *time.Time
+	Queue             *QueueSettings
 }
 
 // ActivityPatch changes the fields that are set.
@@ -152,6 +161,10 @@ type ActivityPatch struct {
 	Pools *[]string
 	// SeriesID, when set, puts the activity in that series ("": in none).
 	SeriesID *string
+	// OpensAt, ClosesAt and Queue, when set, replace the window's bounds
+	// and the admission queue (a nil inner value removes them).
+	OpensAt, ClosesAt **time.Time
+	Queue             **QueueSettings
 }
 
 // Registration is one user's claim on a seat of an activity.
@@ -231,15 +244,21 @@ func (n *NewActivity) Validate() error {
 	if err := validSeriesID(n.SeriesID); err != nil {
 		return err
 	}
+	if err := validateOnSale(&n.OpensAt, &n.ClosesAt, &n.Queue); err != nil {
+		return err
+	}
 	return validateGroups(&n.MaxSeats, &n.Policy)
 }
 
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
 	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil &&
-		p.Pools == nil && p.SeriesID == nil {
+		p.Pools == nil && p.SeriesID == nil && p.OpensAt == nil && p.ClosesAt == nil && p.Queue == nil {
 		return capacityd.Errorf(capacityd.EInvalid,
-			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy, pools or series_id")
+			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy, pools, series_id, opens_at, closes_at or queue")
+	}
+	if err := validateOnSale(p.OpensAt, p.ClosesAt, p.Queue); err != nil {
+		return err
 	}
 	if p.SeriesID != nil {
 		if err := validSeriesID(*p.SeriesID); err != nil {
@@ -255,6 +274,20 @@ func (p ActivityPatch) Validate() error {
 		}
 	}
 	return validateGroups(p.MaxSeats, p.Policy)
+}
+
+// validateOnSale checks the signup window and the queue settings that are
+// set.
+func validateOnSale(opensAt, closesAt **time.Time, queue **QueueSettings) error {
+	if queue != nil && *queue != nil {
+		if err := (*queue).Validate(); err != nil {
+			return err
+		}
+	}
+	if opensAt != nil && closesAt != nil {
+		return ValidateWindow(*opensAt, *closesAt)
+	}
+	return nil
 }
 
 func validateGroups(maxSeats *int, policy *WaitlistPolicy) error {

@@ -22,6 +22,9 @@ type SignupInput struct {
 	// Code is a block's code ("" for none): the block's seats serve the
 	// signup first.
 	Code string
+	// AdmissionToken is the token of the caller's admitted place in the
+	// activity's admission queue ("" for none).
+	AdmissionToken string
 }
 
 // Signup admits the caller to the activity, puts them on its waiting list,
@@ -43,6 +46,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 		IdempotencyKey: in.IdempotencyKey,
 		Code:           in.Code,
 		Roles:          in.Caller.Roles,
+		AdmissionToken: in.AdmissionToken,
 	}
 	if in.IdempotencyKey != "" {
 		cmd.RequestHash = requestHash(in)

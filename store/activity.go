@@ -1,6 +1,8 @@
 package store
 
 import (
+	"time"
+
 	"cmp"
 	"context"
 	"errors"
@@ -36,14 +38,16 @@ var activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a
 	ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.public_id),
 	(SELECT min(p.capacity - ` + poolTakenSQL("p.id") + ` - ` + poolReservedSQL("p.id") + `) FROM activity_pool m
 		JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id),
-	(SELECT x.public_id FROM series x WHERE x.id = a.series_id), ` + reservedSQL("a.id")
+	(SELECT x.public_id FROM series x WHERE x.id = a.series_id), ` + reservedSQL("a.id") + `,
+	a.opens_at, a.closes_at, a.queue`
 
 func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting, reserved int64
 	var shared *int64
 	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
-		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared, &a.SeriesID, &reserved)
+		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared, &a.SeriesID, &reserved, &a.OpensAt, &a.ClosesAt, &a.Queue)
+	utcWindow(&a)
 	a.Taken, a.Waiting, a.Reserved = int(taken), int(waiting), int(reserved)
 	a.Remaining = registration.Remaining(a.Capacity, a.Taken+a.Reserved)
 	if shared != nil {
@@ -61,8 +65,8 @@ func scanActivity(row pgx.Row) (registration.Activity, error) {
 // transactions read) and moves their last seq forward.
 func (s *Store) CreateActivity(ctx context.Context, id string, in registration.NewActivity) (registration.Activity, error) {
 	insert := `INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy,
-			series_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			series_id, opens_at, closes_at, queue)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		RETURNING `
 	var series *int64
 	if in.SeriesID != "" {
@@ -77,7 +81,8 @@ func (s *Store) CreateActivity(ctx context.Context, id string, in registration.N
 		series = &sid
 	}
 	args := []any{id, in.Title, in.Capacity, in.HoldSeconds, in.Waitlist,
-		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict)), series}
+		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict)), series,
+		in.OpensAt, in.ClosesAt, in.Queue}
 	if len(in.Pools) == 0 {
 		a, err := scanActivity(s.db.QueryRow(ctx, insert+activityColumns, args...))
 		return a, interpret(err)
@@ -200,4 +205,14 @@ func (s *Store) SeatState(ctx context.Context, activityID string) (registration.
 		return registration.SeatState{}, registration.ActivityNotFound(activityID)
 	}
 	return st, nil
+}
+
+// utcWindow gives an activity's window in UTC, as every time of an answer.
+func utcWindow(a *registration.Activity) {
+	for _, t := range []**time.Time{&a.OpensAt, &a.ClosesAt} {
+		if *t != nil {
+			u := (*t).UTC()
+			*t = &u
+		}
+	}
 }

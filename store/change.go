@@ -309,7 +309,7 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 	var pairAIDs []int64
 	var pairUsers, named, readmitted, keyUsers, keys []string
 	var keyAIDs, uncounted []int64
-	var seriesNamed []string
+	var seriesNamed, tokens []string
 	signups := false
 	for i, w := range work {
 		byAID[w.aid], aids[i] = w, w.aid
@@ -317,6 +317,7 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 			Registrations: make(map[string]registration.Registration),
 			Holders:       make(map[string]string),
 			Outcomes:      make(map[registration.IdempotencyRef]registration.IdempotentOutcome),
+			Admissions:    make(map[string]registration.AdmittedPlace),
 		}
 		for _, c := range w.batch.Commands {
 			switch c := c.(type) {
@@ -325,6 +326,9 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 				pairAIDs, pairUsers = append(pairAIDs, w.aid), append(pairUsers, c.UserID)
 				if c.IdempotencyKey != "" {
 					keyAIDs, keyUsers, keys = append(keyAIDs, w.aid), append(keyUsers, c.UserID), append(keys, c.IdempotencyKey)
+				}
+				if c.AdmissionToken != "" {
+					tokens = append(tokens, c.AdmissionToken)
 				}
 			case registration.CancelCommand:
 				named = append(named, c.RegistrationID)
@@ -396,20 +400,23 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 			(SELECT x.public_id FROM series x WHERE x.id = a.series_id),
 			ARRAY(SELECT m.pool_id FROM activity_pool m WHERE m.activity_id = a.id ORDER BY m.pool_id),
 			ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
-				ORDER BY p.public_id)
+				ORDER BY p.public_id),
+			a.opens_at, a.closes_at, a.queue
 		FROM activity a WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
 		var aid, seq int64
 		var a registration.Activity
 		var at time.Time
 		var poolIDs []int64
 		_, err := pgx.ForEachRow(rows, []any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
-			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at, &a.SeriesID, &poolIDs, &a.Pools}, func() error {
+			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at, &a.SeriesID, &poolIDs, &a.Pools,
+			&a.OpensAt, &a.ClosesAt, &a.Queue}, func() error {
 			w := byAID[aid]
 			a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+			utcWindow(&a)
 			w.state.Activity, w.state.LastSeq, w.state.At, rd.at = a, seq, at.UTC(), at.UTC()
 			w.pools, w.batch.ActivityID = poolIDs, a.ID
-			// A fresh array and pointer for the next row.
-			a.Pools, poolIDs, a.SeriesID = nil, nil, nil
+			// A fresh array and pointers for the next row.
+			a.Pools, poolIDs, a.SeriesID, a.OpensAt, a.ClosesAt, a.Queue = nil, nil, nil, nil, nil, nil
 			if c, ok := s.cached(aid, seq); ok {
 				w.state.Activity.Taken, w.state.Activity.Waiting, w.counted = c.taken, c.waiting, true
 			}
@@ -453,6 +460,9 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 	}
 	if len(uncounted) > 0 {
 		queueCounts(b, uncounted, byAID)
+	}
+	if len(tokens) > 0 {
+		queueAdmissions(b, tokens, byAID)
 	}
 	queueBlocks(b, aids, byAID)
 	byPID := queuePools(b, s, pools, &rd)
@@ -564,9 +574,10 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 		if p.ActivityChanged {
 			a := p.Activity
 			b.Queue(`UPDATE activity SET title = $2, capacity = $3, hold_seconds = $4, waitlist = $5, updated_at = $6,
-				max_seats_per_registration = $7, waitlist_policy = $8, series_id = (SELECT id FROM series WHERE public_id = $9)
+				max_seats_per_registration = $7, waitlist_policy = $8, series_id = (SELECT id FROM series WHERE public_id = $9),
+				opens_at = $10, closes_at = $11, queue = $12
 				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt, a.MaxSeats, string(a.Policy),
-				a.SeriesID)
+				a.SeriesID, a.OpensAt, a.ClosesAt, a.Queue)
 			if !slices.Equal(a.Pools, w.state.Activity.Pools) {
 				queueRepool(b, w.aid, a.Pools, pools)
 			}
@@ -583,6 +594,7 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 			ON CONFLICT (activity_id) DO UPDATE SET last_seq = excluded.last_seq`, seqAIDs, seqs)
 	}
 	queueOutcomes(b, work)
+	queueUsedTokens(b, work)
 	if hooks {
 		if err := queueOutbox(b, work); err != nil {
 			return err

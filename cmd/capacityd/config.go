@@ -40,6 +40,7 @@ type config struct {
 	DBMaxConns         int
 	RequestTimeout     time.Duration
 	ExpiryInterval     time.Duration
+	QueueTick          time.Duration
 	ReconcileInterval  time.Duration
 	AdmissionMaxBatch  int
 	AdmissionMaxActs   int
@@ -217,6 +218,7 @@ var serveSettings = []setting{
 	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
 	durationSetting("REQUEST_TIMEOUT", defaultDuration(httpapi.DefaultRequestTimeout), "deadline of every request but streams; also bounds one change transaction (a change still queued at its deadline is withdrawn: 503, nothing written)", func(c *config) *time.Duration { return &c.RequestTimeout }),
 	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
+	durationSetting("QUEUE_TICK", "200ms", "how often each instance advances an active admission queue (shuffle at opening, lapses, admissions)", func(c *config) *time.Duration { return &c.QueueTick }),
 	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
 	intSetting("ADMISSION_MAX_BATCH", strconv.Itoa(registration.DefaultMaxBatch), "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
 	intSetting("ADMISSION_MAX_ACTIVITIES", strconv.Itoa(registration.DefaultMaxActivities), "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.AdmissionMaxActs }),

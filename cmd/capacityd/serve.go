@@ -136,6 +136,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
 		AdmissionMaxBatch: cfg.AdmissionMaxBatch, AdmissionMaxActivities: cfg.AdmissionMaxActs,
 		AdmissionMaxTransactions: cfg.AdmissionMaxTx, ExpiryInterval: cfg.ExpiryInterval,
+		QueueTick: cfg.QueueTick,
 		// 0s in the environment turns gathering off; zero in the options
 		// would mean the default.
 		AdmissionGatherAt: cfg.AdmissionGatherAt, AdmissionGatherFor: cmp.Or(cfg.AdmissionGather, -1),

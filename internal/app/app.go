@@ -19,6 +19,7 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/activitycache"
 	"github.com/physiciansnet/capacityd/note"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
 	"github.com/physiciansnet/capacityd/stream"
@@ -43,7 +44,10 @@ type Options struct {
 	AdmissionGatherAt  int
 	AdmissionGatherFor time.Duration
 	ExpiryInterval     time.Duration
-	ReconcileInterval  time.Duration
+	// QueueTick is how often the admission controller advances an active
+	// queue (default 200 ms).
+	QueueTick         time.Duration
+	ReconcileInterval time.Duration
 	// Now is the clock of expiry; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -140,6 +144,7 @@ type App struct {
 	Registry      *prometheus.Registry
 	Webhooks      *webhook.Service
 	Deliveries    *webhook.Dispatcher
+	Queues        *onsale.Queue
 
 	opts    Options
 	stop    context.CancelFunc
@@ -212,6 +217,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Changes: changes, Seats: counter.Seats, MaxStreams: opts.StreamMaxClients, Registerer: reg,
 	})
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
+	queues := onsale.New(st, onsale.Options{Tick: opts.QueueTick, Log: opts.Logger, Metrics: onsale.NewMetrics(reg)})
 	var pingRedis func(context.Context) error
 	if rdb != nil {
 		pingRedis = counter.Ping
@@ -227,11 +233,12 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
 		TrustedProxies: opts.TrustedProxies,
 		Webhooks:       hooks,
+		Queues:         queues,
 	})
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
 		Activities: activities, Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
-		opts: opts,
+		Queues: queues, opts: opts,
 	}, nil
 }
 
@@ -248,6 +255,7 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.Deliveries.Run(ctx) })
 	a.workers.Go(func() { a.Deliveries.RunPurge(ctx, time.Hour) })
 	a.workers.Go(func() { a.sealClearSecrets(ctx) })
+	a.workers.Go(func() { a.Queues.Run(ctx) })
 }
 
 // RegisterDemoNote registers the demo page's note (httpapi.DemoNoteID) in
