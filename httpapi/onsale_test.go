@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
@@ -354,4 +355,33 @@ func TestQueueBadInput(t *testing.T) {
 	r = inst.MustDo(t, http.MethodPost, "/v1/activities/"+act.ID+"/queue", inst.Token(t, "u", false), nil)
 	require.Equal(t, http.StatusConflict, r.Status, string(r.Body))
 	require.Equal(t, "registration_closed", r.ErrorCode())
+}
+
+// TestQueuePollsCostNoStatementWhileNothingChanged: polls of a waiting
+// place are answered from the instance's memory: after the first, which
+// reads the place and its line, none reaches PostgreSQL. (The polling
+// instance's own controller is idle here, so that every statement it
+// sends is a poll's.)
+func TestQueuePollsCostNoStatementWhileNothingChanged(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a := apptest.Start(t, apptest.Options{})
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: app.Options{QueueTick: time.Hour}})
+	opens := time.Now().Add(time.Hour)
+	act := createOnSale(t, a, client.NewActivity{Title: "polled", Capacity: 10, OpensAt: &opens,
+		Queue: &client.QueueSettings{AdmitPerSecond: 10, MaxAdmitted: 10}})
+	_, err := a.API(t, "poller", false).JoinQueue(ctx, act.ID)
+	require.NoError(t, err)
+	api := b.API(t, "poller", false)
+	first, err := api.QueueTicket(ctx, act.ID)
+	require.NoError(t, err)
+	require.Equal(t, "waiting", first.State)
+	require.Positive(t, first.PollAfterMS)
+	before := b.Queries.Count()
+	for range 200 {
+		tk, err := api.QueueTicket(ctx, act.ID)
+		require.NoError(t, err)
+		require.Equal(t, "waiting", tk.State)
+	}
+	require.Zero(t, b.Queries.Count()-before, "200 polls, no statement")
 }
