@@ -67,10 +67,12 @@ func cors(allowed []string) echo.MiddlewareFunc {
 			h.Add(echo.HeaderVary, echo.HeaderAccessControlRequestHeaders)
 			if read {
 				h.Set(echo.HeaderAccessControlAllowMethods, "GET")
-				h.Set(echo.HeaderAccessControlAllowHeaders, "Last-Event-ID, Cache-Control")
+				// Authorization: a user's own reads (a queue ticket)
+				// from a page that holds the user's token.
+				h.Set(echo.HeaderAccessControlAllowHeaders, "Authorization, Last-Event-ID, Cache-Control")
 			} else {
 				h.Set(echo.HeaderAccessControlAllowMethods, "GET, POST, PATCH, DELETE")
-				h.Set(echo.HeaderAccessControlAllowHeaders, "Authorization, Content-Type, Idempotency-Key")
+				h.Set(echo.HeaderAccessControlAllowHeaders, "Authorization, Content-Type, Idempotency-Key, Admission-Token")
 			}
 			h.Set(echo.HeaderAccessControlMaxAge, corsMaxAge)
 			return c.NoContent(http.StatusNoContent)

@@ -1,7 +1,8 @@
 // Package widget holds the drop-in browser widgets and the demo page that
 // capacityd serves from its binary: seats.js (live "N of M seats left"),
-// note-buttons.js (note views and waters) and the demo page's template,
-// script and style.
+// note-buttons.js (note views and waters), queue.js (a user's place in an
+// activity's admission queue) and the demo page's template, script and
+// style.
 package widget
 
 import (
@@ -10,9 +11,9 @@ import (
 )
 
 // Assets are the static files served under /widget/: seats.js,
-// note-buttons.js, demo.js and demo.css.
+// note-buttons.js, queue.js, demo.js and demo.css.
 //
-//go:embed seats.js note-buttons.js demo.js demo.css
+//go:embed seats.js note-buttons.js queue.js demo.js demo.css
 var Assets embed.FS
 
 //go:embed demo.html
