@@ -360,13 +360,15 @@ func TestQueueBadInput(t *testing.T) {
 // TestQueuePollsCostNoStatementWhileNothingChanged: polls of a waiting
 // place are answered from the instance's memory: after the first, which
 // reads the place and its line, none reaches PostgreSQL. (The polling
-// instance's own controller is idle here, so that every statement it
-// sends is a poll's.)
+// instance's background loops are idle here.)
 func TestQueuePollsCostNoStatementWhileNothingChanged(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	a := apptest.Start(t, apptest.Options{})
-	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: app.Options{QueueTick: time.Hour}})
+	// Every background loop of the polling instance idle, so that every
+	// statement it sends is a poll's.
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: app.Options{QueueTick: time.Hour,
+		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour}})
 	opens := time.Now().Add(time.Hour)
 	act := createOnSale(t, a, client.NewActivity{Title: "polled", Capacity: 10, OpensAt: &opens,
 		Queue: &client.QueueSettings{AdmitPerSecond: 10, MaxAdmitted: 10}})

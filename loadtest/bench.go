@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -248,6 +249,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioCourseRush, b.courseRush},
 		{ScenarioGroupRush, b.groupRush},
 		{ScenarioPoolRush, b.poolRush},
+		{ScenarioOnSaleJoin + "+" + ScenarioOnSalePoll, b.onSale},
 		{ScenarioViewsHot, func(ctx context.Context) error { return b.views(ctx, ScenarioViewsHot) }},
 		{StepDeadTuple, b.signupDeadTuples},
 	}
@@ -315,10 +317,12 @@ func (b *bench) checkAlive() error {
 }
 
 func (b *bench) wantsStep(name string) bool {
-	if name == ScenarioTrivial+"+"+ScenarioSeatsRead {
-		return b.cfg.wants(ScenarioTrivial) || b.cfg.wants(ScenarioSeatsRead)
+	for part := range strings.SplitSeq(name, "+") {
+		if b.cfg.wants(part) {
+			return true
+		}
 	}
-	return b.cfg.wants(name)
+	return false
 }
 
 // fatalError marks an error that ends the run (the infrastructure broke),

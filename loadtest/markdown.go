@@ -35,6 +35,8 @@ var scenarioDescriptions = map[string]string{
 	ScenarioSignupHot:         "POST signup, each a distinct user, to the hot activity (24k occupying of 80k rows at the start), 64 clients",
 	ScenarioSignupHotWebhooks: "signup_hot with two webhooks for every event, delivered to a fast receiver in the load test, 64 clients",
 	ScenarioSignupHotLimited:  "signup_hot on the hot activity with a code block of 10 reserved seats and in a series of at most 2 per user, 64 clients",
+	ScenarioOnSaleJoin:        "POST queue join, distinct users, to an activity of 2,000 seats with an admission queue (500 admitted a second) before it opens, 64 clients",
+	ScenarioOnSalePoll:        "GET queue/me of those users round-robin once it opened, 64 clients; the admitted sign up with their tokens on the side",
 	ScenarioCancelHot:         "POST cancel (as an admin) of the registrations signup_hot made on the hot activity, 64 clients",
 	ScenarioSignupHot256:      "the same at 256 clients",
 	ScenarioSignupSpread:      "POST signup, distinct users, round-robin over 1,000 ordinary activities (their seat counters warmed first, as the hot activity's), 64 clients",
@@ -144,7 +146,7 @@ var checkDescriptions = map[string]string{
 var scenarioOrder = []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks,
 	ScenarioSignupHotLimited, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush,
-	ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
+	ScenarioOnSaleJoin, ScenarioOnSalePoll, ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 
 // orderedScenarios returns the report's scenario names in page order.
 func orderedScenarios(r *Report) []string {

@@ -37,6 +37,10 @@ const (
 	// is its reads.
 	ScenarioActivityRead      = "activity_read"
 	ScenarioActivityReadReads = "activity_read_reads"
+	// ScenarioOnSaleJoin is the joins of an on-sale's queue before it
+	// opens; ScenarioOnSalePoll the polls of the tickets once it opened.
+	ScenarioOnSaleJoin = "onsale_join"
+	ScenarioOnSalePoll = "onsale_poll"
 )
 
 // Baseline names, as they appear in the report. The first four are always
@@ -76,6 +80,8 @@ const (
 	RatioSignupHotWebhooks       = "signup_hot_webhooks_vs_signup_hot"
 	RatioSignupHotLimited        = "signup_hot_limited_vs_signup_hot"
 	RatioActivityReadVsSignupHot = "activity_read_vs_signup_hot"
+	RatioOnSalePollVsSeatsRead   = "onsale_poll_vs_seats_read"
+	RatioOnSaleJoinVsSignupHot   = "onsale_join_vs_signup_hot"
 )
 
 // Check names, as they appear in the report. The first eight are always in
@@ -150,6 +156,11 @@ const (
 	CheckWebhookReceived       = "webhook_deliveries_received"
 	CheckWebhookDuplicates     = "webhook_duplicate_deliveries"
 	CheckWebhookCPUAdded       = "webhook_cpu_us_added_per_signup"
+	CheckOnSaleTaken           = "onsale_taken"
+	CheckOnSaleTwice           = "onsale_admitted_twice"
+	CheckOnSaleUnadmitted      = "onsale_registrations_without_token"
+	CheckOnSale5xx             = "onsale_5xx"
+	CheckOnSaleRho             = "onsale_join_order_rank_correlation"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the
@@ -256,6 +267,8 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioSeatsReadVsTrivial] = ratio(r.scenarioRPS(ScenarioSeatsRead), r.scenarioRPS(ScenarioTrivial))
 	r.Ratios[RatioSignupHotWebhooks] = ratio(r.scenarioRPS(ScenarioSignupHotWebhooks), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioActivityReadVsSignupHot] = ratio(r.scenarioRPS(ScenarioActivityRead), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioOnSalePollVsSeatsRead] = ratio(r.scenarioRPS(ScenarioOnSalePoll), r.scenarioRPS(ScenarioSeatsRead))
+	r.Ratios[RatioOnSaleJoinVsSignupHot] = ratio(r.scenarioRPS(ScenarioOnSaleJoin), r.scenarioRPS(ScenarioSignupHot))
 	if added, ok := r.cpuAdded(ScenarioSignupHotWebhooks, ScenarioSignupHot); ok {
 		r.Checks[CheckWebhookCPUAdded] = added
 	}

@@ -38,6 +38,8 @@ type Sizes struct {
 	// once.
 	PoolPools int
 	PoolUsers int
+	// OnSaleUsers join onsale's queue before the opening.
+	OnSaleUsers int
 }
 
 // FullSizes are the sizes of make bench.
@@ -45,13 +47,13 @@ var FullSizes = Sizes{
 	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
 	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
 	CourseActivities: 300, CourseUsers: 20000, GroupActivities: 300, GroupUsers: 20000,
-	PoolPools: 100, PoolUsers: 20000,
+	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000,
 }
 
 // QuickSizes are the sizes of make bench-quick: the waiting-list crowd and
 // the course, group and pool rushes are smaller, the rest as in make bench.
 var QuickSizes = Sizes{WaitlistCrowdUsers: 5000, CourseActivities: 100, CourseUsers: 5000,
-	GroupActivities: 100, GroupUsers: 5000, PoolPools: 34, PoolUsers: 5000}.withDefaults()
+	GroupActivities: 100, GroupUsers: 5000, PoolPools: 34, PoolUsers: 5000, OnSaleUsers: 5000}.withDefaults()
 
 // withDefaults fills the zero sizes from FullSizes.
 func (s Sizes) withDefaults() Sizes {
@@ -69,6 +71,7 @@ func (s Sizes) withDefaults() Sizes {
 	s.GroupUsers = cmp.Or(s.GroupUsers, f.GroupUsers)
 	s.PoolPools = cmp.Or(s.PoolPools, f.PoolPools)
 	s.PoolUsers = cmp.Or(s.PoolUsers, f.PoolUsers)
+	s.OnSaleUsers = cmp.Or(s.OnSaleUsers, f.OnSaleUsers)
 	return s
 }
 

@@ -308,7 +308,9 @@ func (q *Queue) advanceHot(ctx context.Context) {
 		q.opts.Metrics.observe(adv)
 		q.mu.Lock()
 		q.lines[id] = adv.Line
-		if adv.Line.Shuffled && adv.Line.Waiting == 0 && adv.Line.TokensOut == 0 {
+		// A line that no longer has a queue, or that nobody waits in and
+		// no token is out of, cools down.
+		if adv.Line.Settings.AdmitPerSecond == 0 || (adv.Line.Shuffled && adv.Line.Waiting == 0 && adv.Line.TokensOut == 0) {
 			delete(q.hot, id)
 		}
 		q.mu.Unlock()

@@ -26,12 +26,34 @@ func scanPlace(row pgx.Row) (onsale.Place, error) {
 	return p, err
 }
 
-// JoinQueue implements onsale.Authority.
+// joinSQL takes a place in a line that exists, of an activity that has a
+// queue and is not closed, for a user who holds no place that is not
+// expired, in one statement; it returns no row when any of that is not so
+// (JoinQueue then finds out which).
+const joinSQL = `
+	WITH a AS (SELECT id FROM activity WHERE public_id = $1 AND queue IS NOT NULL AND (closes_at IS NULL OR closes_at > now())),
+	q AS (UPDATE admission_queue SET next_position = next_position + 1
+		WHERE activity_id = (SELECT id FROM a) AND shuffled
+			AND NOT EXISTS (SELECT FROM queue_ticket t WHERE t.activity_id = (SELECT id FROM a) AND t.user_id = $2 AND t.state <> 'expired')
+		RETURNING next_position),
+	t AS (INSERT INTO queue_ticket (activity_id, user_id, joined_at, position, last_seen_at)
+		SELECT a.id, $2, now(), (SELECT next_position FROM q), now() FROM a
+		WHERE EXISTS (SELECT FROM admission_queue WHERE activity_id = a.id)
+		ON CONFLICT (activity_id, user_id) WHERE state <> 'expired' DO NOTHING
+		RETURNING *)
+	SELECT ` + placeColumns + ` FROM t JOIN activity a ON a.id = t.activity_id`
+
+// JoinQueue implements onsale.Authority: one statement for a first place
+// in a line that exists, more for anything else.
 func (s *Store) JoinQueue(ctx context.Context, activityID, userID string) (onsale.Place, error) {
+	p, err := scanPlace(s.db.QueryRow(ctx, joinSQL, activityID, userID))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return p, interpret(err)
+	}
 	var aid int64
 	var queued, closed bool
 	var a registration.Activity
-	err := s.db.QueryRow(ctx, `SELECT a.id, a.queue IS NOT NULL, a.closes_at IS NOT NULL AND a.closes_at <= now(),
+	err = s.db.QueryRow(ctx, `SELECT a.id, a.queue IS NOT NULL, a.closes_at IS NOT NULL AND a.closes_at <= now(),
 			a.opens_at, a.closes_at
 		FROM activity a WHERE a.public_id = $1`, activityID).Scan(&aid, &queued, &closed, &a.OpensAt, &a.ClosesAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -59,14 +81,7 @@ func (s *Store) JoinQueue(ctx context.Context, activityID, userID string) (onsal
 		ON CONFLICT DO NOTHING`, aid); err != nil {
 		return onsale.Place{}, interpret(err)
 	}
-	p, err := scanPlace(s.db.QueryRow(ctx, `
-		WITH q AS (UPDATE admission_queue SET next_position = next_position + 1
-			WHERE activity_id = $1 AND shuffled RETURNING next_position),
-		t AS (INSERT INTO queue_ticket (activity_id, user_id, joined_at, position, last_seen_at)
-			VALUES ($1, $2, now(), (SELECT next_position FROM q), now())
-			ON CONFLICT (activity_id, user_id) WHERE state <> 'expired' DO NOTHING
-			RETURNING *)
-		SELECT `+placeColumns+` FROM t JOIN activity a ON a.id = t.activity_id`, aid, userID))
+	p, err = scanPlace(s.db.QueryRow(ctx, joinSQL, activityID, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Joined at the same moment by another request of the user.
 		p, _, err = s.QueuePlace(ctx, activityID, userID)
