@@ -162,10 +162,12 @@ func mergePools(have, more []PoolSeatsSeen) []PoolSeatsSeen {
 }
 
 // memEntry is one remembered activity or pool: its seats (a pool's have
-// no waiting and no pools) and when it must be read again.
+// no waiting and no pools), when it must be read again, and whether it
+// may be shown (an invalid entry only remembers the newest seq announced).
 type memEntry struct {
 	seats   ActivitySeats
 	expires time.Time
+	valid   bool
 }
 
 // Memory is an instance's copy of the seats of the activities (and pools)
@@ -222,14 +224,14 @@ func (m *Memory) Seats(activityID string) (registration.Seats, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.acts.Get(activityID)
-	if !ok || !now.Before(e.expires) {
+	if !ok || !e.valid || !now.Before(e.expires) {
 		return registration.Seats{}, false
 	}
 	a := e.seats
 	remaining := a.Capacity - a.Taken - a.Reserved
 	for _, id := range a.Pools {
 		p, ok := m.pools.Get(id)
-		if !ok || !now.Before(p.expires) {
+		if !ok || !p.valid || !now.Before(p.expires) {
 			return registration.Seats{}, false
 		}
 		remaining = min(remaining, p.seats.Capacity-p.seats.Taken-p.seats.Reserved)
@@ -261,7 +263,7 @@ func (m *Memory) Apply(c SeatChange) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c.Activity == nil && len(c.Pools) == 0 {
-		m.acts.Remove(c.ActivityID) // a change we cannot see: read it again
+		m.invalidate(m.acts, c.ActivityID) // a change it does not carry: read it again
 		return
 	}
 	if c.Activity != nil {
@@ -273,24 +275,51 @@ func (m *Memory) Apply(c SeatChange) {
 }
 
 // announced is the life argument of an announced change: the memory's
-// lifetime for a new entry, and a seq gap drops an entry.
+// lifetime for a new entry, and a seq gap invalidates an entry.
 const announced time.Duration = -1
 
-// putActivity merges an activity's seats into its entry: the counts when
-// their seq is newer, the settings when their version is. A new entry
-// lives for life (announced: the memory's lifetime). An announced change
-// whose Prev is newer than the entry follows a change the entry missed:
-// the entry is dropped. Called with m.mu held.
+// putActivity merges an activity's seats into its entry (see put).
+// Called with m.mu held.
 func (m *Memory) putActivity(id string, a ActivitySeats, life time.Duration) {
-	e, ok := m.acts.Peek(id)
-	if !ok || !m.now().Before(e.expires) {
+	m.put(m.acts, id, a, life)
+}
+
+// putPool merges a pool's seats into its entry (see put). A pool's seq
+// moves by one per transaction that moves it: an announced seq more than
+// one past the entry's is a gap. Called with m.mu held.
+func (m *Memory) putPool(p PoolSeatsSeen, life time.Duration) {
+	m.put(m.pools, p.PoolID, ActivitySeats{Prev: p.Seq - 1, Seq: p.Seq, Version: p.Version, Capacity: p.Capacity,
+		Taken: p.Taken, Reserved: p.Reserved}, life)
+}
+
+// put merges seats into the entry of id in cache: the counts when their
+// seq is newer, the settings when their version is. A new entry lives for
+// life (announced: the memory's lifetime; a state is whole, so an
+// announcement makes an entry as well as a read does). An announced
+// change whose Prev is newer than the entry's seq follows a change the
+// entry missed: the entry is invalidated, keeping the announced seq, and
+// only a read (Fill) at that seq or later makes it valid again, so that
+// neither an older announcement arriving late nor a read of Redis begun
+// before it brings an old state back. Called with m.mu held.
+func (m *Memory) put(cache *lru.Cache[string, *memEntry], id string, a ActivitySeats, life time.Duration) {
+	now := m.now()
+	e, ok := cache.Peek(id)
+	if !ok || !now.Before(e.expires) {
 		if life > 0 || life == announced {
-			m.acts.Add(id, &memEntry{seats: a, expires: m.expiry(life)})
+			cache.Add(id, &memEntry{seats: a, expires: m.expiry(life), valid: true})
+		}
+		return
+	}
+	if !e.valid {
+		if life != announced && a.Seq >= e.seats.Seq {
+			cache.Add(id, &memEntry{seats: a, expires: m.expiry(life), valid: true})
+		} else if a.Seq > e.seats.Seq {
+			cache.Add(id, &memEntry{seats: a, expires: e.expires})
 		}
 		return
 	}
 	if life == announced && a.Prev > e.seats.Seq {
-		m.acts.Remove(id)
+		cache.Add(id, &memEntry{seats: a, expires: e.expires})
 		return
 	}
 	next := e.seats
@@ -303,7 +332,15 @@ func (m *Memory) putActivity(id string, a ActivitySeats, life time.Duration) {
 	}
 	if newer {
 		next.Pools = a.Pools
-		m.acts.Add(id, &memEntry{seats: next, expires: e.expires})
+		cache.Add(id, &memEntry{seats: next, expires: e.expires, valid: true})
+	}
+}
+
+// invalidate marks the entry of id as to be read again. Called with m.mu
+// held.
+func (m *Memory) invalidate(cache *lru.Cache[string, *memEntry], id string) {
+	if e, ok := cache.Peek(id); ok && e.valid {
+		cache.Add(id, &memEntry{seats: e.seats, expires: e.expires})
 	}
 }
 
@@ -313,30 +350,4 @@ func (m *Memory) expiry(life time.Duration) time.Time {
 		life = m.life
 	}
 	return m.now().Add(life)
-}
-
-// putPool merges a pool's seats into its entry as putActivity does; a
-// pool's seq moves by one per transaction that moves it, so an announced
-// seq more than one past the entry's is a gap. Called with m.mu held.
-func (m *Memory) putPool(p PoolSeatsSeen, life time.Duration) {
-	a := ActivitySeats{Seq: p.Seq, Version: p.Version, Capacity: p.Capacity, Taken: p.Taken, Reserved: p.Reserved}
-	e, ok := m.pools.Peek(p.PoolID)
-	if !ok || !m.now().Before(e.expires) {
-		if life > 0 || life == announced {
-			m.pools.Add(p.PoolID, &memEntry{seats: a, expires: m.expiry(life)})
-		}
-		return
-	}
-	if life == announced && p.Seq > e.seats.Seq+1 {
-		m.pools.Remove(p.PoolID)
-		return
-	}
-	next := e.seats
-	if a.Seq > next.Seq {
-		next.Seq, next.Taken, next.Reserved = a.Seq, a.Taken, a.Reserved
-	}
-	if a.Version > next.Version {
-		next.Version, next.Capacity = a.Version, a.Capacity
-	}
-	m.pools.Add(p.PoolID, &memEntry{seats: next, expires: e.expires})
 }
