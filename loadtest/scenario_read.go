@@ -98,8 +98,8 @@ func (b *bench) reads(ctx context.Context) error {
 	b.report.Checks[CheckSeatsReadRebuilds] = int64(m1.rebuilds - m0.rebuilds)
 	perRead := float64(r1-r0) / float64(max(out.Ops, 1))
 	if b.rdb != nil {
-		b.report.Checks[CheckSeatsReadRedisCommands] = r1 - r0
-		b.report.Checks[CheckSeatsReadRedisPerRead] = perRead
+		b.report.Checks[CheckSeatsReadRedisCmds] = r1 - r0
+		b.report.Checks[CheckSeatsReadRedisPerOp] = perRead
 	}
 	fmt.Fprintf(b.log, "%-16s PostgreSQL transactions in the bench database during the scenario: %d (the service counted %d Redis errors and %d cache rebuilds); Redis commands %d, %.4f per read\n",
 		ScenarioSeatsRead, after-before, int64(m1.redisErrors-m0.redisErrors), int64(m1.rebuilds-m0.rebuilds), r1-r0, perRead)
