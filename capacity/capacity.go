@@ -107,8 +107,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Memory keeps the seats of warm activities in this process, so that
 	// they are read without a round trip; nil: every read asks Redis.
-	// Whoever receives the announcements of seat changes applies them to
-	// it (Memory.Apply) and forgets it when they may have been missed.
+	// Whoever announces and receives the seat changes (this instance's
+	// commits and the others') applies them to it (Memory.Apply), and
+	// forgets it when they may have been missed.
 	Memory *Memory
 	// Live reports whether announcements of seat changes reach the
 	// memory now; nil: never (the memory is not used).
@@ -342,11 +343,6 @@ func failedSettleArgs(ttl time.Duration) []any {
 // an activity (a pool's own change) settles its pools alone. It implements
 // registration.Observer.
 func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) {
-	if c.memory != nil {
-		for _, ch := range SeatChanges(commits) {
-			c.memory.Apply(ch)
-		}
-	}
 	if c.usable() != nil {
 		return
 	}

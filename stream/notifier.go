@@ -163,10 +163,14 @@ func (n *Notifier) Announce(ctx context.Context, activityID string) {
 // its activities shows), each once. A commit of a pool's own change (no
 // activity) announces its pools' activities. It implements
 // registration.Observer; run it after the observers that update what
-// watchers read (the display counter, the seat memory).
+// watchers read (the display counter). The changes reach this instance's
+// seat memory here, before they are published.
 func (n *Notifier) Committed(ctx context.Context, commits []registration.Commit) {
 	changes := capacity.SeatChanges(commits)
 	for _, c := range changes {
+		if n.memory != nil {
+			n.memory.Apply(c) // this instance's reads see its commits at once
+		}
 		n.poke(c.ActivityID)
 	}
 	n.publish(ctx, changes)
