@@ -108,7 +108,7 @@ func TestTheGateAdmitsAsTheRule(t *testing.T) {
 		switch {
 		case err == nil:
 			got = registration.AdmitSeat
-			require.Equal(t, "g1", hold.Gen, c.String())
+			require.True(t, hold.Held(), c.String())
 		case errors.Is(err, registration.ErrGateWaitlist):
 			got = registration.AdmitWaitlist
 		case errors.Is(err, registration.ErrGateFull):
@@ -197,10 +197,10 @@ func TestTheGateAdmitsAsTheRuleInPools(t *testing.T) {
 			switch {
 			case err == nil:
 				got = registration.AdmitSeat
-				require.Equal(t, "g1", hold.Gen, what)
+				require.True(t, hold.Held(), what)
 				require.Len(t, hold.Pools, len(pc), what)
 				for k, ph := range hold.Pools {
-					require.Equal(t, registration.PoolHold{PoolID: pools[k], Gen: "pg" + fmt.Sprint(k), Seats: max(c.seats, 1)}, ph, what)
+					require.Equal(t, registration.PoolHold{PoolID: pools[k], Gen: hold.Gen, Seats: max(c.seats, 1)}, ph, what)
 				}
 			case errors.Is(err, registration.ErrGateWaitlist):
 				got = registration.AdmitWaitlist

@@ -105,6 +105,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer registers the metrics; nil means none.
 	Registerer prometheus.Registerer
+	// Memory keeps the seats of warm activities in this process, so that
+	// they are read without a round trip; nil: every read asks Redis.
+	// Whoever announces and receives the seat changes (this instance's
+	// commits and the others') applies them to it (Memory.Apply), and
+	// forgets it when they may have been missed.
+	Memory *Memory
+	// Live reports whether announcements of seat changes reach the
+	// memory now; nil: never (the memory is not used).
+	Live func() bool
 }
 
 // Counter is the display counter of every activity.
@@ -117,6 +126,8 @@ type Counter struct {
 	log       *slog.Logger
 	rebuilds  singleflight.Group
 	metrics   *metrics
+	memory    *Memory
+	live      func() bool
 
 	logMu   sync.Mutex
 	lastLog time.Time
@@ -156,6 +167,8 @@ func New(cfg Config) *Counter {
 		now:         cfg.Now,
 		log:         cfg.Logger,
 		metrics:     newMetrics(cfg.Registerer),
+		memory:      cfg.Memory,
+		live:        cfg.Live,
 		active:      make(map[string]time.Time),
 		activePools: make(map[string]time.Time),
 	}
@@ -170,6 +183,30 @@ func Key(activityID string) string { return "seats:{" + activityID + "}" }
 // hash tag: on a Redis Cluster it lives in another slot than the counters
 // of its activities.
 func PoolKey(poolID string) string { return "pool:{" + poolID + "}" }
+
+// HoldsKey returns the key of the holds of a counter (an activity's or a
+// pool's, by its key): a sorted set of the holds counted in its held,
+// scored by their deadlines, in the counter's slot.
+func HoldsKey(counterKey string) string { return counterKey + ":holds" }
+
+// keys returns a counter's key and its holds' key, the keys of every
+// script on the counter.
+func keys(counterKey string) []string { return []string{counterKey, HoldsKey(counterKey)} }
+
+// DefaultHoldLifetime is how long a hold of a request without a deadline
+// counts.
+const DefaultHoldLifetime = 30 * time.Second
+
+// holdLifetime returns how long a hold for a request of ctx counts: until
+// the request's deadline (at least a millisecond), else
+// DefaultHoldLifetime.
+func holdLifetime(ctx context.Context) int64 {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return DefaultHoldLifetime.Milliseconds()
+	}
+	return max(time.Until(d).Milliseconds(), 1)
+}
 
 // Reserve holds seats of the activity for a signup in flight, deciding
 // by registration.Admit on the counter's taken + held (the Lua form of the
@@ -195,7 +232,8 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 		return registration.Hold{}, err
 	}
 	c.touch(activityID)
-	v, err := reserveScript.Run(ctx, c.rdb, []string{Key(activityID)}, seats).Slice()
+	life, member := holdLifetime(ctx), c.newGen()+":"+strconv.Itoa(seats)
+	v, err := reserveScript.Run(ctx, c.rdb, keys(Key(activityID)), seats, life, member).Slice()
 	if err != nil {
 		return registration.Hold{}, c.redisError("reserve", err)
 	}
@@ -210,7 +248,7 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 	gen, _ := v[1].(string)
 	hold := registration.Hold{Gen: gen, Seats: seats}
 	if pools := splitIDs(field(v, 2)); len(pools) > 0 {
-		if hold, err = c.reservePools(ctx, activityID, hold, pools, field(v, 3) == "1"); err != nil {
+		if hold, err = c.reservePools(ctx, activityID, hold, pools, field(v, 3) == "1", life); err != nil {
 			return registration.Hold{}, err
 		}
 	}
@@ -231,12 +269,12 @@ func field(v []any, i int) string {
 // Unless every pool has room, it gives back what it held (and the
 // activity's hold) and says why.
 func (c *Counter) reservePools(ctx context.Context, activityID string, hold registration.Hold, pools []string,
-	waitlist bool,
+	waitlist bool, life int64,
 ) (registration.Hold, error) {
 	runs := make([]script, len(pools))
 	for i, id := range pools {
 		c.touchPool(id)
-		runs[i] = script{s: poolReserveScript, keys: []string{PoolKey(id)}, args: []any{hold.Seats}}
+		runs[i] = script{s: poolReserveScript, keys: keys(PoolKey(id)), args: []any{hold.Seats, life, hold.Gen}}
 	}
 	cmds, _ := runScripts(ctx, c.rdb, runs)
 	var failed error
@@ -277,10 +315,10 @@ func (c *Counter) reservePools(ctx context.Context, activityID string, hold regi
 // ended (the client went away), so that no seat stays held for nothing.
 func (c *Counter) giveBack(ctx context.Context, activityID string, hold registration.Hold) {
 	ctx = context.WithoutCancel(ctx)
-	runs := []script{{s: settleScript, keys: []string{Key(activityID)},
+	runs := []script{{s: settleScript, keys: keys(Key(activityID)),
 		args: append(failedSettleArgs(c.ttl), holdArgs([]registration.Hold{hold})...)}}
 	for _, ph := range hold.Pools {
-		runs = append(runs, script{s: poolSettleScript, keys: []string{PoolKey(ph.PoolID)},
+		runs = append(runs, script{s: poolSettleScript, keys: keys(PoolKey(ph.PoolID)),
 			args: []any{-1, 0, 0, 0, c.ttl.Milliseconds(), "", "", 0, ph.Gen, max(ph.Seats, 1)}})
 	}
 	if _, err := runScripts(ctx, c.rdb, runs); err != nil {
@@ -349,7 +387,7 @@ func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) 
 			continue
 		}
 		a[7] = gen
-		runs = append(runs, script{s: settleScript, keys: []string{Key(cm.ActivityID)}, args: append(a, holdArgs(cm.Holds)...)})
+		runs = append(runs, script{s: settleScript, keys: keys(Key(cm.ActivityID)), args: append(a, holdArgs(cm.Holds)...)})
 	}
 	for _, id := range order {
 		p := pools[id]
@@ -363,7 +401,7 @@ func (c *Counter) Committed(ctx context.Context, commits []registration.Commit) 
 		for _, g := range p.order {
 			a = append(a, g, p.holds[g])
 		}
-		runs = append(runs, script{s: poolSettleScript, keys: []string{PoolKey(id)}, args: a})
+		runs = append(runs, script{s: poolSettleScript, keys: keys(PoolKey(id)), args: a})
 	}
 	if len(runs) == 0 {
 		return
@@ -452,11 +490,39 @@ func boolFlag(b bool) int {
 	return 0
 }
 
-// CachedSeats returns the activity's seat display from its counter when
+// remembered returns the activity's seats from memory, while the memory
+// is kept current by announcements.
+func (c *Counter) remembered(activityID string) (registration.Seats, bool) {
+	if !c.remembering() {
+		return registration.Seats{}, false
+	}
+	return c.memory.Seats(activityID)
+}
+
+// remembering reports whether the memory is in use now.
+func (c *Counter) remembering() bool {
+	return c.memory != nil && c.live != nil && c.live()
+}
+
+// memoryEpoch returns the memory's epoch before a read that may fill it:
+// 0 when the memory is not in use (Fill ignores a read made before the
+// memory was forgotten, or while it was not kept current).
+func (c *Counter) memoryEpoch() uint64 {
+	if !c.remembering() {
+		return 0
+	}
+	return c.memory.Epoch()
+}
+
+// CachedSeats returns the activity's seat display from memory or from its
+// counter when
 // the counter is warm (ok), which also shows that the activity exists; ok
 // is false when there is no counter (of the activity or of one of its
 // pools) or the display tier cannot answer. It never queries the database.
 func (c *Counter) CachedSeats(ctx context.Context, activityID string) (registration.Seats, bool) {
+	if s, ok := c.remembered(activityID); ok {
+		return s, true
+	}
 	if c.usable() != nil {
 		return registration.Seats{}, false
 	}
@@ -473,6 +539,9 @@ func (c *Counter) CachedSeats(ctx context.Context, activityID string) (registrat
 // pools' counters) while it is warm (no database query), else from the
 // authority, rebuilding the missing counters on the way.
 func (c *Counter) Seats(ctx context.Context, activityID string) (registration.Seats, error) {
+	if s, ok := c.remembered(activityID); ok {
+		return s, nil
+	}
 	if c.usable() == nil {
 		s, ok, err := c.read(ctx, activityID)
 		if err == nil {
@@ -494,11 +563,27 @@ func (c *Counter) Seats(ctx context.Context, activityID string) (registration.Se
 	return stateSeats(activityID, st, c.now()), nil
 }
 
+// activityFields and poolFields are the fields of a counter that a seat
+// read needs.
+var (
+	activityFields = []any{"taken", "held", "capacity", "waiting", "pools", "reserved", "seq", "version"}
+	poolFields     = []any{"taken", "held", "capacity", "reserved", "seq", "version"}
+)
+
+// readFields reads fields of a counter (by its key) after dropping its
+// holds past their deadline, as HMGET does, followed by the counter's
+// PTTL (see pttl).
+func (c *Counter) readFields(ctx context.Context, key string, fields ...any) ([]any, error) {
+	return readScript.Run(ctx, c.rdb, keys(key), fields...).Slice()
+}
+
 // read reads the activity's counter and, for a pooled activity, its pools'
 // counters in one pipeline (on a Redis Cluster, one per node); ok is false
-// when one of them is missing.
+// when one of them is missing. What it read (without the holds) is
+// remembered when the memory is in use.
 func (c *Counter) read(ctx context.Context, activityID string) (registration.Seats, bool, error) {
-	v, err := c.rdb.HMGet(ctx, Key(activityID), "taken", "held", "capacity", "waiting", "pools", "reserved").Result()
+	epoch := c.memoryEpoch()
+	v, err := c.readFields(ctx, Key(activityID), activityFields...)
 	if err != nil {
 		return registration.Seats{}, false, err
 	}
@@ -507,28 +592,55 @@ func (c *Counter) read(ctx context.Context, activityID string) (registration.Sea
 	if !ok || !hasPools {
 		return registration.Seats{}, false, nil
 	}
-	taken, reserved := n[0]+n[1], optionalInt(v[5])
+	reserved := optionalInt(v[5])
+	seen := &ActivitySeats{Seq: int64(optionalInt(v[6])), Version: int64(optionalInt(v[7])), Capacity: n[2], Taken: n[0],
+		Waiting: n[3], Reserved: reserved, Pools: splitIDs(pools)}
+	life := pttl(v)
+	taken := n[0] + shownHeld(n[1], n[2], n[0], reserved)
 	remaining := n[2] - taken - reserved
-	if ids := splitIDs(pools); len(ids) > 0 {
-		pipe := c.rdb.Pipeline()
-		cmds := make([]*redis.SliceCmd, len(ids))
+	var poolsSeen []PoolSeatsSeen
+	if ids := seen.Pools; len(ids) > 0 {
+		runs := make([]script, len(ids))
 		for i, id := range ids {
-			cmds[i] = pipe.HMGet(ctx, PoolKey(id), "taken", "held", "capacity", "reserved")
+			runs[i] = script{s: readScript, keys: keys(PoolKey(id)), args: poolFields}
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		cmds, err := runScripts(ctx, c.rdb, runs)
+		if err != nil {
 			return registration.Seats{}, false, err
 		}
-		for _, cmd := range cmds {
-			p, ok := parseInts(cmd.Val()[:3])
+		for i, cmd := range cmds {
+			pv, _ := cmd.Slice()
+			p, ok := parseInts(pv[:3])
 			if !ok {
 				return registration.Seats{}, false, nil
 			}
-			remaining = min(remaining, p[2]-p[0]-p[1]-optionalInt(cmd.Val()[3]))
+			preserved := optionalInt(pv[3])
+			life = min(life, pttl(pv))
+			remaining = min(remaining, p[2]-p[0]-shownHeld(p[1], p[2], p[0], preserved)-preserved)
+			poolsSeen = append(poolsSeen, PoolSeatsSeen{PoolID: ids[i], Seq: int64(optionalInt(pv[4])),
+				Version: int64(optionalInt(pv[5])), Capacity: p[2], Taken: p[0], Reserved: preserved})
 		}
+	}
+	if epoch != 0 {
+		c.memory.Fill(epoch, activityID, seen, poolsSeen, life)
 	}
 	s := newSeats(activityID, n[2], taken, n[3], remaining, registration.SourceCache, c.now())
 	s.Reserved = reserved
 	return s, true, nil
+}
+
+// pttl returns the time to live that readFields appends to the fields
+// read: 0 for a counter without one.
+func pttl(v []any) time.Duration {
+	ms, _ := v[len(v)-1].(int64)
+	return time.Duration(max(ms, 0)) * time.Millisecond
+}
+
+// shownHeld returns how many of a counter's held seats its display counts
+// as taken: all of them, but never so many that taken + held + reserved
+// passes the capacity (the authority's taken alone may).
+func shownHeld(held, capacity, taken, reserved int) int {
+	return max(0, min(held, capacity-taken-reserved))
 }
 
 // PoolSeats returns a pool's seat display, and where it was read
@@ -538,11 +650,11 @@ func (c *Counter) read(ctx context.Context, activityID string) (registration.Sea
 // does not exist is a not_found error.
 func (c *Counter) PoolSeats(ctx context.Context, poolID string) (registration.PoolSeatState, string, error) {
 	if c.usable() == nil {
-		v, err := c.rdb.HMGet(ctx, PoolKey(poolID), "taken", "held", "capacity", "seq", "version", "activities", "reserved").Result()
+		v, err := c.readFields(ctx, PoolKey(poolID), "taken", "held", "capacity", "seq", "version", "activities", "reserved")
 		if err == nil {
 			c.recovered(ctx)
 			if n, ok := parseInts(v[:5]); ok {
-				return registration.PoolSeatState{PoolID: poolID, Capacity: n[2], Taken: n[0] + n[1], Reserved: optionalInt(v[6]),
+				return registration.PoolSeatState{PoolID: poolID, Capacity: n[2], Taken: n[0] + shownHeld(n[1], n[2], n[0], optionalInt(v[6])), Reserved: optionalInt(v[6]),
 					LastSeq:   int64(n[3]),
 					UpdatedAt: time.UnixMicro(int64(n[4])).UTC(), Activities: append([]string{}, splitIDs(field(v, 5))...),
 				}, registration.SourceCache, nil
@@ -590,12 +702,16 @@ func parseInts(v []any) ([]int, bool) {
 // activity runs at a time in this process.
 func (c *Counter) rebuild(ctx context.Context, activityID string) (registration.Seats, error) {
 	v, err, _ := c.rebuilds.Do(activityID, func() (any, error) {
+		epoch := c.memoryEpoch()
 		st, err := c.authority.SeatState(ctx, activityID)
 		if err != nil {
 			return nil, err
 		}
+		if epoch != 0 {
+			c.memory.Fill(epoch, activityID, stateSeen(st, st.LastSeq), poolsSeenOf(st.Pools), c.ttl)
+		}
 		c.metrics.rebuilds.Inc()
-		runs := []script{{s: buildScript, keys: []string{Key(activityID)}, args: []any{st.Taken, st.Capacity, st.Waiting,
+		runs := []script{{s: buildScript, keys: keys(Key(activityID)), args: []any{st.Taken, st.Capacity, st.Waiting,
 			boolFlag(st.Waitlist), st.LastSeq, c.ttl.Milliseconds(), c.newGen(), st.UpdatedAt.UnixMicro(),
 			boolFlag(st.Policy == registration.PolicyFill), joinPools(st.Pools), st.Reserved}}}
 		for _, p := range st.Pools {
@@ -635,7 +751,7 @@ func (c *Counter) rebuildPool(ctx context.Context, poolID string) (registration.
 // buildPool is the build of a pool's counter from its state at the
 // authority.
 func (c *Counter) buildPool(st registration.PoolSeatState) script {
-	return script{s: poolBuildScript, keys: []string{PoolKey(st.PoolID)}, args: []any{st.Taken, st.Capacity, st.LastSeq,
+	return script{s: poolBuildScript, keys: keys(PoolKey(st.PoolID)), args: []any{st.Taken, st.Capacity, st.LastSeq,
 		st.UpdatedAt.UnixMicro(), c.ttl.Milliseconds(), c.newGen(), joinIDs(st.Activities), st.Reserved}}
 }
 
@@ -678,13 +794,13 @@ func (c *Counter) recovered(ctx context.Context) {
 	}
 	c.activeMu.Unlock()
 	for _, id := range pools {
-		if err := c.rdb.Del(ctx, PoolKey(id)).Err(); err != nil {
+		if err := c.rdb.Del(ctx, PoolKey(id), HoldsKey(PoolKey(id))).Err(); err != nil {
 			c.stale.Store(true)
 			return
 		}
 	}
 	for _, id := range ids {
-		if err := c.rdb.Del(ctx, Key(id)).Err(); err != nil {
+		if err := c.rdb.Del(ctx, Key(id), HoldsKey(Key(id))).Err(); err != nil {
 			c.stale.Store(true)
 			return
 		}
@@ -731,6 +847,9 @@ func (c *Counter) touchPool(poolID string) {
 }
 
 func (c *Counter) announce(ctx context.Context, activityID string) {
+	if c.memory != nil {
+		c.memory.Apply(SeatChange{ActivityID: activityID})
+	}
 	if c.announcer != nil {
 		c.announcer.Announce(ctx, activityID)
 	}
@@ -779,7 +898,7 @@ type reading struct {
 // free to the public) and generation; ok is false when there is no
 // counter.
 func (c *Counter) readDisplay(ctx context.Context, key string) (display int, gen string, ok bool, err error) {
-	v, err := c.rdb.HMGet(ctx, key, "taken", "held", "gen", "reserved").Result()
+	v, err := c.readFields(ctx, key, "taken", "held", "gen", "reserved")
 	if err != nil {
 		return 0, "", false, c.redisError("reconcile", err)
 	}
@@ -813,7 +932,7 @@ func (c *Counter) compare(ctx context.Context, activityID string) (r reading, ok
 // authority's state, and announces the change. It reports whether the
 // counter was still of that generation.
 func (c *Counter) correct(ctx context.Context, activityID, gen string, st registration.SeatState) bool {
-	n, err := correctScript.Run(ctx, c.rdb, []string{Key(activityID)}, gen, st.Taken, st.Waiting, st.LastSeq, st.Reserved).Int()
+	n, err := correctScript.Run(ctx, c.rdb, keys(Key(activityID)), gen, st.Taken, st.Waiting, st.LastSeq, st.Reserved).Int()
 	if err != nil || n != 1 {
 		return false
 	}
@@ -842,7 +961,7 @@ func (c *Counter) comparePool(ctx context.Context, poolID string) (r reading, ok
 // state, unless a newer commit reached it, and announces the change to
 // the streams of its activities. It reports whether it corrected.
 func (c *Counter) correctPool(ctx context.Context, gen string, st registration.PoolSeatState) bool {
-	n, err := poolCorrectScript.Run(ctx, c.rdb, []string{PoolKey(st.PoolID)}, gen, st.Taken, st.LastSeq, st.Reserved).Int()
+	n, err := poolCorrectScript.Run(ctx, c.rdb, keys(PoolKey(st.PoolID)), gen, st.Taken, st.LastSeq, st.Reserved).Int()
 	if err != nil || n != 1 {
 		return false
 	}

@@ -14,7 +14,8 @@ import (
 //	taken     occupying registrations at the authority as of seq
 //	waiting   waitlisted registrations as of seq
 //	seq       the activity's last event seq that taken and waiting reflect
-//	held      seats held for signups in flight (given back after their transaction)
+//	held      seats held for signups in flight (given back after their
+//	          transaction, or dropped at their deadline: see holdsLua)
 //	capacity  the activity's capacity
 //	waitlist  1 when the activity keeps a waiting list, else 0
 //	fill      1 under the waiting-list policy fill, else 0 (strict)
@@ -27,6 +28,13 @@ import (
 //	reserved  the unused seats of the activity's blocks as of seq (set
 //	          with taken; missing in a counter written before blocks
 //	          existed, when no activity had any: read as 0)
+//
+// Beside it, HoldsKey names a sorted set (same hash tag, same slot) of the
+// holds counted in held, each a member "<id>:<seats>" scored by its
+// deadline (Redis server time, unix milliseconds): the request's deadline,
+// after which the signup cannot commit through the hold any more. Every
+// script prunes the holds past their deadline first (holdsLua), so that a
+// hold of an instance that died is never counted past its deadline.
 //
 // The gate counts taken+held+reserved as taken: reserved seats are free
 // to their blocks' audiences only, whose signups the authority decides.
@@ -52,15 +60,18 @@ end
 // reserveScript holds seats for a signup, as admitLua answers on the
 // counter's fields.
 //
-// KEYS[1] the counter, ARGV[1] the seats asked for. Returns {-1} when the
+// KEYS[1] the counter, KEYS[2] its holds, ARGV[1] the seats asked for,
+// ARGV[2] the hold's lifetime (milliseconds: the request's deadline),
+// ARGV[3] the hold's member ("<id>:<seats>"). Returns {-1} when the
 // counter is missing (it never creates it; a counter without its pools
 // field, written before pools existed, counts as missing), {-3} when the
 // signup joins the waiting list, {-2} when it is refused as full, else
-// {1, gen, pools, waitlist} after adding the seats to held: the activity's
+// {1, member, pools, waitlist} after adding the seats to held: the activity's
 // pools (the caller holds the seats in each of them next, see
 // poolReserveScript) and its waiting-list setting ('1' or '0': what a pool
 // without room answers).
-var reserveScript = redis.NewScript(admitLua + `
+var reserveScript = redis.NewScript(admitLua + holdsLua + `
+prune()
 local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
 if not v[1] or not v[3] or not v[8] then return {-1} end
 local seats = tonumber(ARGV[1])
@@ -68,19 +79,43 @@ local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumbe
   v[5] == '1', v[7] == '1', seats)
 if a == 'waitlist' then return {-3} end
 if a == 'full' then return {-2} end
-redis.call('HINCRBY', KEYS[1], 'held', seats)
-return {1, v[6], v[8], v[5] or '0'}
+hold(seats, tonumber(ARGV[2]), ARGV[3])
+return {1, ARGV[3], v[8], v[5] or '0'}
 `)
 
-// giveBackLua gives back holds to the counter KEYS[1]: ARGV from index
-// first on holds pairs of (generation, seats), and the seats of a pair are
-// taken off held only when the counter is still of that generation (never
-// below zero).
-const giveBackLua = `
+// holdsLua keeps held to the holds not past their deadline: prune drops
+// the members of KEYS[2] scored before Redis's clock, and their seats from
+// KEYS[1]'s held (never below zero); a hold set without its counter is
+// dropped whole. give_back gives back holds to the counter KEYS[1]: ARGV
+// from index first on holds pairs of (member, seats), each taken off held
+// only when it is still in KEYS[2] (a rebuilt counter has none of the
+// holds of the one before it).
+const holdsLua = `
+local function prune()
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('DEL', KEYS[2])
+    return
+  end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+  if #gone == 0 then return end
+  local n = 0
+  for _, m in ipairs(gone) do n = n + (tonumber(string.match(m, ':(%d+)$')) or 0) end
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  local held = tonumber(redis.call('HGET', KEYS[1], 'held') or '0')
+  redis.call('HSET', KEYS[1], 'held', math.max(0, held - n))
+end
+local function hold(seats, ms, member)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('HINCRBY', KEYS[1], 'held', seats)
+  redis.call('ZADD', KEYS[2], now + ms, member)
+  if redis.call('PTTL', KEYS[2]) < ms + 1000 then redis.call('PEXPIRE', KEYS[2], ms + 1000) end
+end
 local function give_back(first)
-  local gen = redis.call('HGET', KEYS[1], 'gen')
   for i = first, #ARGV, 2 do
-    if ARGV[i] == gen then
+    if redis.call('ZREM', KEYS[2], ARGV[i]) == 1 then
       local n = math.min(tonumber(redis.call('HGET', KEYS[1], 'held') or '0'), tonumber(ARGV[i + 1]))
       if n > 0 then redis.call('HINCRBY', KEYS[1], 'held', -n) end
     end
@@ -88,9 +123,19 @@ local function give_back(first)
 end
 `
 
+// readScript reads fields of a counter after pruning its holds past
+// their deadline: KEYS[1] the counter, KEYS[2] its holds, ARGV the
+// fields. Returns their values as HMGET does, then the counter's PTTL.
+var readScript = redis.NewScript(holdsLua + `
+prune()
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV))
+v[#v + 1] = redis.call('PTTL', KEYS[1])
+return v
+`)
+
 // settleScript applies one commit of the activity's change transaction.
 //
-// KEYS[1] the counter. ARGV[1] the commit's last seq (-1 for a failed
+// KEYS[1] the counter, KEYS[2] its holds. ARGV[1] the commit's last seq (-1 for a failed
 // transaction: nothing to apply but the holds), ARGV[2] taken, ARGV[3]
 // waiting, ARGV[4] capacity and ARGV[5] waitlist (0/1) after the commit,
 // ARGV[6] the activity's updated_at after the commit (unix microseconds:
@@ -98,17 +143,18 @@ end
 // in milliseconds, ARGV[8] a fresh generation for a counter built here
 // ARGV[9] fill (0/1) and ARGV[10] the activity's pools (ids sorted and
 // comma-separated) after the commit, ARGV[11] reserved after the commit,
-// then pairs of (generation, seats) of holds to give back. A missing
+// then pairs of (member, seats) of holds to give back. A missing
 // counter is built from the commit, which is the authority's state as of
 // its seq (so signups need no rebuild query). Commits applied out of order
 // (several instances) never step back: taken and waiting are set only
 // when the seq is newer than the counter's, capacity and waitlist only
 // when the updated_at is, the pools when either is (a commit later than
 // another has neither an older seq nor an older updated_at); holds are
-// given back only to the generation they were taken in. Returns 0 when nothing was done (a failed commit and no
+// given back only when still in the counter's holds. Returns 0 when nothing was done (a failed commit and no
 // counter), 2 when the counter was built, else 1.
-var settleScript = redis.NewScript(giveBackLua + `
+var settleScript = redis.NewScript(holdsLua + `
 local seq = tonumber(ARGV[1])
+prune()
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
   redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[4], 'waiting', ARGV[3],
@@ -135,7 +181,8 @@ return 1
 
 // buildScript writes a counter from the authority, only if none exists.
 //
-// KEYS[1] the counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3] waiting,
+// KEYS[1] the counter, KEYS[2] its holds (dropped with a build); ARGV[1]
+// taken, ARGV[2] capacity, ARGV[3] waiting,
 // ARGV[4] waitlist (0/1), ARGV[5] seq, ARGV[6] TTL in milliseconds,
 // ARGV[7] a fresh generation, ARGV[8] the activity's updated_at (unix
 // microseconds), ARGV[9] fill (0/1), ARGV[10] the activity's pools,
@@ -149,6 +196,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('HSETNX', KEYS[1], 'pools', ARGV[10])
   return 0
 end
+redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'waiting', ARGV[3],
   'waitlist', ARGV[4], 'seq', ARGV[5], 'gen', ARGV[7], 'version', ARGV[8], 'fill', ARGV[9], 'pools', ARGV[10],
   'reserved', ARGV[11])
@@ -159,12 +207,13 @@ return 1
 // correctScript resets the counter of a given generation to the authority,
 // dropping its holds.
 //
-// KEYS[1] the counter; ARGV[1] the generation, ARGV[2] taken, ARGV[3]
+// KEYS[1] the counter, KEYS[2] its holds; ARGV[1] the generation, ARGV[2] taken, ARGV[3]
 // waiting, ARGV[4] seq, ARGV[5] reserved. Returns 1 when corrected, 0
 // otherwise.
 var correctScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'waiting', ARGV[3], 'seq', ARGV[4], 'held', 0, 'reserved', ARGV[5])
+redis.call('DEL', KEYS[2])
 return 1
 `)
 
@@ -201,33 +250,35 @@ end
 
 // poolReserveScript holds seats in a pool's counter.
 //
-// KEYS[1] the pool's counter, ARGV[1] the seats. Returns {-1} when the
-// counter is missing (it never creates it), {-2} when the seats do not
-// fit, else {1, gen} after adding them to held.
-var poolReserveScript = redis.NewScript(poolLua + `
+// KEYS[1] the pool's counter, KEYS[2] its holds, ARGV[1] the seats,
+// ARGV[2] the hold's lifetime in milliseconds, ARGV[3] its member.
+// Returns {-1} when the counter is missing (it never creates it), {-2}
+// when the seats do not fit, else {1, member} after adding them to held.
+var poolReserveScript = redis.NewScript(poolLua + holdsLua + `
+prune()
 local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'gen', 'reserved')
 if not v[1] or not v[3] then return {-1} end
 local seats = tonumber(ARGV[1])
 if not fits(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[5] or '0'), seats) then return {-2} end
-redis.call('HINCRBY', KEYS[1], 'held', seats)
-return {1, v[4]}
+hold(seats, tonumber(ARGV[2]), ARGV[3])
+return {1, ARGV[3]}
 `)
 
 // poolSettleScript applies a pool's state after a commit, and gives back
 // the holds of the commit's signups.
 //
-// KEYS[1] the pool's counter. ARGV[1] the pool's last seq after the commit
+// KEYS[1] the pool's counter, KEYS[2] its holds. ARGV[1] the pool's last seq after the commit
 // (-1: no state, only holds to give back), ARGV[2] its taken, ARGV[3] its
 // capacity, ARGV[4] its updated_at (unix microseconds), ARGV[5] a TTL in
 // milliseconds, ARGV[6] a fresh generation for a counter built here,
 // ARGV[7] its activities, ARGV[8] its reserved, then pairs of
-// (generation, seats) of holds to give back. As settleScript: a missing counter is built from the state,
+// (member, seats) of holds to give back. As settleScript: a missing counter is built from the state,
 // taken (and activities) are set only when the seq is newer, capacity only
-// when the updated_at is, and holds are given back only to their
-// generation. Returns 0 when nothing was done, 2 when the counter was
+// when the updated_at is, and holds are given back only while still held. Returns 0 when nothing was done, 2 when the counter was
 // built, else 1.
-var poolSettleScript = redis.NewScript(giveBackLua + `
+var poolSettleScript = redis.NewScript(holdsLua + `
 local seq = tonumber(ARGV[1])
+prune()
 if redis.call('EXISTS', KEYS[1]) == 0 then
   if seq < 0 then return 0 end
   redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'held', 0, 'capacity', ARGV[3], 'version', ARGV[4], 'seq', ARGV[1],
@@ -250,12 +301,13 @@ return 1
 // poolBuildScript writes a pool's counter from the authority, only if none
 // exists.
 //
-// KEYS[1] the pool's counter; ARGV[1] taken, ARGV[2] capacity, ARGV[3]
+// KEYS[1] the pool's counter, KEYS[2] its holds; ARGV[1] taken, ARGV[2] capacity, ARGV[3]
 // seq, ARGV[4] updated_at (unix microseconds), ARGV[5] TTL in
 // milliseconds, ARGV[6] a fresh generation, ARGV[7] activities, ARGV[8]
 // reserved. Returns 1 when written, 0 when a counter was already there.
 var poolBuildScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'taken', ARGV[1], 'held', 0, 'capacity', ARGV[2], 'seq', ARGV[3], 'version', ARGV[4],
   'gen', ARGV[6], 'activities', ARGV[7], 'reserved', ARGV[8])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
@@ -265,12 +317,13 @@ return 1
 // poolCorrectScript resets a pool's counter of a given generation to the
 // authority, dropping its holds, unless a newer commit reached it.
 //
-// KEYS[1] the pool's counter; ARGV[1] the generation, ARGV[2] taken,
+// KEYS[1] the pool's counter, KEYS[2] its holds; ARGV[1] the generation, ARGV[2] taken,
 // ARGV[3] seq, ARGV[4] reserved. Returns 1 when corrected, 0 otherwise.
 var poolCorrectScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
 if tonumber(redis.call('HGET', KEYS[1], 'seq') or '-1') > tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'taken', ARGV[2], 'seq', ARGV[3], 'held', 0, 'reserved', ARGV[4])
+redis.call('DEL', KEYS[2])
 return 1
 `)
 

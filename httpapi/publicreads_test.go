@@ -20,6 +20,7 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 func TestPublicActivityReadComesFromTheDisplayAndAnAdminsFromTheAuthority(t *testing.T) {
@@ -32,9 +33,21 @@ func TestPublicActivityReadComesFromTheDisplayAndAnAdminsFromTheAuthority(t *tes
 	inst.MustSignup(t, id, "u1")
 	inst.MustSignup(t, id, "u2") // the commits build the display counter
 	ctx := context.Background()
-	// As signups in flight on another instance would: the display shows
-	// three more seats taken than the authority.
-	require.NoError(t, inst.App.Redis.HIncrBy(ctx, capacity.Key(id), "held", 3).Err())
+	// As another instance's announcement of a change would (one that the
+	// authority does not have here): the display shows three more seats
+	// taken than the authority.
+	require.Eventually(t, inst.App.Changes.Healthy, 10*time.Second, 10*time.Millisecond)
+	st, err := inst.App.Store.SeatState(ctx, id)
+	require.NoError(t, err)
+	announce := func(c capacity.SeatChange) {
+		require.NoError(t, inst.App.Redis.Publish(ctx, stream.Channel, c.Encode()).Err())
+	}
+	announce(capacity.SeatChange{ActivityID: id, Activity: &capacity.ActivitySeats{Prev: st.LastSeq, Seq: st.LastSeq + 1,
+		Version: st.UpdatedAt.UnixMicro(), Capacity: 10, Taken: 5}})
+	require.Eventually(t, func() bool {
+		a, err := inst.Public().GetActivity(ctx, id)
+		return err == nil && a.Taken == 5
+	}, 10*time.Second, 10*time.Millisecond)
 
 	queries := inst.Queries.Count()
 	for range 20 {
@@ -67,12 +80,14 @@ func TestPublicActivityReadComesFromTheDisplayAndAnAdminsFromTheAuthority(t *tes
 	r.JSON(t, &body)
 	require.Equal(t, "cache", body.Source)
 
-	// Without a display counter, the seats come from the authority, and say
-	// so.
+	// Without a display counter (and the memory told to read again), the
+	// seats come from the authority, and say so.
 	require.NoError(t, inst.App.Redis.Del(ctx, capacity.Key(id)).Err())
-	a, err = inst.Public().GetActivity(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, "database", a.Source)
+	announce(capacity.SeatChange{ActivityID: id})
+	require.Eventually(t, func() bool {
+		a, err = inst.Public().GetActivity(ctx, id)
+		return err == nil && a.Source == "database"
+	}, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, 2, a.Taken)
 }
 

@@ -131,6 +131,8 @@ var checkDescriptions = map[string]string{
 	CheckSeatsReadPGQueries:    "transactions in the bench database during seats_read (`pg_stat_database`)",
 	CheckSeatsReadRedisErrors:  "Redis errors the service counted during seats_read (each suspends the cache for a second: reads go to PostgreSQL)",
 	CheckSeatsReadRebuilds:     "display counters the service rebuilt from the authority during seats_read",
+	CheckSeatsReadRedisCmds:    "commands the bench Redis ran during seats_read (`INFO commandstats`, INFO left out; the server's count: anything else on it counts too)",
+	CheckSeatsReadRedisPerOp:   "of them per read (0 while the hot activity is warm in the instance's seat memory)",
 	CheckSpreadCountersWarm:    "signup_spread's activities whose display counter existed when its timed part began (all of them expected: without one, an activity's first signup skips the gate and its commit builds the counter)",
 	CheckSSEClients:            "stream clients that received the initial event",
 	CheckSSEP99MS:              "p99 ms from a signup to a stream client's event",

@@ -151,6 +151,8 @@ const (
 	CheckPoolP99MS             = "pool_rush_p99_ms"
 	CheckSeatsReadRedisErrors  = "seats_read_redis_errors"
 	CheckSeatsReadRebuilds     = "seats_read_cache_rebuilds"
+	CheckSeatsReadRedisCmds    = "seats_read_redis_commands"
+	CheckSeatsReadRedisPerOp   = "seats_read_redis_commands_per_read"
 	CheckSpreadCountersWarm    = "signup_spread_counters_warm"
 	CheckWebhookDrainSeconds   = "webhook_backlog_drain_seconds"
 	CheckWebhookReceived       = "webhook_deliveries_received"

@@ -68,12 +68,20 @@ func (b *bench) reads(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r0, err := b.redisCommands(ctx)
+	if err != nil {
+		return err
+	}
 	out := b.drive(ctx, Load{Name: ScenarioSeatsRead, Clients: readClients, Duration: d, MaxOps: maxReads(d)},
 		func(ctx context.Context, _ int, _ int64) error {
 			_, err := b.api.Seats(ctx, hot)
 			return err
 		})
 	b.report.Scenarios[ScenarioSeatsRead] = out.Result(readClients)
+	r1, err := b.redisCommands(ctx)
+	if err != nil {
+		return err
+	}
 	if err := sleep(ctx, statsFlushWait); err != nil {
 		return err
 	}
@@ -88,9 +96,23 @@ func (b *bench) reads(ctx context.Context) error {
 	b.report.Checks[CheckSeatsReadPGQueries] = after - before
 	b.report.Checks[CheckSeatsReadRedisErrors] = int64(m1.redisErrors - m0.redisErrors)
 	b.report.Checks[CheckSeatsReadRebuilds] = int64(m1.rebuilds - m0.rebuilds)
-	fmt.Fprintf(b.log, "%-16s PostgreSQL transactions in the bench database during the scenario: %d (the service counted %d Redis errors and %d cache rebuilds)\n",
-		ScenarioSeatsRead, after-before, int64(m1.redisErrors-m0.redisErrors), int64(m1.rebuilds-m0.rebuilds))
+	perRead := float64(r1-r0) / float64(max(out.Ops, 1))
+	if b.rdb != nil {
+		b.report.Checks[CheckSeatsReadRedisCmds] = r1 - r0
+		b.report.Checks[CheckSeatsReadRedisPerOp] = perRead
+	}
+	fmt.Fprintf(b.log, "%-16s PostgreSQL transactions in the bench database during the scenario: %d (the service counted %d Redis errors and %d cache rebuilds); Redis commands %d, %.4f per read\n",
+		ScenarioSeatsRead, after-before, int64(m1.redisErrors-m0.redisErrors), int64(m1.rebuilds-m0.rebuilds), r1-r0, perRead)
 	return nil
+}
+
+// redisCommands counts the commands the bench Redis ran so far (0 without
+// one).
+func (b *bench) redisCommands(ctx context.Context) (int64, error) {
+	if b.rdb == nil {
+		return 0, nil
+	}
+	return redisCommands(ctx, b.rdb)
 }
 
 // serviceCounters are the display tier's counters from /metrics.

@@ -135,6 +135,8 @@ var comparisons = []comparison{
 	{TopicWaitlist, "waiting-list crowd: admission transactions that reached PostgreSQL", "<=", fixed(100), fromCheck(CheckWaitAdmissionTx)},
 	{TopicWaitlist, "waiting-list crowd signups/s vs the flash crowd's", ">=", fixed(0.5), fromRatio(RatioFlashWaitlistVsFlash)},
 	{TopicSeatReads, "seat reads: PostgreSQL transactions with a warm cache", "==", fixed(0), fromCheck(CheckSeatsReadPGQueries)},
+	{TopicSeatReads, "seat reads/s of a warm activity vs the HTTP stack's ceiling (trivial)", ">=", fixed(0.85), fromRatio(RatioSeatsReadVsTrivial)},
+	{TopicSeatReads, "seat reads: Redis commands per read of a warm activity", "<=", fixed(0.01), fromCheck(CheckSeatsReadRedisPerOp)},
 	{TopicSeatReads, "hot signups/s while 64 clients read the hot activity anonymously vs signup_hot alone", ">=", fixed(0.9), fromRatio(RatioActivityReadVsSignupHot)},
 	{TopicSeatChanges, "hot cancellations/s vs hot signups/s at 64 clients", ">=", fixed(0.8), fromRatio(RatioCancelHotVsSignupHot)},
 	{TopicWaitlist, "promote storm cancellations/s vs hot cancellations/s", ">=", fixed(0.8), fromRatio(RatioPromoteStormVsCancelHot)},

@@ -169,8 +169,9 @@ type Applied struct {
 // Hold is seats held in the display tier for a signup in flight. The zero
 // Hold holds nothing.
 type Hold struct {
-	// Gen is the generation of the display counter the seats were held
-	// in: they are given back only to the same generation.
+	// Gen identifies the hold in the display counters it was taken in
+	// (the activity's and its pools'): it is given back only while still
+	// held there (not past its deadline, not in a counter rebuilt since).
 	Gen string
 	// Seats is how many seats are held (0 reads as 1).
 	Seats int
@@ -180,7 +181,7 @@ type Hold struct {
 }
 
 // PoolHold is seats held in a pool's display counter for a signup in
-// flight, in the counter's generation Gen.
+// flight, identified there by Gen.
 type PoolHold struct {
 	PoolID string
 	Gen    string

@@ -15,13 +15,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
 // Channel is the Redis pub/sub channel on which every instance announces
-// the ids of activities whose seats or registrations changed, on a single
-// Redis node. On a Redis Cluster, where a plain PUBLISH reaches every
-// node, each activity has a shard channel instead (ShardChannel).
+// the activities whose seats or registrations changed, on a single Redis
+// node: each message is a capacity.SeatChange (the activity's new seats
+// and its pools', which receivers keep in their seat memory) or a bare
+// activity id (a change whose seats are to be read again). On a Redis
+// Cluster, where a plain PUBLISH reaches every node, each activity has a
+// shard channel instead (ShardChannel), carrying bare ids.
 const Channel = "capacityd:seats"
 
 // Notifier defaults.
@@ -48,6 +52,10 @@ type NotifierConfig struct {
 	Logger          *slog.Logger
 	// Registerer registers the subscription gauge; nil means none.
 	Registerer prometheus.Registerer
+	// Memory is the instance's seat memory, kept current from the
+	// announced changes and forgotten whenever announcements may have been
+	// missed; nil: none.
+	Memory *capacity.Memory
 }
 
 // Notifier tells watchers of an activity when it changes, on any instance.
@@ -65,6 +73,7 @@ type Notifier struct {
 	refresh time.Duration
 	log     *slog.Logger
 	gauge   prometheus.Gauge
+	memory  *capacity.Memory
 
 	healthy atomic.Bool // the subscription is up
 	// recoveredAt (unix nanoseconds) is when the subscription came back
@@ -92,7 +101,7 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 		cfg.Logger = slog.Default()
 	}
 	n := &Notifier{
-		rdb: cfg.Redis, refresh: cfg.RefreshInterval, log: cfg.Logger,
+		rdb: cfg.Redis, refresh: cfg.RefreshInterval, log: cfg.Logger, memory: cfg.Memory,
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "capacityd_seat_stream_subscribed",
 			Help: "1 while this instance's Redis subscription to change announcements is up.",
@@ -145,52 +154,46 @@ func (n *Notifier) Watch(activityID string) (<-chan struct{}, func()) {
 // instance's watchers at once, the others through Redis.
 func (n *Notifier) Announce(ctx context.Context, activityID string) {
 	n.poke(activityID)
-	n.publish(ctx, activityID)
+	n.publish(ctx, []capacity.SeatChange{{ActivityID: activityID}})
 }
 
-// Committed announces the activities a change transaction changed: each
-// activity that changed, and every activity of the pools of its commit
-// (the seats left in a pool bound what each of its activities shows), each
-// once. A commit of a pool's own change (no activity) announces its pools'
-// activities. It implements registration.Observer; run it after the
-// observers that update what watchers read (the display counter).
+// Committed announces the activities a change transaction changed
+// (capacity.SeatChanges): each activity that changed, and every activity
+// of the pools of its commit (the seats left in a pool bound what each of
+// its activities shows), each once. A commit of a pool's own change (no
+// activity) announces its pools' activities. It implements
+// registration.Observer; run it after the observers that update what
+// watchers read (the display counter). The changes reach this instance's
+// seat memory here, before they are published.
 func (n *Notifier) Committed(ctx context.Context, commits []registration.Commit) {
-	var ids []string
-	seen := make(map[string]bool)
-	add := func(id string) {
-		if id != "" && !seen[id] {
-			seen[id] = true
-			n.poke(id)
-			ids = append(ids, id)
+	changes := capacity.SeatChanges(commits)
+	for _, c := range changes {
+		if n.memory != nil {
+			n.memory.Apply(c) // this instance's reads see its commits at once
 		}
+		n.poke(c.ActivityID)
 	}
-	for _, c := range commits {
-		if c.Failed || (c.ActivityID != "" && len(c.Events) == 0 && !c.ActivityChanged) {
-			continue
-		}
-		add(c.ActivityID)
-		for _, p := range c.Pools {
-			for _, id := range p.Activities {
-				add(id)
-			}
-		}
-	}
-	n.publish(ctx, ids...)
+	n.publish(ctx, changes)
 }
 
-// publish sends the ids in one pipeline, on Channel or on their shard
-// channels, unless there is no Redis or it failed a moment ago.
-func (n *Notifier) publish(ctx context.Context, ids ...string) {
-	if n.rdb == nil || len(ids) == 0 || time.Now().UnixNano() < n.suspendedUntil.Load() {
+// publish sends the changes in one pipeline, on Channel (with their
+// seats) or on their shard channels (their ids), unless there is no Redis
+// or it failed a moment ago.
+func (n *Notifier) publish(ctx context.Context, changes []capacity.SeatChange) {
+	if n.rdb == nil || len(changes) == 0 || time.Now().UnixNano() < n.suspendedUntil.Load() {
 		return
 	}
 	var err error
 	if n.cluster != nil {
+		ids := make([]string, len(changes))
+		for i, c := range changes {
+			ids[i] = c.ActivityID
+		}
 		err = n.cluster.publish(ctx, ids)
 	} else {
 		pipe := n.rdb.Pipeline()
-		for _, id := range ids {
-			pipe.Publish(ctx, Channel, id)
+		for _, c := range changes {
+			pipe.Publish(ctx, Channel, c.Encode())
 		}
 		_, err = pipe.Exec(ctx)
 	}
@@ -233,9 +236,21 @@ func signal(ch chan struct{}) {
 // subscribed.
 func (n *Notifier) Healthy() bool { return n.healthy.Load() }
 
+// CarriesSeats reports whether the announced changes keep the seat memory
+// current now: the subscription to Channel is up. On a Redis Cluster
+// (shard channels, subscribed only while an activity has watchers here,
+// carrying bare ids) they never do.
+func (n *Notifier) CarriesSeats() bool {
+	return n.memory != nil && n.cluster == nil && n.healthy.Load()
+}
+
 // setSubscribed records whether announcements reach this instance; again
-// means they came back after a failure.
+// means they came back after a failure. Either way the seat memory is
+// forgotten: announcements may have been missed.
 func (n *Notifier) setSubscribed(up, again bool) {
+	if n.memory != nil {
+		n.memory.Forget()
+	}
 	if again {
 		n.recoveredAt.Store(time.Now().UnixNano())
 	}
@@ -358,10 +373,23 @@ func (n *Notifier) listen(ctx context.Context, again bool) (subscribed bool, err
 				n.pokeAll()
 			}
 		case *redis.Message:
-			n.poke(m.Payload)
+			n.received(m.Payload)
 		}
 	}
 	return subscribed, ctx.Err()
+}
+
+// received applies an announced change to the seat memory and pokes the
+// activity's watchers.
+func (n *Notifier) received(payload string) {
+	c, ok := capacity.DecodeSeatChange(payload)
+	if !ok {
+		return
+	}
+	if n.memory != nil {
+		n.memory.Apply(c)
+	}
+	n.poke(c.ActivityID)
 }
 
 // Close stops Run. It is safe to call more than once.

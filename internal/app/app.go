@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -174,11 +175,15 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	st := store.New(pool)
 
+	// The seat memory of warm activities, kept current by the announced
+	// changes (and by this instance's commits, through the counter).
+	memory := capacity.NewMemory(capacity.DefaultMemorySize, cmp.Or(opts.SeatCacheTTL, capacity.DefaultTTL), nil)
 	changes := stream.NewNotifier(stream.NotifierConfig{
-		Redis: rdb, RefreshInterval: opts.StreamRefreshInterval, Logger: opts.Logger, Registerer: reg,
+		Redis: rdb, RefreshInterval: opts.StreamRefreshInterval, Logger: opts.Logger, Registerer: reg, Memory: memory,
 	})
 	counter := capacity.New(capacity.Config{
 		Redis: rdb, Authority: st, Announcer: changes, TTL: opts.SeatCacheTTL, Logger: opts.Logger, Registerer: reg,
+		Memory: memory, Live: changes.CarriesSeats,
 	})
 	var gate registration.Gate
 	if rdb != nil {
