@@ -216,17 +216,23 @@ const slotsSQL = `slots AS (
 		WHERE w.disabled_at IS NULL
 	)`
 
-// inActivities limits a claim to the cursors of the activities of $5
-// (public ids; NULL: all).
-const inActivities = `($5::text[] IS NULL OR c.activity_id IN (SELECT id FROM activity WHERE public_id = ANY ($5)))`
-
 // cursorsSQL gives every enabled webhook a cursor, at 0, for each activity
 // it receives from that has events and no cursor yet (an activity whose
 // first event came after the webhook's creation).
 const cursorsSQL = `
 	INSERT INTO webhook_cursor (webhook_id, activity_id)
 	SELECT w.id, s.activity_id FROM webhook w JOIN activity_state s ON w.activity_id IS NULL OR s.activity_id = w.activity_id
-	WHERE w.disabled_at IS NULL AND s.last_seq > 0 AND ($1::text[] IS NULL OR s.activity_id IN (SELECT id FROM activity WHERE public_id = ANY ($1)))
+	WHERE w.disabled_at IS NULL AND s.last_seq > 0
+		AND NOT EXISTS (SELECT 1 FROM webhook_cursor c WHERE c.webhook_id = w.id AND c.activity_id = s.activity_id)
+	ON CONFLICT DO NOTHING`
+
+// activityCursorsSQL is cursorsSQL for the activities of $1 (public ids)
+// only, found by their indexes.
+const activityCursorsSQL = `
+	INSERT INTO webhook_cursor (webhook_id, activity_id)
+	SELECT w.id, s.activity_id FROM activity a JOIN activity_state s ON s.activity_id = a.id
+	JOIN webhook w ON w.activity_id IS NULL OR w.activity_id = a.id
+	WHERE a.public_id = ANY ($1) AND w.disabled_at IS NULL AND s.last_seq > 0
 		AND NOT EXISTS (SELECT 1 FROM webhook_cursor c WHERE c.webhook_id = w.id AND c.activity_id = s.activity_id)
 	ON CONFLICT DO NOTHING`
 
@@ -241,9 +247,24 @@ const claimBatchesSQL = `
 		FROM slots sl JOIN webhook_cursor c ON c.webhook_id = sl.id
 		JOIN activity_state s ON s.activity_id = c.activity_id
 		WHERE sl.free > 0 AND s.last_seq > c.seq AND (c.leased_until IS NULL OR c.leased_until <= now())
-			AND ` + inActivities + `
 		FOR UPDATE OF c SKIP LOCKED
-	)
+	)` + leaseBatchesSQL
+
+// claimActivityBatchesSQL is claimBatchesSQL for the activities of $5
+// (public ids) only, found by their indexes: what a local commit woke the
+// dispatcher for.
+const claimActivityBatchesSQL = `
+	WITH ` + slotsSQL + `, due AS (
+		SELECT c.webhook_id, c.activity_id, c.seq, least(s.last_seq, c.seq + sl.free) AS upto
+		FROM activity a JOIN activity_state s ON s.activity_id = a.id
+		JOIN webhook_cursor c ON c.activity_id = a.id
+		JOIN slots sl ON sl.id = c.webhook_id
+		WHERE a.public_id = ANY ($5) AND sl.free > 0 AND s.last_seq > c.seq AND (c.leased_until IS NULL OR c.leased_until <= now())
+		FOR UPDATE OF c SKIP LOCKED
+	)` + leaseBatchesSQL
+
+// leaseBatchesSQL leases the due batches of a claim.
+const leaseBatchesSQL = `
 	UPDATE webhook_cursor c SET claimed_to = due.upto, fence = c.fence + 1, leased_until = now() + $1 * interval '1 millisecond'
 	FROM due, slots sl
 	WHERE c.webhook_id = due.webhook_id AND c.activity_id = due.activity_id AND sl.id = c.webhook_id
@@ -307,9 +328,15 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 	var out []webhook.Job
 	b := &pgx.Batch{}
 	b.Queue(asyncCommit)
-	b.Queue(cursorsSQL, c.Activities)
-	args := []any{c.Lease.Milliseconds(), c.Slots, ids, busy, c.Activities}
-	b.Queue(claimBatchesSQL, args...).Query(func(rows pgx.Rows) error {
+	args := []any{c.Lease.Milliseconds(), c.Slots, ids, busy}
+	if c.Activities == nil {
+		b.Queue(cursorsSQL)
+		b.Queue(claimBatchesSQL, args...)
+	} else {
+		b.Queue(activityCursorsSQL, c.Activities)
+		b.Queue(claimActivityBatchesSQL, append(args, c.Activities)...)
+	}
+	b.QueuedQueries[len(b.QueuedQueries)-1].Query(func(rows pgx.Rows) error {
 		var err error
 		batches, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (leased, error) {
 			var l leased
@@ -319,7 +346,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 		})
 		return err
 	})
-	b.Queue(claimRetriesSQL, args[:4]...).Query(func(rows pgx.Rows) error {
+	b.Queue(claimRetriesSQL, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var j webhook.Job
 			e, err := scanHookEvent(rows, &j.Ref.WebhookID, &j.Ref.ActivityID, &j.Attempt, &j.WebhookID, &j.URL, &j.SealedSecret)
