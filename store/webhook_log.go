@@ -57,13 +57,14 @@ func scanHookEvent(row pgx.Row, extra ...any) (hookEvent, error) {
 	}
 	e.Registration = &r
 	body, err := webhook.Payload(e)
-	return hookEvent{id: e.ID, seq: e.Seq, body: body, at: e.At}, err
+	return hookEvent{id: e.ID, seq: e.Seq, typ: e.Type, body: body, at: e.At}, err
 }
 
 // hookEvent is an event as a delivery sends it.
 type hookEvent struct {
 	id   string
 	seq  int64
+	typ  registration.EventType
 	body []byte
 	at   time.Time
 }
@@ -211,7 +212,7 @@ func utc(t *time.Time) *time.Time {
 // slotsSQL is the enabled webhooks with the claim's free slots of each
 // ($2 slots less $3/$4, the busy counts by public id).
 const slotsSQL = `slots AS (
-		SELECT w.id, w.public_id, w.url, w.secret, greatest(0, $2::int - coalesce(b.n, 0)) AS free
+		SELECT w.id, w.public_id, w.url, w.secret, w.events, greatest(0, $2::int - coalesce(b.n, 0)) AS free
 		FROM webhook w LEFT JOIN unnest($3::text[], $4::int[]) AS b(public_id, n) ON b.public_id = w.public_id
 		WHERE w.disabled_at IS NULL
 	)`
@@ -268,17 +269,19 @@ const leaseBatchesSQL = `
 	UPDATE webhook_cursor c SET claimed_to = due.upto, fence = c.fence + 1, leased_until = now() + $1 * interval '1 millisecond'
 	FROM due, slots sl
 	WHERE c.webhook_id = due.webhook_id AND c.activity_id = due.activity_id AND sl.id = c.webhook_id
-	RETURNING c.webhook_id, c.activity_id, due.seq, c.claimed_to, c.fence, sl.public_id, sl.url, sl.secret`
+	RETURNING c.webhook_id, c.activity_id, due.seq, c.claimed_to, c.fence, sl.public_id, sl.url, sl.secret, sl.events`
 
-// batchEventsSQL reads the events of leased batches that their webhooks
-// receive, in seq order.
+// batchEventsSQL reads the events of leased batches ($1..$3: activity,
+// after, up to) that webhooks may receive, each once whatever the number
+// of batches that hold it, in seq order.
 const batchEventsSQL = `
-	SELECT b.i, ` + hookEventColumns + `
-	FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS b(i, webhook_id, activity_id, from_seq, to_seq)
-	JOIN webhook w ON w.id = b.webhook_id
-	JOIN ` + hookEventFrom + ` ON e.activity_id = b.activity_id AND e.seq > b.from_seq AND e.seq <= b.to_seq
-	WHERE ` + receives + `
-	ORDER BY b.i, e.seq`
+	SELECT e.activity_id, ` + hookEventColumns + `
+	FROM (SELECT DISTINCT e.activity_id, e.seq
+		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS b(activity_id, from_seq, to_seq)
+		JOIN registration_event e ON e.activity_id = b.activity_id AND e.seq > b.from_seq AND e.seq <= b.to_seq
+		WHERE e.type NOT LIKE 'block.%') k
+	JOIN ` + hookEventFrom + ` ON e.activity_id = k.activity_id AND e.seq = k.seq
+	ORDER BY e.activity_id, e.seq`
 
 // claimRetriesSQL claims due retries: for each enabled webhook, up to its
 // free slots of its pending retries that are due and not leased, oldest
@@ -312,17 +315,19 @@ const claimRetriesSQL = `
 // transactions' on a busy server.
 const asyncCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 
-// ClaimDeliveries claims batches and due retries (see claimBatchesSQL and
-// claimRetriesSQL), reads the batches' events, and passes at once the
-// batches with none that their webhooks receive.
+// ClaimDeliveries claims batches and, when it looks at every activity,
+// due retries (see claimBatchesSQL and claimRetriesSQL), reads the
+// batches' events, and passes at once the batches with none that their
+// webhooks receive.
 func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook.Job, error) {
 	ids, busy := make([]string, 0, len(c.Busy)), make([]int32, 0, len(c.Busy))
 	for id, n := range c.Busy {
 		ids, busy = append(ids, id), append(busy, int32(n))
 	}
 	type leased struct {
-		batch webhook.Batch
-		job   webhook.Job // the batch's webhook
+		batch  webhook.Batch
+		job    webhook.Job // the batch's webhook
+		events []string    // what its webhook subscribes to
 	}
 	var batches []leased
 	var out []webhook.Job
@@ -341,23 +346,25 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 		batches, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (leased, error) {
 			var l leased
 			err := row.Scan(&l.batch.WebhookID, &l.batch.ActivityID, &l.batch.From, &l.batch.To, &l.batch.Fence,
-				&l.job.WebhookID, &l.job.URL, &l.job.SealedSecret)
+				&l.job.WebhookID, &l.job.URL, &l.job.SealedSecret, &l.events)
 			return l, err
 		})
 		return err
 	})
-	b.Queue(claimRetriesSQL, args...).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var j webhook.Job
-			e, err := scanHookEvent(rows, &j.Ref.WebhookID, &j.Ref.ActivityID, &j.Attempt, &j.WebhookID, &j.URL, &j.SealedSecret)
-			if err != nil {
-				return err
+	if c.Activities == nil {
+		b.Queue(claimRetriesSQL, args...).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var j webhook.Job
+				e, err := scanHookEvent(rows, &j.Ref.WebhookID, &j.Ref.ActivityID, &j.Attempt, &j.WebhookID, &j.URL, &j.SealedSecret)
+				if err != nil {
+					return err
+				}
+				j.Ref.Seq, j.EventID, j.Body, j.CreatedAt = e.seq, e.id, e.body, e.at
+				out = append(out, j)
 			}
-			j.Ref.Seq, j.EventID, j.Body, j.CreatedAt = e.seq, e.id, e.body, e.at
-			out = append(out, j)
-		}
-		return rows.Err()
-	})
+			return rows.Err()
+		})
+	}
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, interpret(err)
 	}
@@ -365,30 +372,44 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 		return out, nil
 	}
 	n := len(batches)
-	is, wids, aids, froms, tos := make([]int32, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	aids, froms, tos := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, l := range batches {
-		is[i], wids[i], aids[i], froms[i], tos[i] = int32(i), l.batch.WebhookID, l.batch.ActivityID, l.batch.From, l.batch.To
+		aids[i], froms[i], tos[i] = l.batch.ActivityID, l.batch.From, l.batch.To
 	}
-	rows, err := s.db.Query(ctx, batchEventsSQL, is, wids, aids, froms, tos)
+	rows, err := s.db.Query(ctx, batchEventsSQL, aids, froms, tos)
 	if err != nil {
 		return out, interpret(err)
 	}
-	var jobs []webhook.Job
+	type logged struct {
+		aid   int64
+		event hookEvent
+	}
+	var events []logged
 	for rows.Next() {
-		var i int32
-		e, err := scanHookEvent(rows, &i)
-		if err != nil {
+		var l logged
+		if l.event, err = scanHookEvent(rows, &l.aid); err != nil {
 			rows.Close()
 			return out, interpret(err)
 		}
-		j := batches[i].job
-		j.Ref = webhook.Ref{WebhookID: batches[i].batch.WebhookID, ActivityID: batches[i].batch.ActivityID, Seq: e.seq}
-		j.Attempt, j.EventID, j.Body, j.CreatedAt = 1, e.id, e.body, e.at
-		batches[i].batch.Jobs++
-		jobs = append(jobs, j)
+		events = append(events, l)
 	}
 	if err := rows.Err(); err != nil {
 		return out, interpret(err)
+	}
+	// Each batch's jobs: its events that its webhook subscribes to.
+	var jobs []webhook.Job
+	for i := range batches {
+		l := &batches[i]
+		for _, e := range events {
+			if e.aid != l.batch.ActivityID || e.event.seq <= l.batch.From || e.event.seq > l.batch.To || !webhook.Subscribes(l.events, e.event.typ) {
+				continue
+			}
+			j := l.job
+			j.Ref = webhook.Ref{WebhookID: l.batch.WebhookID, ActivityID: l.batch.ActivityID, Seq: e.event.seq}
+			j.Attempt, j.EventID, j.Body, j.CreatedAt = 1, e.event.id, e.event.body, e.event.at
+			l.batch.Jobs++
+			jobs = append(jobs, j)
+		}
 	}
 	// Each job points at its batch, now that the batch counts its jobs.
 	ptrs := make([]*webhook.Batch, n)

@@ -27,16 +27,19 @@ const (
 
 const (
 	// claimGap is the least time between two claims: under load one claim
-	// takes what many commits queued meanwhile.
-	claimGap = 10 * time.Millisecond
+	// takes what many commits recorded meanwhile, in one batch per
+	// activity and webhook.
+	claimGap = 50 * time.Millisecond
 	// prefetch is how many deliveries per webhook a claim may hold, in
-	// flight or waiting for a slot, as a multiple of Concurrency: enough
-	// for a fast receiver between two claims.
-	prefetch = 4
+	// flight or waiting for a slot, as a multiple of Concurrency: it is
+	// also the longest batch of an activity's events. A cursor's next
+	// batch is claimed only once its batch is recorded, so a batch is
+	// long enough for a fast receiver to keep up with a hot activity.
+	prefetch = 16
 	// recordBatch caps the attempts recorded in one statement, and
 	// recordWindow is how long a batch waits for more after its first.
 	recordBatch  = 1000
-	recordWindow = 10 * time.Millisecond
+	recordWindow = 20 * time.Millisecond
 	// maxResponseBody is how much of a receiver's answer is read (and
 	// dropped), so that its connection can be used again.
 	maxResponseBody = 64 << 10

@@ -37,8 +37,9 @@ type Store interface {
 	// ClaimDeliveries claims work for the caller, skipping what another
 	// worker holds: for each enabled webhook, the next batch of each
 	// activity's events after its cursor (only the activities named by
-	// Claim.Activities when it is not nil), and its due retries, at most
-	// its free slots (Claim.Slots less Claim.Busy) of each. A batch is
+	// Claim.Activities when it is not nil), and, when Claim.Activities is
+	// nil, its due retries: at most its free slots (Claim.Slots less
+	// Claim.Busy) of each. A batch is
 	// leased for Claim.Lease: nobody else claims it meanwhile, and if it is
 	// not recorded by then it is claimed again. A batch with no event the
 	// webhook receives is passed at once. A retry's claim counts its
@@ -75,8 +76,9 @@ type Claim struct {
 	Slots int
 	// Busy counts, by webhook id, the deliveries the caller holds.
 	Busy map[string]int
-	// Activities limits the batches to these activities' events (public
-	// ids); nil: every activity's.
+	// Activities limits the claim to these activities' batches (public
+	// ids), what local commits recorded; nil: every activity's batches and
+	// the due retries.
 	Activities []string
 }
 

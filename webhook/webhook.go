@@ -193,6 +193,16 @@ func (w Webhook) redacted() Webhook {
 	return w
 }
 
+// Subscribes reports whether a webhook that subscribes to events (event
+// types, or AllEvents alone) receives an event of type t. Block events go
+// to no webhook. (The store's queries test the same in SQL.)
+func Subscribes(events []string, t registration.EventType) bool {
+	if t.IsBlockEvent() {
+		return false
+	}
+	return slices.Equal(events, []string{AllEvents}) || slices.Contains(events, string(t))
+}
+
 // normaliseEvents accepts ["*"] or a list of event types.
 func normaliseEvents(events []string) ([]string, error) {
 	if len(events) == 0 {
