@@ -23,7 +23,7 @@ var loopbackBody = bytes.Repeat([]byte("x"), 560)
 // receiver, also in this process, over loopback with keep-alive. It
 // records, in r.Baselines, the process's processor time per exchange in
 // microseconds, both ends included: what any delivery costs this
-// machine at least, before the outbox, the claim and the record of its
+// machine at least, before the claim of its batch and the record of its
 // attempt. Nothing else may run in this process meanwhile.
 func MeasureLoopbackPost(ctx context.Context, d time.Duration, r *Report, log io.Writer) error {
 	rc, err := startHookReceiver()

@@ -151,7 +151,11 @@ func (b *bench) deleteHotRows(ctx context.Context) (int64, error) {
 			if _, err := tx.Exec(ctx, `DELETE FROM registration_event WHERE activity_id = $1`, b.seed.HotID); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `UPDATE activity_state SET last_seq = 0 WHERE activity_id = $1`, b.seed.HotID)
+			if _, err := tx.Exec(ctx, `UPDATE activity_state SET last_seq = 0 WHERE activity_id = $1`, b.seed.HotID); err != nil {
+				return err
+			}
+			// The history starts again: so do the webhooks' cursors of it.
+			_, err = tx.Exec(ctx, `UPDATE webhook_cursor SET seq = 0, claimed_to = NULL, leased_until = NULL WHERE activity_id = $1`, b.seed.HotID)
 			return err
 		})
 		var pgErr *pgconn.PgError

@@ -13,8 +13,8 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 )
 
-// webhookDrainLimit is how long the webhook scenario waits for the outbox
-// to drain after the load stops before it gives up measuring.
+// webhookDrainLimit is how long the webhook scenario waits for the
+// deliveries to drain after the load stops before it gives up measuring.
 const webhookDrainLimit = 60 * time.Second
 
 // hookReceiver is a fast local webhook receiver: it answers 204 to every
@@ -63,9 +63,9 @@ func (rc *hookReceiver) counts() (received int, duplicates int64) {
 func (rc *hookReceiver) close() { _ = rc.srv.Close() }
 
 // signupHotWebhooks is signup_hot with two webhooks subscribed to every
-// event pointing at a fast local receiver: the cost of the outbox and of
-// delivery on the signup path. After the load it measures how long the
-// outbox takes to drain, then deletes the webhooks and their messages.
+// event pointing at a fast local receiver: the cost of delivery on the
+// signup path. After the load it measures how long the deliveries take to
+// drain, then deletes the webhooks with their delivery records.
 // The capacityd under test must allow private webhook URLs
 // (WEBHOOK_ALLOW_PRIVATE=true) and have a WEBHOOK_SECRET_KEY.
 func (b *bench) signupHotWebhooks(ctx context.Context) error {
@@ -87,7 +87,7 @@ func (b *bench) signupHotWebhooks(ctx context.Context) error {
 		return err
 	}
 	stopped := time.Now()
-	drained, err := b.waitOutboxDrained(ctx)
+	drained, err := b.waitDeliveriesDrained(ctx)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (b *bench) signupHotWebhooks(ctx context.Context) error {
 	}
 	b.report.Checks[CheckWebhookReceived] = int64(received)
 	b.report.Checks[CheckWebhookDuplicates] = dups
-	fmt.Fprintf(b.log, "%-16s outbox drained: %v after %s; %d deliveries received, %d duplicates\n",
+	fmt.Fprintf(b.log, "%-16s deliveries drained: %v after %s; %d deliveries received, %d duplicates\n",
 		ScenarioSignupHotWebhooks, drained, time.Since(stopped).Round(10*time.Millisecond), received, dups)
 	return b.resetHot(ctx)
 }
@@ -111,13 +111,23 @@ func (b *bench) createWebhook(ctx context.Context, url string) (string, error) {
 	return w.ID, nil
 }
 
-// waitOutboxDrained polls the bench database until no delivery is pending,
-// for at most webhookDrainLimit.
-func (b *bench) waitOutboxDrained(ctx context.Context) (bool, error) {
+// pendingDeliveriesSQL counts the deliveries of the hot activity's events
+// not yet made: the events after the enabled webhooks' cursors (a missing
+// cursor is at 0) and the pending retries.
+const pendingDeliveriesSQL = `
+	SELECT (SELECT count(*) FROM webhook_retry t JOIN webhook w ON w.id = t.webhook_id AND w.disabled_at IS NULL
+			WHERE t.activity_id = $1 AND t.state = 'pending')
+		+ (SELECT coalesce(sum(s.last_seq - coalesce(c.seq, 0)), 0) FROM webhook w JOIN activity_state s ON s.activity_id = $1
+			LEFT JOIN webhook_cursor c ON c.webhook_id = w.id AND c.activity_id = s.activity_id
+			WHERE w.disabled_at IS NULL AND (w.activity_id IS NULL OR w.activity_id = $1))`
+
+// waitDeliveriesDrained polls the bench database until no delivery is
+// pending, for at most webhookDrainLimit.
+func (b *bench) waitDeliveriesDrained(ctx context.Context) (bool, error) {
 	deadline := time.Now().Add(webhookDrainLimit)
 	for time.Now().Before(deadline) {
 		var pending int64
-		if err := b.db.QueryRow(ctx, `SELECT count(*) FROM webhook_delivery WHERE state = 'pending'`).Scan(&pending); err != nil {
+		if err := b.db.QueryRow(ctx, pendingDeliveriesSQL, b.seed.HotID).Scan(&pending); err != nil {
 			return false, fatalError{fmt.Errorf("loadtest: count pending webhook deliveries: %w", err)}
 		}
 		if pending == 0 {
@@ -130,15 +140,14 @@ func (b *bench) waitOutboxDrained(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// dropWebhooks deletes the scenario's webhooks (with their deliveries)
-// and the messages of the hot activity's events.
+// dropWebhooks deletes the scenario's webhooks with their delivery
+// records.
 func (b *bench) dropWebhooks(ctx context.Context, ids []string) {
 	var errs []error
 	for _, id := range ids {
 		errs = append(errs, b.api.WithToken(b.admin).DeleteWebhook(ctx, id))
 	}
-	_, err := b.db.Exec(ctx, `DELETE FROM webhook_message WHERE activity_id = $1`, b.seed.HotID)
-	if err = errors.Join(append(errs, err)...); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(b.log, "%-16s cleanup: %v\n", ScenarioSignupHotWebhooks, err)
 	}
 }

@@ -62,7 +62,7 @@ func TestSmoke(t *testing.T) {
 	require.EqualValues(t, 8, r.Checks[CheckSpreadCountersWarm], log.String())
 	// Bounded by count, not time: it always completes.
 	require.EqualValues(t, 600, r.Scenarios[ScenarioFlashCrowd].Ops, log.String())
-	require.Contains(t, r.Checks, CheckWebhookDrainSeconds, "the webhook outbox drained: %s", log.String())
+	require.Contains(t, r.Checks, CheckWebhookDrainSeconds, "the webhook deliveries drained: %s", log.String())
 	require.EqualValues(t, 0, r.Checks[CheckWebhookDuplicates])
 	require.NotNil(t, r.Baselines[BaselineHotRow32])
 	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")

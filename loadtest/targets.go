@@ -153,7 +153,7 @@ var comparisons = []comparison{
 	{TopicStreams, "1,000 stream clients: instance RSS (MB)", "<", fixed(200), fromCheck(CheckSSERSSMB)},
 	{TopicStreams, "1,000 stream clients: PostgreSQL transactions caused by the streams", "==", fixed(0), fromCheck(CheckSSEStreamPGQueries)},
 	{TopicWebhooks, "hot signups/s with two webhooks for every event vs without", ">=", fixed(0.8), fromRatio(RatioSignupHotWebhooks)},
-	{TopicWebhooks, "webhook outbox drained after the load stopped (s)", "<=", fixed(5), fromCheck(CheckWebhookDrainSeconds)},
+	{TopicWebhooks, "webhook deliveries drained after the load stopped (s)", "<=", fixed(5), fromCheck(CheckWebhookDrainSeconds)},
 }
 
 // Targets judges the report against every performance target, plus the

@@ -160,7 +160,7 @@ func (s *Store) applyOnce(ctx context.Context, batches []registration.CommandBat
 		for i, p := range pools {
 			p.plan = poolPlans[i]
 		}
-		return s.writePlans(ctx, t, work, pools, rd.hooks)
+		return s.writePlans(ctx, t, work, pools)
 	})
 	s.remember(work, pools, err)
 	if err != nil {
@@ -286,10 +286,6 @@ func (s *Store) cached(aid, seq int64) (seatCache, bool) {
 
 // txnRead is what a change transaction reads besides the states.
 type txnRead struct {
-	// hooks is whether any webhook is enabled (then the transaction
-	// writes the webhook outbox of its events; a webhook enabled while it
-	// runs gets the events of the transactions that begin after).
-	hooks bool
 	// joinBase is the transaction's value of registration_join_seq (0
 	// when it has no signup, which alone may waitlist).
 	joinBase int64
@@ -469,7 +465,6 @@ func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, po
 	if signups {
 		b.Queue(`SELECT nextval('registration_join_seq')`).QueryRow(func(row pgx.Row) error { return row.Scan(&rd.joinBase) })
 	}
-	b.Queue(anyWebhookSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&rd.hooks) })
 	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
 		return rd, err
 	}
@@ -536,15 +531,15 @@ func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, use
 	})
 }
 
-// writePlans writes every plan, with the webhook outbox of its events when
-// any webhook is enabled (hooks), and commits, in one round trip. Rows
+// writePlans writes every plan and commits, in one round trip. (Webhooks
+// read the events it records: nothing is written for them.) Rows
 // that change come before new rows, so that a user's cancelled
 // registration no longer counts as active when their new one is inserted;
 // and re-admitted rows, which become active again, are updated by a
 // statement of their own after the others, since the unique index of
 // active registrations is checked row by row and one statement updates
 // its rows in no set order.
-func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, pools []*poolWork, hooks bool) error {
+func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, pools []*poolWork) error {
 	b := &pgx.Batch{}
 	var rows, readmitted rowsOf
 	var evs eventsOf
@@ -595,11 +590,6 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 	}
 	queueOutcomes(b, work)
 	queueUsedTokens(b, work)
-	if hooks {
-		if err := queueOutbox(b, work); err != nil {
-			return err
-		}
-	}
 	return t.commit(ctx, b)
 }
 
@@ -678,6 +668,10 @@ type eventsOf struct {
 	reqIDs                           []string
 	at                               []time.Time
 	blocks                           []*string
+	// expires and positions are the registration's deadline and place in
+	// the waiting list as the change left them, for webhook payloads.
+	expires   []*time.Time
+	positions []*int32
 }
 
 func (c *eventsOf) add(aid int64, e registration.Event) {
@@ -700,6 +694,16 @@ func (c *eventsOf) add(aid int64, e registration.Event) {
 		seats = int32(e.Seats)
 	}
 	c.seats, c.seatsFrom, c.blocks = append(c.seats, seats), append(c.seatsFrom, seatsFrom), append(c.blocks, e.BlockID)
+	var expires *time.Time
+	var pos *int32
+	if r := e.Registration; r != nil {
+		expires = r.ExpiresAt
+		if r.WaitlistPosition != nil {
+			n := int32(*r.WaitlistPosition)
+			pos = &n
+		}
+	}
+	c.expires, c.positions = append(c.expires, expires), append(c.positions, pos)
 }
 
 func (c *eventsOf) queue(b *pgx.Batch) {
@@ -707,8 +711,9 @@ func (c *eventsOf) queue(b *pgx.Batch) {
 		return
 	}
 	b.Queue(`INSERT INTO registration_event (activity_id, seq, registration_id, user_id, type, from_status, to_status, actor, request_id, at,
-			seats, seats_from, block_id)
+			seats, seats_from, block_id, expires_at, waitlist_position)
 		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-			$10::timestamptz[], $11::int[], $12::int[], $13::text[])`,
-		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at, c.seats, c.seatsFrom, c.blocks)
+			$10::timestamptz[], $11::int[], $12::int[], $13::text[], $14::timestamptz[], $15::int[])`,
+		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at, c.seats, c.seatsFrom, c.blocks,
+		c.expires, c.positions)
 }

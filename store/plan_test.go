@@ -18,6 +18,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/testenv"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/store"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // planNode is the part of EXPLAIN (FORMAT JSON) the test reads.
@@ -160,8 +161,9 @@ var largeTables = map[string]bool{
 }
 
 // TestGenericPlansReadLargeTablesByIndex: every statement that runs with
-// its generic plan (the change transaction's, with the webhook outbox it
-// writes, the registrations lookup and the authority's full check) reads the large tables through
+// its generic plan (the change transaction's, the registrations lookup,
+// the authority's full check and the webhook claim that a local commit
+// wakes) reads the large tables through
 // their indexes, with thousands of activities and a hundred thousand
 // registrations. PostgreSQL plans a generic plan without the parameters'
 // values, so a plan that is right here is right for any values.
@@ -175,7 +177,7 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	seedLarge(t, pool)
 
 	// One transaction of every kind of command, with counts read, the
-	// waiting list's head read, idempotency keys and the outbox written.
+	// waiting list's head read and idempotency keys written.
 	a, err := s.CreateActivity(ctx, newID("a"), registration.NewActivity{Title: "generic", Capacity: 2, HoldSeconds: 900, Waitlist: true})
 	require.NoError(t, err)
 	first, second, third := signupOf("g1"), signupOf("g2"), signupOf("g3")
@@ -204,6 +206,11 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	answers, err = s.CheckFull(ctx, []registration.FullCheck{{ActivityID: pooled, UserIDs: []string{"g1"}}})
 	require.NoError(t, err)
 	require.Equal(t, []registration.PoolSeatState{{Capacity: 5, Taken: 0}}, answers[0].Pools)
+	// The webhook's claim of the activity's events after its commits, and
+	// of its retries.
+	jobs, err := s.ClaimDeliveries(ctx, webhook.Claim{Lease: time.Minute, Slots: 10, Activities: []string{a.ID}})
+	require.NoError(t, err)
+	require.NotEmpty(t, jobs)
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -248,8 +255,7 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 // largeSeed fills a database as a busy deployment's: 3,000 activities (a
 // third of them changed once, half of them in one of 500 pools), 120,000
 // registrations, 60,000 idempotency records, and one enabled webhook for
-// every event (so that changes write
-// the outbox); then ANALYZE.
+// every event; then ANALYZE.
 const largeSeed = `
 		INSERT INTO activity (public_id, title, capacity, waitlist)
 		SELECT 'a_generic' || g, 'generic ' || g, 1000, g % 2 = 0 FROM generate_series(1, 3000) g;

@@ -146,7 +146,7 @@ func TestDeletingAWebhookStopsItsDeliveries(t *testing.T) {
 	require.Equal(t, n, len(rc.deliveries()), "nothing sent after the deletion")
 	var left int
 	require.NoError(t, inst.App.Pool.QueryRow(context.Background(),
-		`SELECT (SELECT count(*) FROM webhook_delivery) + (SELECT count(*) FROM webhook_attempt)`).Scan(&left))
+		`SELECT (SELECT count(*) FROM webhook_retry) + (SELECT count(*) FROM webhook_attempt) + (SELECT count(*) FROM webhook_cursor)`).Scan(&left))
 	require.Zero(t, left)
 }
 

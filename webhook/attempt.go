@@ -14,7 +14,7 @@ import (
 
 // attempt makes one attempt of a claimed delivery and judges it.
 func (d *Dispatcher) attempt(ctx context.Context, j Job) Attempt {
-	a := Attempt{Ref: j.Ref, Attempt: j.Attempt, At: time.Now()}
+	a := Attempt{Ref: j.Ref, Batch: j.Batch, Attempt: j.Attempt, At: time.Now(), EventAt: j.CreatedAt}
 	status, err := d.post(ctx, j)
 	a.Duration, a.StatusCode = time.Since(a.At), status
 	if err != nil {
@@ -98,19 +98,20 @@ func describe(err error, timeout time.Duration) string {
 }
 
 // recordResults records the attempts' results until the results channel
-// closes: each batch holds what arrives within recordWindow of its first.
+// closes: each write holds what arrives within recordWindow of its first
+// (whole batches: a batch's results arrive together).
 func (d *Dispatcher) recordResults() {
-	for a := range d.results {
-		batch := []Attempt{a}
+	for rs := range d.results {
+		batch := rs
 		window := time.NewTimer(recordWindow)
 	more:
 		for len(batch) < recordBatch {
 			select {
-			case a, ok := <-d.results:
+			case rs, ok := <-d.results:
 				if !ok {
 					break more
 				}
-				batch = append(batch, a)
+				batch = append(batch, rs...)
 			case <-window.C:
 				break more
 			}
@@ -120,9 +121,9 @@ func (d *Dispatcher) recordResults() {
 	}
 }
 
-// record writes one batch of results and wakes the dispatcher when the
-// soonest of their retries is due. A batch that cannot be written is
-// dropped: its deliveries are claimed again when their leases end.
+// record writes results and wakes the dispatcher when the soonest of
+// their retries is due. Results that cannot be written are dropped: their
+// batches and retries are claimed again when their leases end.
 func (d *Dispatcher) record(batch []Attempt) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

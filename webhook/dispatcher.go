@@ -27,16 +27,19 @@ const (
 
 const (
 	// claimGap is the least time between two claims: under load one claim
-	// takes what many commits queued meanwhile.
-	claimGap = 10 * time.Millisecond
+	// takes what many commits recorded meanwhile, in one batch per
+	// activity and webhook.
+	claimGap = 50 * time.Millisecond
 	// prefetch is how many deliveries per webhook a claim may hold, in
-	// flight or waiting for a slot, as a multiple of Concurrency: enough
-	// for a fast receiver between two claims.
-	prefetch = 4
+	// flight or waiting for a slot, as a multiple of Concurrency: it is
+	// also the longest batch of an activity's events. A cursor's next
+	// batch is claimed only once its batch is recorded, so a batch is
+	// long enough for a fast receiver to keep up with a hot activity.
+	prefetch = 16
 	// recordBatch caps the attempts recorded in one statement, and
 	// recordWindow is how long a batch waits for more after its first.
 	recordBatch  = 1000
-	recordWindow = 10 * time.Millisecond
+	recordWindow = 20 * time.Millisecond
 	// maxResponseBody is how much of a receiver's answer is read (and
 	// dropped), so that its connection can be used again.
 	maxResponseBody = 64 << 10
@@ -70,17 +73,23 @@ type DispatcherConfig struct {
 	Registerer      prometheus.Registerer
 }
 
-// Dispatcher delivers the outbox: it claims due deliveries, sends each
-// outside any transaction with at most Concurrency in flight per webhook,
-// records every attempt, and schedules retries. Every instance runs one;
-// claims skip what another holds, so each attempt is made once. It wakes
-// after each local commit that recorded events (it is a
-// registration.Observer), after a retry's delay, and every PollInterval.
+// Dispatcher delivers the event log to the webhooks: it claims batches of
+// each webhook's events (and its due retries), sends each outside any
+// transaction with at most Concurrency in flight per webhook, records
+// every attempt, and schedules retries. Every instance runs one; claims
+// skip what another holds, so each attempt is made once. It wakes after
+// each local commit that recorded events (it is a registration.Observer;
+// it then claims only those activities' batches), after a retry's delay,
+// and every PollInterval (it then claims every activity's).
 //
-// A claim may take a few times Concurrency of a webhook's deliveries (so
-// that claims stay few under load); those wait for a free slot, and one
-// that has waited so long that its attempt could outlast its lease is
-// given back unsent instead, so no attempt is ever made twice.
+// A batch's results are recorded together once each of its events was
+// tried (or given back): its cursor advances past it, and the events not
+// delivered join the retry set, so a failing event holds up none after
+// it. A claim may take a few times Concurrency of a webhook's deliveries
+// (so that claims stay few under load); those wait for a free slot, and
+// one that has waited so long that its attempt could outlast its lease is
+// given back unsent instead (to the retry set, due at once), so no attempt
+// is ever made twice.
 //
 // While no webhook is enabled it stays idle, sending PostgreSQL nothing
 // but the backlog refresh: commits do not wake it and it does not poll.
@@ -94,7 +103,7 @@ type Dispatcher struct {
 	log     *slog.Logger
 	metrics *metrics
 	wake    chan struct{}
-	results chan Attempt
+	results chan []Attempt
 	sends   sync.WaitGroup
 
 	// ctx is Run's: attempts end with it.
@@ -110,6 +119,14 @@ type Dispatcher struct {
 	// webhooks whose key could not be opened (logged once).
 	keys     map[string][]byte
 	unopened map[string]bool
+	// dirty are the activities whose local commits woke the dispatcher
+	// since its last claim; all asks the next claim to look at every
+	// activity.
+	dirty map[string]bool
+	all   bool
+	// batches holds the results of the batches with attempts still to
+	// end.
+	batches map[*Batch][]Attempt
 }
 
 // NewDispatcher returns a Dispatcher; Run starts it.
@@ -128,26 +145,37 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		log:      cmp.Or(cfg.Logger, slog.Default()),
 		metrics:  newMetrics(cfg.Registerer),
 		wake:     make(chan struct{}, 1),
-		results:  make(chan Attempt, 4*recordBatch),
+		results:  make(chan []Attempt, 4*recordBatch),
 		hooks:    make(map[string]*held),
 		keys:     make(map[string][]byte),
 		unopened: make(map[string]bool),
+		dirty:    make(map[string]bool),
+		all:      true,
+		batches:  make(map[*Batch][]Attempt),
 	}
 	d.active.Store(true)
 	return d
 }
 
 // Committed implements registration.Observer: a commit that recorded
-// events may have queued deliveries.
+// events has events to deliver.
 func (d *Dispatcher) Committed(_ context.Context, commits []registration.Commit) {
 	if !d.active.Load() {
 		return
 	}
+	woken := false
 	for _, c := range commits {
-		if !c.Failed && len(c.Events) > 0 {
-			d.Wake()
-			return
+		if !c.Failed && len(c.Events) > 0 && c.ActivityID != "" {
+			if !woken {
+				d.mu.Lock()
+				woken = true
+			}
+			d.dirty[c.ActivityID] = true
 		}
+	}
+	if woken {
+		d.mu.Unlock()
+		d.signal()
 	}
 }
 
@@ -157,8 +185,17 @@ func (d *Dispatcher) Activate() {
 	d.Wake()
 }
 
-// Wake makes the dispatcher look for due deliveries now.
+// Wake makes the dispatcher look for due deliveries now, of every
+// activity.
 func (d *Dispatcher) Wake() {
+	d.mu.Lock()
+	d.all = true
+	d.mu.Unlock()
+	d.signal()
+}
+
+// signal wakes the dispatch loop.
+func (d *Dispatcher) signal() {
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -199,11 +236,14 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	d.dispatch(ctx)
 	d.mu.Lock()
 	var unsent []Job
-	for _, h := range d.hooks {
+	for id, h := range d.hooks {
 		for _, c := range h.waiting {
 			unsent = append(unsent, c.job)
 		}
 		h.waiting = nil
+		if h.busy == 0 {
+			delete(d.hooks, id)
+		}
 	}
 	d.mu.Unlock()
 	d.giveBack(unsent)
@@ -231,6 +271,9 @@ func (d *Dispatcher) dispatch(ctx context.Context) {
 			return
 		case <-d.wake:
 		case <-timer.C:
+			d.mu.Lock()
+			d.all = true
+			d.mu.Unlock()
 		}
 		if d.active.Load() {
 			d.claim(ctx)
@@ -267,15 +310,31 @@ func (d *Dispatcher) claim(ctx context.Context) {
 	if !d.next.IsZero() && !d.next.After(time.Now()) {
 		d.next = time.Time{}
 	}
+	var activities []string
+	if !d.all {
+		activities = make([]string, 0, len(d.dirty))
+		for id := range d.dirty {
+			activities = append(activities, id)
+		}
+	}
+	all := d.all
+	d.all = false
+	clear(d.dirty)
 	d.mu.Unlock()
 	limit := prefetch * d.cfg.Concurrency
 	at := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	jobs, err := d.cfg.Store.ClaimDeliveries(cctx, Claim{Lease: d.lease, Slots: limit, Busy: holding})
+	jobs, err := d.cfg.Store.ClaimDeliveries(cctx, Claim{Lease: d.lease, Slots: limit, Busy: holding, Activities: activities})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("claim webhook deliveries failed", "err", err)
+		}
+		if all {
+			// Look at every activity again next time.
+			d.mu.Lock()
+			d.all = true
+			d.mu.Unlock()
 		}
 		return
 	}
@@ -328,7 +387,7 @@ func (d *Dispatcher) start(webhookID string) (stale []Job) {
 // the next waiting delivery, and wakes the dispatcher when the webhook's
 // deliveries ran out and more may be due.
 func (d *Dispatcher) finish(webhookID string, a Attempt) {
-	d.results <- a
+	d.done(a)
 	d.metrics.inFlight.Dec()
 	d.mu.Lock()
 	h := d.hooks[webhookID]
@@ -343,10 +402,32 @@ func (d *Dispatcher) finish(webhookID string, a Attempt) {
 }
 
 // giveBack hands deliveries that were claimed but not sent to the
-// recorder, which ends their leases without counting an attempt.
+// recorder, which makes them due again at once without counting an
+// attempt.
 func (d *Dispatcher) giveBack(jobs []Job) {
 	for _, j := range jobs {
-		d.results <- Attempt{Ref: j.Ref, Attempt: j.Attempt, Outcome: OutcomeUnsent}
+		d.done(Attempt{Ref: j.Ref, Batch: j.Batch, Attempt: j.Attempt, Outcome: OutcomeUnsent, At: time.Now(), EventAt: j.CreatedAt})
+	}
+}
+
+// done hands a result to the recorder: a retry's at once, a batch's with
+// the others of its batch once each of them is done.
+func (d *Dispatcher) done(a Attempt) {
+	if a.Batch == nil {
+		d.results <- []Attempt{a}
+		return
+	}
+	d.mu.Lock()
+	rs := append(d.batches[a.Batch], a)
+	complete := len(rs) >= a.Batch.Jobs
+	if complete {
+		delete(d.batches, a.Batch)
+	} else {
+		d.batches[a.Batch] = rs
+	}
+	d.mu.Unlock()
+	if complete {
+		d.results <- rs
 	}
 }
 

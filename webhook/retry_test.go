@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +177,49 @@ func TestHangingReceiverDelaysNobodyElse(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestAFailingEventHoldsUpNoneAfterIt: a receiver refuses one event (500,
+// every time) and accepts the others. The events recorded after it all
+// arrive, without waiting for its retries (an hour away here): it waits
+// in the retry set, pending with its one attempt, while the others are
+// delivered.
+func TestAFailingEventHoldsUpNoneAfterIt(t *testing.T) {
+	t.Parallel()
+	inst := setup(t, app.Options{WebhookRetryBase: time.Hour})
+	var refused atomic.Value // the event id refused
+	rc := newReceiver(t, func(_ int, _ http.ResponseWriter, r *http.Request) int {
+		refused.CompareAndSwap(nil, r.Header.Get("webhook-id"))
+		if refused.Load() == r.Header.Get("webhook-id") {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	w := register(t, inst, rc, []string{"*"}, nil)
+	act := inst.CreateActivity(t, "one fails", 100)
+	for i := range 20 {
+		do(t, inst, http.MethodPost, "/v1/activities/"+act+"/registrations", inst.Token(t, fmt.Sprint("u", i), false), map[string]any{}, http.StatusCreated)
+	}
+	eventually(t, func() bool { return len(rc.counts()) == 20 })
+	counts := rc.counts()
+	for id, n := range counts {
+		require.Equal(t, 1, n, "event %s sent once: no retry within the hour", id)
+	}
+	// The results are recorded a moment after the answers.
+	var refusedDelivery map[string]any
+	eventually(t, func() bool {
+		states := map[string]int{}
+		for _, d := range deliveriesOf(t, inst, w.ID) {
+			states[d["state"].(string)]++
+			if d["event_id"] == refused.Load() {
+				refusedDelivery = d
+			}
+		}
+		return states["delivered"] == 19 && states["pending"] == 1 && len(states) == 2 && refusedDelivery["attempts"] == 1.0
+	})
+	require.Equal(t, "pending", refusedDelivery["state"])
+	require.EqualValues(t, 500, refusedDelivery["last_status_code"])
+	next, err := time.Parse(time.RFC3339Nano, refusedDelivery["next_attempt_at"].(string))
+	require.NoError(t, err)
+	require.Greater(t, time.Until(next), 30*time.Minute, "retried after the delay")
 }

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// Store is what webhooks need from storage. The store also keeps the
-// outbox: in the change transaction of every seat change, for each event it
-// records, it inserts one pending delivery per enabled webhook that
-// matches the event (its type, and its activity when the webhook names
-// one), and the event's Payload once.
+// Store is what webhooks need from storage. Deliveries are read from the
+// event log: the change transaction writes nothing for webhooks. Each
+// enabled webhook reads each activity's events in seq order through a
+// cursor, in leased batches; an event whose first attempt fails joins the
+// retry set, and the cursor goes on.
 type Store interface {
 	// CreateWebhook stores a webhook with its sealed secret; not_found
 	// when its activity does not exist.
@@ -34,23 +34,30 @@ type Store interface {
 	// order, or NoDelivery when there is no such delivery.
 	DeliveryAttempts(ctx context.Context, webhookID, eventID, activityID string, seq int64) ([]DeliveryAttempt, error)
 
-	// ClaimDeliveries claims due pending deliveries of enabled webhooks,
-	// skipping those another worker holds: for each webhook at most its
-	// free slots (Claim.Slots less what Claim.Busy says is in flight). A
-	// claim counts the attempt and leases the delivery to the caller for
-	// Claim.Lease: nobody else claims it meanwhile, and if no result is
-	// recorded by then it is due again.
+	// ClaimDeliveries claims work for the caller, skipping what another
+	// worker holds: for each enabled webhook, the next batch of each
+	// activity's events after its cursor (only the activities named by
+	// Claim.Activities when it is not nil), and, when Claim.Activities is
+	// nil, its due retries: at most its free slots (Claim.Slots less
+	// Claim.Busy) of each. A batch is
+	// leased for Claim.Lease: nobody else claims it meanwhile, and if it is
+	// not recorded by then it is claimed again. A batch with no event the
+	// webhook receives is passed at once. A retry's claim counts its
+	// attempt and leases it likewise.
 	ClaimDeliveries(ctx context.Context, c Claim) ([]Job, error)
-	// RecordAttempts records the results of attempts, each only while its
-	// delivery is still claimed for that attempt (a late result of a lease
-	// that another claim took over changes nothing). An OutcomeGone
-	// disables the webhook and fails its pending deliveries; an
-	// OutcomeUnsent gives the claim back.
+	// RecordAttempts records the results of attempts. Those of a batch
+	// come together, all of them: the batch's cursor advances past it and
+	// its attempts are recorded only while the batch is still leased to
+	// the caller (a late result of a lease that another claim took over
+	// changes nothing); its events that were not delivered join the retry
+	// set. A retry's result is recorded only while the retry is still
+	// claimed for that attempt. An OutcomeGone disables the webhook and
+	// fails its pending retries; an OutcomeUnsent retry is given back.
 	RecordAttempts(ctx context.Context, attempts []Attempt) error
 	// Backlog counts the enabled webhooks and their pending deliveries.
 	Backlog(ctx context.Context) (Backlog, error)
-	// PurgeDeliveries deletes the messages, deliveries and attempts
-	// recorded before t, and returns how many deliveries it deleted.
+	// PurgeDeliveries deletes the attempts and ended retries recorded
+	// before t, and returns how many retries it deleted.
 	PurgeDeliveries(ctx context.Context, before time.Time) (int64, error)
 }
 
@@ -69,16 +76,32 @@ type Claim struct {
 	Slots int
 	// Busy counts, by webhook id, the deliveries the caller holds.
 	Busy map[string]int
+	// Activities limits the claim to these activities' batches (public
+	// ids), what local commits recorded; nil: every activity's batches and
+	// the due retries.
+	Activities []string
 }
 
-// Ref names a delivery in the store; opaque to the dispatcher.
+// Ref names one event's delivery to one webhook in the store; opaque to
+// the dispatcher.
 type Ref struct {
-	WebhookID, DeliveryID int64
+	WebhookID, ActivityID, Seq int64
+}
+
+// Batch is a leased stretch of one activity's events for one webhook:
+// those after From up to To. Its Jobs are its events the webhook
+// receives; opaque to the dispatcher but for Jobs.
+type Batch struct {
+	WebhookID, ActivityID int64
+	From, To, Fence       int64
+	Jobs                  int
 }
 
 // Job is a claimed delivery: one attempt to make.
 type Job struct {
 	Ref Ref
+	// Batch is the batch of a first attempt; nil for a retry.
+	Batch *Batch
 	// Attempt is this attempt's number, 1 for the first.
 	Attempt      int
 	WebhookID    string
@@ -105,14 +128,16 @@ const (
 	// disabled.
 	OutcomeGone Outcome = "disabled"
 	// OutcomeUnsent: the claimed delivery was not sent after all (it could
-	// not be within its lease); its lease ends and its attempt is not
-	// counted.
+	// not be within its lease); its attempt is not counted and it is due
+	// again at once (from the retry set).
 	OutcomeUnsent Outcome = "unsent"
 )
 
 // Attempt is the result of one attempt.
 type Attempt struct {
-	Ref     Ref
+	Ref Ref
+	// Batch is the job's Batch.
+	Batch   *Batch
 	Attempt int
 	// At is when the attempt started, Duration how long it took.
 	At       time.Time
@@ -124,9 +149,12 @@ type Attempt struct {
 	Outcome    Outcome
 	// RetryIn is the delay before the next attempt, with OutcomeRetry.
 	RetryIn time.Duration
+	// EventAt is when the event was recorded (the job's CreatedAt).
+	EventAt time.Time
 }
 
-// Backlog is the outbox's pending deliveries.
+// Backlog is the deliveries not yet made: the events after the cursors
+// and the pending retries.
 type Backlog struct {
 	// Webhooks counts the enabled webhooks.
 	Webhooks int

@@ -1,9 +1,10 @@
 // Package webhook delivers every registration event to the URLs that admins
-// register, signed as the Standard Webhooks specification says, from a
-// transactional outbox: the change transaction that records an event queues
-// one delivery per matching webhook (the store does it), and a Dispatcher on
-// every instance claims due deliveries, sends them outside any transaction
-// and records each attempt, retrying with growing delays.
+// register, signed as the Standard Webhooks specification says, from the
+// event log: the change transaction writes nothing for webhooks; a
+// Dispatcher on every instance claims batches of each webhook's events
+// after its cursor (the store keeps them), sends them outside any
+// transaction and records each attempt, and retries the events not
+// delivered from a retry set, with growing delays.
 //
 // One responsibility per file: webhook.go the model and its validation,
 // secret.go the signing secrets and their sealing at rest, sign.go the
@@ -191,6 +192,16 @@ func RedactURL(raw string) string {
 func (w Webhook) redacted() Webhook {
 	w.URL = RedactURL(w.URL)
 	return w
+}
+
+// Subscribes reports whether a webhook that subscribes to events (event
+// types, or AllEvents alone) receives an event of type t. Block events go
+// to no webhook. (The store's queries test the same in SQL.)
+func Subscribes(events []string, t registration.EventType) bool {
+	if t.IsBlockEvent() {
+		return false
+	}
+	return slices.Equal(events, []string{AllEvents}) || slices.Contains(events, string(t))
 }
 
 // normaliseEvents accepts ["*"] or a list of event types.
