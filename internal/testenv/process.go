@@ -60,6 +60,8 @@ type process struct {
 	name string
 	argv []string
 	cred *syscall.Credential
+	// env is added to the test's environment.
+	env  []string
 	addr string
 	// logPath is where its output goes; empty: a new temporary file.
 	logPath string
@@ -76,6 +78,9 @@ func (p *process) start() error {
 	}
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred}
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	var logf *os.File
 	var err error
 	if p.logPath != "" {
