@@ -31,9 +31,14 @@ const serverIdentitySQL = `concat_ws(' ', inet_server_addr(), inet_server_port()
 // (sendCommit).
 const noCommitTimeout = `SET LOCAL statement_timeout = 0`
 
+// walAfterWritesSQL returns the write-ahead log's insert position: asked
+// after a transaction's writes, every record of theirs lies before it.
+const walAfterWritesSQL = `SELECT pg_current_wal_insert_lsn()::text`
+
 // commitWait bounds how long commitOutcome keeps asking about a
-// transaction that is still committing.
-const commitWait = 5 * time.Second
+// transaction that is still committing, or whose server was lost: long
+// enough for the standby to be promoted in a failover (docs/deploy.md).
+const commitWait = 15 * time.Second
 
 // defaultCommitTimeout bounds COMMIT's answer when the pool sets no
 // statement timeout.
@@ -104,61 +109,77 @@ func inDoubt(err error) bool {
 }
 
 // commitOutcome asks PostgreSQL, on another connection, whether
-// transaction xid committed on server (its identity, serverIdentitySQL):
-// the connection that sent its COMMIT (to the server backend pid) failed
-// before the reply came. A transaction still in progress is waiting for a
+// transaction xid committed: the connection that sent its COMMIT (to the
+// server backend pid of the server whose identity is server, see
+// serverIdentitySQL) failed before the reply came.
+//
+// On the same server, a transaction still in progress is waiting for a
 // COMMIT that never arrived (or is writing it): its backend is ended, so
 // that it aborts unless the commit was already under way, and the answer
 // is then final; one whose COMMIT waits for the synchronous standby is
-// left to finish. known is false when PostgreSQL cannot tell within
-// commitWait (it cannot be reached, or the backend was not found, as
-// behind a pooler), and at once when the pool reaches another server
-// than the transaction's (a failover): the outcome stays unknown.
-func (s *Store) commitOutcome(ctx context.Context, xid int64, server string, pid uint32) (committed, known bool) {
+// left to finish.
+//
+// On another server (a standby promoted since, see outcomeSQL) the
+// transaction committed if the new server replayed its commit; it did not
+// if the new server's replay stopped before the transaction's writes (wal,
+// the log's position after them): what the old server alone had is
+// discarded when it rejoins.
+//
+// known is false when PostgreSQL cannot tell within commitWait (no
+// writable server can be reached, or the backend was not found, as behind
+// a pooler): the outcome stays unknown.
+func (s *Store) commitOutcome(ctx context.Context, xid int64, server, wal string, pid uint32) (committed, known bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitWait)
 	defer cancel()
 	for ended := false; ; {
-		status, err := s.ask(ctx, xid, server, pid, &ended)
+		status, err := s.ask(ctx, xid, server, wal, pid, &ended)
 		switch {
 		case err == nil && status == "committed":
 			return true, true
 		case err == nil && status == "aborted":
 			return false, true
-		case errors.Is(err, errOtherServer):
-			return false, false
 		}
 		select {
 		case <-ctx.Done():
 			return false, false
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// errOtherServer says that the pool reaches another server than the one
-// a transaction ran on.
-var errOtherServer = errors.New("the transaction's server is not the one reached")
+// outcomeSQL returns the identity of the server it runs on and the status
+// of transaction $1 there, NULL when the server cannot tell. On the
+// transaction's own server ($2) the id is its own. On another one, a
+// promoted standby, pg_last_wal_replay_lsn() is where its replay of the
+// old server's log ended: if that is past the transaction's writes ($3),
+// they were replayed, so the id is one the new server knew before it took
+// writes (it never gives it to another transaction) and its status is
+// the transaction's; if it is before them, nothing of the transaction
+// reached it. A server that never replayed a log (NULL) cannot tell, nor
+// can one asked without the position ($3 ”; NULLIF keeps a plan that
+// folds the cast from failing on it).
+const outcomeSQL = `SELECT id, CASE
+		WHEN id = $2 THEN pg_xact_status($1::bigint::text::xid8)
+		WHEN $3 = '' OR pg_last_wal_replay_lsn() IS NULL THEN NULL
+		WHEN pg_last_wal_replay_lsn() >= NULLIF($3, '')::pg_lsn THEN pg_xact_status($1::bigint::text::xid8)
+		ELSE 'aborted' END
+	FROM (SELECT ` + serverIdentitySQL + ` AS id) AS server`
 
-// ask asks once for transaction xid's status on server (errOtherServer
-// when the pool reaches another); while it is in progress, and not waiting
-// for the synchronous standby, it ends the backend pid that holds it
-// (once: ended records it). Each question gets a second of its own: a
-// connection of the pool may be as broken as the one that sent the COMMIT.
-func (s *Store) ask(ctx context.Context, xid int64, server string, pid uint32, ended *bool) (string, error) {
+// ask asks once for transaction xid's status (see outcomeSQL); while it
+// is in progress on its own server, and not waiting for the synchronous
+// standby, it ends the backend pid that holds it (once: ended records it).
+// Each question gets a second of its own: a connection of the pool may be
+// as broken as the one that sent the COMMIT.
+func (s *Store) ask(ctx context.Context, xid int64, server, wal string, pid uint32, ended *bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var reached string
 	var status *string
-	if err := s.pool.QueryRow(ctx, `SELECT `+serverIdentitySQL+`,
-		CASE WHEN `+serverIdentitySQL+` = $2 THEN pg_xact_status($1::bigint::text::xid8) END`, xid, server).
-		Scan(&reached, &status); err != nil {
+	if err := s.pool.QueryRow(ctx, outcomeSQL, xid, server, wal).Scan(&reached, &status); err != nil || status == nil {
 		return "", err
 	}
 	if reached != server {
-		return "", errOtherServer
-	}
-	if status == nil {
-		return "", nil
+		return *status, nil
 	}
 	if *status == "in progress" && !*ended {
 		// The backend of that transaction, if it is still the one holding

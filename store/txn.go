@@ -15,8 +15,11 @@ type txn struct {
 	xid  int64
 	// server names the PostgreSQL server the transaction runs on (see
 	// currentXactSQL): a transaction id means nothing on another one.
-	server     string
-	committing bool
+	server string
+	// walAfterWrites is the write-ahead log's insert position once the
+	// transaction's writes were made, before COMMIT.
+	walAfterWrites string
+	committing     bool
 	// commitTimeout bounds the wait for COMMIT's answer (see commit).
 	commitTimeout time.Duration
 }
@@ -31,10 +34,22 @@ func (t *txn) begin(b *pgx.Batch, timeouts []string) {
 	b.Queue(currentXactSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid, &t.server) })
 }
 
-// commit queues COMMIT last in b and sends b (see sendCommit).
+// commit sends the writes of b, if any, with the query of the position
+// they reached in the write-ahead log (walAfterWritesSQL) last, then
+// COMMIT (see sendCommit): a round trip more than COMMIT at the end of b,
+// so that the outcome of a COMMIT whose answer is lost can be learnt from
+// a standby promoted meanwhile (see commitOutcome). With b empty (writes
+// already answered), COMMIT alone: its outcome is then learnt from its own
+// server only.
 func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
+	if b.Len() > 0 {
+		b.Queue(walAfterWritesSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.walAfterWrites) })
+		if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	}
 	t.committing = true
-	return sendCommit(ctx, t.conn, b, t.commitTimeout)
+	return sendCommit(ctx, t.conn, &pgx.Batch{}, t.commitTimeout)
 }
 
 // pipelined runs f on a connection of the pool for one txn. If f fails
@@ -64,7 +79,7 @@ func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 		}
 	}
 	if t.committing && t.xid != 0 && inDoubt(err) {
-		if committed, known := s.commitOutcome(ctx, t.xid, t.server, pid); known && committed {
+		if committed, known := s.commitOutcome(ctx, t.xid, t.server, t.walAfterWrites, pid); known && committed {
 			return nil
 		}
 	}
