@@ -361,10 +361,11 @@ func (f *AutoFailover) StopStandby(t T) int {
 }
 
 // StartNode starts node i's keeper again: it rejoins the formation (as a
-// standby, rewound if it was the primary).
+// standby, rewound if it was the primary; WaitHealthy waits for that), its
+// PostgreSQL listening only once its recovery and rewind are done.
 func (f *AutoFailover) StartNode(t T, i int) {
 	t.Helper()
-	if err := f.nodes[i].p.start(); err != nil {
+	if err := f.nodes[i].p.launch(); err != nil {
 		t.Fatalf("testenv: %v\n%s", err, f.logTail(f.nodes[i].name))
 	}
 }

@@ -71,6 +71,14 @@ type process struct {
 }
 
 func (p *process) start() error {
+	if err := p.launch(); err != nil {
+		return err
+	}
+	return waitPort(p.addr, 30*time.Second)
+}
+
+// launch starts the process, not waiting for its port.
+func (p *process) launch() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -97,7 +105,7 @@ func (p *process) start() error {
 	}
 	go func() { _ = cmd.Wait() }()
 	p.cmd = cmd
-	return waitPort(p.addr, 30*time.Second)
+	return nil
 }
 
 // running reports whether the process was started and not stopped since.
