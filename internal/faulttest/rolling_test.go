@@ -35,11 +35,17 @@ type rollingLoad struct {
 	signups, signupRetries, signupsGivenUp atomic.Int64
 	views, viewFailures                    atomic.Int64
 	reads, readFailures                    atomic.Int64
-	mu                                     sync.Mutex
-	failures                               []string
+	// unexpected counts failures other than a transport error (status 0)
+	// or a 503.
+	unexpected atomic.Int64
+	mu         sync.Mutex
+	failures   []string
 }
 
 func (l *rollingLoad) fail(what string, status int, err error) {
+	if status != 0 && status != http.StatusServiceUnavailable {
+		l.unexpected.Add(1)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.failures) < 10 {
@@ -139,7 +145,14 @@ type rollingCluster struct {
 
 func startRollingCluster(t *testing.T) *rollingCluster {
 	t.Helper()
-	c := &rollingCluster{db: testenv.NewDatabase(t), redis: testenv.RedisURL(),
+	return startRollingClusterOn(t, testenv.NewDatabase(t))
+}
+
+// startRollingClusterOn starts a rolling cluster whose instances use the
+// (migrated) database at db.
+func startRollingClusterOn(t *testing.T, db string) *rollingCluster {
+	t.Helper()
+	c := &rollingCluster{db: db, redis: testenv.RedisURL(),
 		env: []string{"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "NOTE_WATER_WINDOW=0s", "SHUTDOWN_TIMEOUT=10s",
 			"MIGRATE_ON_START=false", "TRUSTED_PROXIES=127.0.0.1/32"}}
 	for range 3 {

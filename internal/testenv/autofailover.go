@@ -311,27 +311,28 @@ func (f *AutoFailover) WaitHealthy(t T, timeout time.Duration) {
 		f.logTail(f.nodes[0].name), f.logTail(f.nodes[1].name))
 }
 
-// Primary returns the index (0 or 1) of the node that accepts writes now,
-// or -1 when none does.
+// Primary returns the index (0 or 1) of the node the monitor holds for
+// the primary now (reported and assigned primary, wait_primary or single),
+// or -1 when none is, after trying for ten seconds.
 func (f *AutoFailover) Primary() int {
-	for i := range f.nodes {
-		if !f.nodes[i].p.running() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conn, err := pgx.Connect(ctx, f.NodeURL(i))
-		if err == nil {
-			var ro string
-			err = conn.QueryRow(ctx, `SHOW transaction_read_only`).Scan(&ro)
-			conn.Close(ctx)
-			if err == nil && ro == "off" {
-				cancel()
-				return i
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, err := f.states(); err == nil {
+			for _, n := range st {
+				if n.Reported == n.Assigned && (n.Assigned == "primary" || n.Assigned == "wait_primary" || n.Assigned == "single") {
+					for i := range f.nodes {
+						if f.nodes[i].name == n.Name {
+							return i
+						}
+					}
+				}
 			}
 		}
-		cancel()
+		if time.Now().After(deadline) {
+			return -1
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return -1
 }
 
 // KillPrimary kills the primary node's keeper and PostgreSQL at once
