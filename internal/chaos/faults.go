@@ -145,11 +145,18 @@ func (in *injector) inject(cl Class) {
 	case PostgresFailover, PostgresStandbyLoss:
 		pf := c.Formation
 		pf.WaitHealthy(t, formationWhole)
-		f := in.rec.BeginFault(string(cl), "postgres")
+		var f *history.FaultSpan
 		lost := 0
 		if cl == PostgresFailover {
-			lost = pf.KillPrimary(t)
+			// The fault starts at the kill itself: finding the primary
+			// takes a moment.
+			if lost = pf.Primary(); lost < 0 {
+				t.Fatalf("chaos: the formation has no primary to kill")
+			}
+			f = in.rec.BeginFault(string(cl), "postgres")
+			pf.KillNode(lost)
 		} else {
+			f = in.rec.BeginFault(string(cl), "postgres")
 			lost = pf.StopStandby(t)
 		}
 		time.Sleep(in.hold())

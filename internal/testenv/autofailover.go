@@ -344,9 +344,13 @@ func (f *AutoFailover) KillPrimary(t T) int {
 	if i < 0 {
 		t.Fatalf("testenv: pg_auto_failover has no primary to kill")
 	}
-	f.nodes[i].p.kill()
+	f.KillNode(i)
 	return i
 }
+
+// KillNode kills node i's keeper and PostgreSQL at once (SIGKILL to their
+// process group). The node stays down until StartNode.
+func (f *AutoFailover) KillNode(i int) { f.nodes[i].p.kill() }
 
 // StopStandby stops the standby node (its keeper shuts its PostgreSQL
 // down fast) and returns its index. The node stays down until StartNode.
