@@ -54,10 +54,11 @@ func commitTimeoutOf(params map[string]string) time.Duration {
 	return defaultCommitTimeout
 }
 
-// sendCommit queues noCommitTimeout and COMMIT last in b and sends b on
-// conn, waiting for the answer until ctx's deadline or timeout, whichever
-// comes first (see withDeadline).
-func sendCommit(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, timeout time.Duration) error {
+// sendCommit sends noCommitTimeout and COMMIT in one round trip on conn,
+// waiting for the answer until ctx's deadline or timeout, whichever comes
+// first (see withDeadline).
+func sendCommit(ctx context.Context, conn *pgx.Conn, timeout time.Duration) error {
+	b := &pgx.Batch{}
 	b.Queue(noCommitTimeout)
 	b.Queue("COMMIT")
 	return withDeadline(ctx, conn, timeout, func(ctx context.Context) error { return conn.SendBatch(ctx, b).Close() })

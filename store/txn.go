@@ -49,7 +49,7 @@ func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
 		}
 	}
 	t.committing = true
-	return sendCommit(ctx, t.conn, &pgx.Batch{}, t.commitTimeout)
+	return sendCommit(ctx, t.conn, t.commitTimeout)
 }
 
 // pipelined runs f on a connection of the pool for one txn. If f fails
