@@ -18,12 +18,7 @@ import (
 func (c *rollingCluster) finishAfterRestart(t *testing.T, rowsURL string) {
 	t.Helper()
 	load := c.load
-	load.done.Store(true)
-	load.stop.Wait()
-	var rows int
-	var dbViews int64
-	query(t, rowsURL, `SELECT count(*) FROM registration`, &rows)
-	query(t, rowsURL, `SELECT coalesce((SELECT views FROM note_stats WHERE note_id = 'rolling'), 0)`, &dbViews)
+	rows, dbViews := c.stop(t, rowsURL)
 	t.Logf("signups %d (sent again by the client: %d), views %d acknowledged, %d counted, %d failed; seat reads %d, %d failed; failures seen: %v",
 		load.signups.Load(), load.signupRetries.Load(), load.views.Load(), dbViews, load.viewFailures.Load(),
 		load.reads.Load(), load.readFailures.Load(), load.failures)

@@ -193,17 +193,23 @@ func (c *rollingCluster) restart(t *testing.T, i int) {
 	c.procs[i] = apptest.StartProcessAt(t, c.addrs[i], c.db, c.redis, c.env...)
 }
 
+// stop stops the load and returns the registrations and the views of the
+// database at url.
+func (c *rollingCluster) stop(t *testing.T, url string) (rows int, dbViews int64) {
+	t.Helper()
+	c.load.done.Store(true)
+	c.load.stop.Wait()
+	query(t, url, `SELECT count(*) FROM registration`, &rows)
+	query(t, url, `SELECT coalesce((SELECT views FROM note_stats WHERE note_id = 'rolling'), 0)`, &dbViews)
+	return rows, dbViews
+}
+
 // finish stops the load and checks that nothing failed for good and that
 // every acknowledged signup and view is in the database, once.
 func (c *rollingCluster) finish(t *testing.T) {
 	t.Helper()
 	load := c.load
-	load.done.Store(true)
-	load.stop.Wait()
-	var rows int
-	var dbViews int64
-	query(t, c.db, `SELECT count(*) FROM registration`, &rows)
-	query(t, c.db, `SELECT coalesce((SELECT views FROM note_stats WHERE note_id = 'rolling'), 0)`, &dbViews)
+	rows, dbViews := c.stop(t, c.db)
 	retries, redispatches := c.proxy.Retries(t)
 	t.Logf("signups %d (sent again by the client: %d), views %d, seat reads %d; proxy retries %d, redispatches %d; failures seen: %v",
 		load.signups.Load(), load.signupRetries.Load(), load.views.Load(), load.reads.Load(), retries, redispatches, load.failures)
