@@ -9,18 +9,30 @@ GO ?= go
 # dependencies). test, vet, lint and vulncheck cover each.
 MODULES := . client
 
-.PHONY: run test services services-down build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
+.PHONY: run test test-ha services services-down build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
 	@source .data/env && scripts/run.sh
 
-# The widget tests drive a headless chromium, and the scale-out tests
-# Debian's pgbouncer and haproxy: installed here when missing (as root;
-# otherwise the tests fail saying how to install them).
+# The widget tests drive a headless chromium, the scale-out tests
+# Debian's pgbouncer and haproxy, and the failover tests a pg_auto_failover
+# formation (pg_autoctl): installed here when missing (as root; otherwise
+# the tests fail saying how to install them).
+TEST_TOOLS := chromium:chromium pgbouncer:pgbouncer haproxy:haproxy socat:socat curl:curl \
+	pg_autoctl:postgresql-15-auto-failover
+
 test: services
-	@scripts/services.sh tools chromium:chromium pgbouncer:pgbouncer haproxy:haproxy socat:socat curl:curl
+	@scripts/services.sh tools $(TEST_TOOLS)
 	@source .data/env && for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 	@$(MAKE) --no-print-directory fuzz-smoke
+
+# The highly available authority's longer tests (docs/testing.md): every
+# failover, switchover and replication test of internal/hatest and
+# internal/testenv, on private pg_auto_failover formations; make test runs
+# only one failover.
+test-ha: services
+	@scripts/services.sh tools $(TEST_TOOLS)
+	@source .data/env && TEST_HA=1 $(GO) test -race -count=1 -timeout 30m -v -run 'AutoFailover|HA' ./internal/testenv/ ./internal/hatest/
 
 services:
 	@scripts/services.sh up
@@ -42,12 +54,14 @@ docs:
 	$(GO) run ./cmd/capacityd config-doc > docs/configuration.md.tmp && mv docs/configuration.md.tmp docs/configuration.md
 
 # Proof of exactness (internal/chaos): `make chaos` runs a long checked
-# history of two real instances under every fault class and prints its
+# history of two real instances, on a pg_auto_failover formation (pg_autoctl,
+# installed when missing and root), under every fault class and prints its
 # summary (operations, faults by class, verdicts); make test runs a short
 # one. A failure writes the history and visualizations to artifacts/.
 CHAOS_DURATION ?= 10m
 
 chaos: services
+	@scripts/services.sh tools pg_autoctl:postgresql-15-auto-failover
 	@source .data/env && CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/chaos/
 
 # Static checks, run by CI: gofmt, go vet, staticcheck, and promtool (from

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,6 +49,9 @@ type Store struct {
 	// with them, in the same round trip.
 	timeouts []string
 	begin    pgx.TxOptions
+	// commitTimeout bounds the wait for a COMMIT's answer (see
+	// sendCommit).
+	commitTimeout time.Duration
 }
 
 // New returns a Store on pool.
@@ -57,6 +61,7 @@ func New(pool *pgxpool.Pool) *Store {
 		db: pool, pool: pool, ids: make(map[string]int64), cache: make(map[int64]seatCache),
 		poolCache: make(map[int64]poolCache), members: newMembership(),
 		timeouts: timeouts, begin: pgx.TxOptions{BeginQuery: strings.Join(append([]string{"BEGIN"}, timeouts...), "; ")},
+		commitTimeout: commitTimeoutOf(pool.Config().ConnConfig.RuntimeParams),
 	}
 }
 
@@ -95,7 +100,7 @@ func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {
 	if err := f(tx); err != nil {
 		return interpret(err)
 	}
-	return interpret(tx.Commit(ctx))
+	return interpret(commitTx(ctx, tx, s.commitTimeout))
 }
 
 // interpret translates a pgx error into a *capacityd.Error, once, at the
@@ -118,6 +123,8 @@ func interpret(err error) error {
 		case pgErr.Code == "23514", pgErr.Code == "22001", pgErr.Code == "22P02", pgErr.Code == "22003",
 			pgErr.Code == "22021", pgErr.Code == "22P05": // NUL or untranslatable characters in text
 			return &capacityd.Error{Code: capacityd.EInvalid, Message: "a value is out of range", Err: err}
+		case pgErr.Code == "25006": // read_only_sql_transaction: a standby, or a primary being demoted
+			return capacityd.Unavailable(err, "the database has no writable primary")
 		case pgErr.Code == "40001", pgErr.Code == "40P01",
 			pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":
 			return capacityd.Unavailable(err, "the database is unavailable")

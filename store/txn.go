@@ -11,9 +11,17 @@ import (
 // it (and learns its id), its last commits it, so that neither BEGIN nor
 // COMMIT costs a round trip of its own.
 type txn struct {
-	conn       *pgx.Conn
-	xid        int64
-	committing bool
+	conn *pgx.Conn
+	xid  int64
+	// server names the PostgreSQL server the transaction runs on (see
+	// currentXactSQL): a transaction id means nothing on another one.
+	server string
+	// walAfterWrites is the write-ahead log's insert position once the
+	// transaction's writes were made, before COMMIT.
+	walAfterWrites string
+	committing     bool
+	// commitTimeout bounds the wait for COMMIT's answer (see commit).
+	commitTimeout time.Duration
 }
 
 // begin queues BEGIN, the transaction's own timeouts (behind a pooler the
@@ -23,14 +31,25 @@ func (t *txn) begin(b *pgx.Batch, timeouts []string) {
 	for _, q := range timeouts {
 		b.Queue(q)
 	}
-	b.Queue(currentXactSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid) })
+	b.Queue(currentXactSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid, &t.server) })
 }
 
-// commit queues COMMIT last in b and sends b.
+// commit sends the writes of b, if any, with the query of the position
+// they reached in the write-ahead log (walAfterWritesSQL) last, then
+// COMMIT (see sendCommit): a round trip more than COMMIT at the end of b,
+// so that the outcome of a COMMIT whose answer is lost can be learnt from
+// a standby promoted meanwhile (see commitOutcome). With b empty (writes
+// already answered), COMMIT alone: its outcome is then learnt from its own
+// server only.
 func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
-	b.Queue("COMMIT")
+	if b.Len() > 0 {
+		b.Queue(walAfterWritesSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.walAfterWrites) })
+		if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	}
 	t.committing = true
-	return t.conn.SendBatch(ctx, b).Close()
+	return sendCommit(ctx, t.conn, t.commitTimeout)
 }
 
 // pipelined runs f on a connection of the pool for one txn. If f fails
@@ -46,7 +65,7 @@ func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 		return interpret(err)
 	}
 	defer pc.Release()
-	t := &txn{conn: pc.Conn()}
+	t := &txn{conn: pc.Conn(), commitTimeout: s.commitTimeout}
 	pid := t.conn.PgConn().PID()
 	err = f(t)
 	if err == nil {
@@ -60,7 +79,7 @@ func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 		}
 	}
 	if t.committing && t.xid != 0 && inDoubt(err) {
-		if committed, known := s.commitOutcome(ctx, t.xid, pid); known && committed {
+		if committed, known := s.commitOutcome(ctx, t.xid, t.server, t.walAfterWrites, pid); known && committed {
 			return nil
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/histcheck"
 	"github.com/physiciansnet/capacityd/internal/history"
+	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
 // Config configures a run.
@@ -56,6 +57,10 @@ type Config struct {
 	OpsPerObject int
 	// Seed makes the workload's choices repeatable; 0: random.
 	Seed uint64
+	// HA makes PostgreSQL a pg_auto_failover formation (a monitor, a
+	// primary and a synchronous standby) instead of a single server; its
+	// fault classes are HAClasses'. Async makes its standby asynchronous.
+	HA, Async bool
 }
 
 // clientTimeout bounds each request: longer than the service's request
@@ -74,6 +79,12 @@ type Result struct {
 	Converged error
 	// Violations are exchanges that broke the API description.
 	Violations []string
+	// Recoveries are, for each postgres_failover, the time from the
+	// primary's SIGKILL to the answer of the first signup sent after it
+	// that was taken (201 or 202).
+	Recoveries []time.Duration
+	// Cluster is what the run ran on (still running until the test ends).
+	Cluster *Cluster
 }
 
 // OK reports whether the run kept every promise.
@@ -110,11 +121,16 @@ func (r Result) Summary() string {
 		pl.Pools, pl.InOne, pl.InTwo, pl.Signups, pl.Seated, pl.Waitlisted, pl.Full, pl.Reads, pl.FullReads)
 	b.WriteString("\nfaults:")
 	total := 0
-	for _, cl := range AllClasses {
-		fmt.Fprintf(&b, " %s %d", cl, r.Faults[cl])
-		total += r.Faults[cl]
+	for _, cl := range append(AllClasses, PostgresFailover, PostgresStandbyLoss, PostgresSwitchover) {
+		if n, ok := r.Faults[cl]; ok {
+			fmt.Fprintf(&b, " %s %d", cl, n)
+			total += n
+		}
 	}
 	fmt.Fprintf(&b, " (%d in all)\n", total)
+	if len(r.Recoveries) > 0 {
+		fmt.Fprintf(&b, "failovers: first signup answered %v after the primary's SIGKILL\n", r.Recoveries)
+	}
 	b.WriteString(r.Report.String())
 	if r.Converged != nil {
 		fmt.Fprintf(&b, "display convergence: %v\n", r.Converged)
@@ -139,7 +155,7 @@ func Run(t testing.TB, cfg Config) Result {
 	t.Helper()
 	cfg = withDefaults(cfg)
 	ttl := cfg.SeatTTL
-	c := StartCluster(t, cfg.Nodes, Binary(t, cfg.Tags...),
+	c := StartCluster(t, cfg.Nodes, Binary(t, cfg.Tags...), cfg.HA, testenv.AutoFailoverOptions{Async: cfg.Async},
 		"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_PUBLIC_READS=0", "NOTE_WATER_WINDOW=0s", "SEAT_CACHE_TTL="+ttl.String(),
 		"RECONCILE_INTERVAL=1s", "REQUEST_TIMEOUT=5s", "DB_MAX_CONNS=8", "MIGRATE_ON_START=false", "LOG_LEVEL=warn")
 	rec := history.New()
@@ -223,9 +239,10 @@ func Run(t testing.TB, cfg Config) Result {
 	c.Heal()
 	wg.Wait()
 
-	res := Result{Faults: in.counts}
+	res := Result{Faults: in.counts, Cluster: c}
 	res.Converged = settle(t, w, ttl)
 	res.History = rec.History()
+	res.Recoveries = Recoveries(res.History)
 	res.Report = histcheck.Check(res.History, histcheck.Options{
 		// A request may run for the flush timeout after its client gave
 		// up, then its hold lives at most a TTL.
@@ -237,6 +254,30 @@ func Run(t testing.TB, cfg Config) Result {
 	res.Violations = violations
 	vmu.Unlock()
 	return res
+}
+
+// Recoveries returns, for each postgres_failover fault of h, the time
+// from its start (the primary's SIGKILL) to the answer of the first
+// signup sent after it that was taken (201 or 202).
+func Recoveries(h history.History) []time.Duration {
+	var out []time.Duration
+	for _, f := range h.Faults {
+		if f.Class != string(PostgresFailover) {
+			continue
+		}
+		first := int64(-1)
+		for _, op := range h.Ops {
+			if op.Kind == history.Signup && op.Call >= f.Start && op.Result == history.Answered &&
+				(op.Output.Status == http.StatusCreated || op.Output.Status == http.StatusAccepted) &&
+				(first < 0 || op.Return < first) {
+				first = op.Return
+			}
+		}
+		if first >= 0 {
+			out = append(out, time.Duration(first-f.Start))
+		}
+	}
+	return out
 }
 
 // Parties counts what a history did with groups.

@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,10 +37,41 @@ const (
 	// HalfOpen black-holes one direction of an instance's link: the
 	// connections stay open, nothing arrives.
 	HalfOpen Class = "half_open"
+	// PostgresFailover kills the formation's primary (keeper and
+	// PostgreSQL, SIGKILL) mid-load: the monitor promotes the standby. The
+	// old primary then rejoins as the standby, and the fault ends when
+	// the formation is whole again.
+	PostgresFailover Class = "postgres_failover"
+	// PostgresStandbyLoss stops the formation's standby while the primary
+	// runs: commits wait for it until the monitor lets the primary go on
+	// alone. The standby then rejoins.
+	PostgresStandbyLoss Class = "postgres_standby_loss"
+	// PostgresSwitchover is a planned switchover of the formation
+	// (pg_autoctl perform switchover).
+	PostgresSwitchover Class = "postgres_switchover"
 )
 
-// AllClasses lists every fault class.
+// AllClasses lists every fault class of a single PostgreSQL server.
 var AllClasses = []Class{InstanceKill, RedisKill, RedisFlush, PostgresRestart, Latency, Bandwidth, Reset, HalfOpen}
+
+// HAClasses lists every fault class of a pg_auto_failover formation:
+// PostgreSQL's own are its failover, the loss of its standby and a
+// switchover instead of a restart.
+var HAClasses = []Class{InstanceKill, RedisKill, RedisFlush, PostgresFailover, PostgresStandbyLoss, PostgresSwitchover,
+	Latency, Bandwidth, Reset, HalfOpen}
+
+// formationFault reports (1) whether cl is a fault of a pg_auto_failover
+// formation, else 0.
+func formationFault(cl Class) int {
+	if cl == PostgresFailover || cl == PostgresStandbyLoss || cl == PostgresSwitchover {
+		return 1
+	}
+	return 0
+}
+
+// formationWhole bounds the wait for a formation to have its primary and
+// standby again after a fault.
+const formationWhole = 2 * time.Minute
 
 // injector injects faults into a cluster, one at a time, and records
 // each in the history.
@@ -61,6 +94,9 @@ func (in *injector) run(ctx context.Context, classes []Class, gap func() time.Du
 	for {
 		order := append([]Class(nil), classes...)
 		in.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		// The formation's faults last in a round: they end only once it is
+		// whole again, which takes longest.
+		slices.SortStableFunc(order, func(a, b Class) int { return cmp.Compare(formationFault(a), formationFault(b)) })
 		for _, cl := range order {
 			if !sleep(ctx, gap()) {
 				return
@@ -106,6 +142,32 @@ func (in *injector) inject(cl Class) {
 		time.Sleep(in.hold() / 2)
 		c.Postgres.Start(t)
 		f.End()
+	case PostgresFailover, PostgresStandbyLoss:
+		pf := c.Formation
+		pf.WaitHealthy(t, formationWhole)
+		var f *history.FaultSpan
+		lost := 0
+		if cl == PostgresFailover {
+			// The fault starts at the kill itself: finding the primary
+			// takes a moment.
+			if lost = pf.Primary(); lost < 0 {
+				t.Fatalf("chaos: the formation has no primary to kill")
+			}
+			f = in.rec.BeginFault(string(cl), "postgres")
+			pf.KillNode(lost)
+		} else {
+			f = in.rec.BeginFault(string(cl), "postgres")
+			lost = pf.StopStandby(t)
+		}
+		time.Sleep(in.hold())
+		pf.StartNode(t, lost)
+		pf.WaitHealthy(t, formationWhole)
+		f.End()
+	case PostgresSwitchover:
+		c.Formation.WaitHealthy(t, formationWhole)
+		f := in.rec.BeginFault(string(cl), "postgres")
+		c.Formation.Switchover(t)
+		f.End()
 	default:
 		in.toxic(cl, node)
 	}
@@ -115,31 +177,36 @@ func (in *injector) inject(cl Class) {
 // and Redis's in turn, for a while.
 func (in *injector) toxic(cl Class, node int) {
 	in.nthLink++
-	link, target := in.c.PostgresLinks[node], "postgres"
+	links, target := in.c.PostgresLinks[node], "postgres"
 	if in.nthLink%2 == 0 {
-		link, target = in.c.RedisLinks[node], "redis"
+		links, target = []*testenv.Proxy{in.c.RedisLinks[node]}, "redis"
 	}
 	dir := testenv.Downstream
 	if in.rng.IntN(2) == 0 || (!in.lostAnswers && (cl == Reset || cl == HalfOpen)) {
 		dir = testenv.Upstream
 	}
 	f := in.rec.BeginFault(string(cl), fmt.Sprintf("%s→%s %s", in.c.Nodes[node].Name, target, dir))
-	var err error
-	switch cl {
-	case Latency:
-		err = link.Latency(dir, 100+in.rng.IntN(200), 50)
-	case Bandwidth:
-		err = link.Bandwidth(dir, 2+in.rng.IntN(8))
-	case Reset:
-		err = link.Reset(dir, in.rng.IntN(50))
-	case HalfOpen:
-		err = link.HalfOpen(dir)
-	}
-	if err != nil {
-		in.t.Fatal(err)
+	ms, kbps, resetMS := 100+in.rng.IntN(200), 2+in.rng.IntN(8), in.rng.IntN(50)
+	for _, link := range links {
+		var err error
+		switch cl {
+		case Latency:
+			err = link.Latency(dir, ms, 50)
+		case Bandwidth:
+			err = link.Bandwidth(dir, kbps)
+		case Reset:
+			err = link.Reset(dir, resetMS)
+		case HalfOpen:
+			err = link.HalfOpen(dir)
+		}
+		if err != nil {
+			in.t.Fatal(err)
+		}
 	}
 	time.Sleep(in.hold())
-	link.Heal()
+	for _, link := range links {
+		link.Heal()
+	}
 	f.End()
 }
 

@@ -35,11 +35,17 @@ type rollingLoad struct {
 	signups, signupRetries, signupsGivenUp atomic.Int64
 	views, viewFailures                    atomic.Int64
 	reads, readFailures                    atomic.Int64
-	mu                                     sync.Mutex
-	failures                               []string
+	// unexpected counts failures other than a transport error (status 0)
+	// or a 503.
+	unexpected atomic.Int64
+	mu         sync.Mutex
+	failures   []string
 }
 
 func (l *rollingLoad) fail(what string, status int, err error) {
+	if status != 0 && status != http.StatusServiceUnavailable {
+		l.unexpected.Add(1)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.failures) < 10 {
@@ -139,7 +145,14 @@ type rollingCluster struct {
 
 func startRollingCluster(t *testing.T) *rollingCluster {
 	t.Helper()
-	c := &rollingCluster{db: testenv.NewDatabase(t), redis: testenv.RedisURL(),
+	return startRollingClusterOn(t, testenv.NewDatabase(t))
+}
+
+// startRollingClusterOn starts a rolling cluster whose instances use the
+// (migrated) database at db.
+func startRollingClusterOn(t *testing.T, db string) *rollingCluster {
+	t.Helper()
+	c := &rollingCluster{db: db, redis: testenv.RedisURL(),
 		env: []string{"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "NOTE_WATER_WINDOW=0s", "SHUTDOWN_TIMEOUT=10s",
 			"MIGRATE_ON_START=false", "TRUSTED_PROXIES=127.0.0.1/32"}}
 	for range 3 {
@@ -180,17 +193,23 @@ func (c *rollingCluster) restart(t *testing.T, i int) {
 	c.procs[i] = apptest.StartProcessAt(t, c.addrs[i], c.db, c.redis, c.env...)
 }
 
+// stop stops the load and returns the registrations and the views of the
+// database at url.
+func (c *rollingCluster) stop(t *testing.T, url string) (rows int, dbViews int64) {
+	t.Helper()
+	c.load.done.Store(true)
+	c.load.stop.Wait()
+	query(t, url, `SELECT count(*) FROM registration`, &rows)
+	query(t, url, `SELECT coalesce((SELECT views FROM note_stats WHERE note_id = 'rolling'), 0)`, &dbViews)
+	return rows, dbViews
+}
+
 // finish stops the load and checks that nothing failed for good and that
 // every acknowledged signup and view is in the database, once.
 func (c *rollingCluster) finish(t *testing.T) {
 	t.Helper()
 	load := c.load
-	load.done.Store(true)
-	load.stop.Wait()
-	var rows int
-	var dbViews int64
-	query(t, c.db, `SELECT count(*) FROM registration`, &rows)
-	query(t, c.db, `SELECT coalesce((SELECT views FROM note_stats WHERE note_id = 'rolling'), 0)`, &dbViews)
+	rows, dbViews := c.stop(t, c.db)
 	retries, redispatches := c.proxy.Retries(t)
 	t.Logf("signups %d (sent again by the client: %d), views %d, seat reads %d; proxy retries %d, redispatches %d; failures seen: %v",
 		load.signups.Load(), load.signupRetries.Load(), load.views.Load(), load.reads.Load(), retries, redispatches, load.failures)

@@ -84,6 +84,18 @@ func StartHAProxy(t T, backends ...string) *HAProxy {
 	return h
 }
 
+// Kill stops the proxy at once (SIGKILL), like a crash.
+func (h *HAProxy) Kill() { h.p.kill() }
+
+// Start starts the proxy again with the same configuration, on the same
+// port; its instances are checked anew before it sends them requests.
+func (h *HAProxy) Start(t T) {
+	t.Helper()
+	if err := h.p.start(); err != nil {
+		t.Fatalf("testenv: %v\n%s", err, h.Log(t))
+	}
+}
+
 // Log returns what the proxy logged so far (its requests, the changes of
 // the instances' states).
 func (h *HAProxy) Log(t T) string {

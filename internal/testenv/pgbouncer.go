@@ -72,6 +72,15 @@ func (b *PgBouncer) Log(t T) string {
 // Kill stops the pooler at once.
 func (b *PgBouncer) Kill() { b.p.kill() }
 
+// Start starts the pooler again with the same configuration, on the same
+// port.
+func (b *PgBouncer) Start(t T) {
+	t.Helper()
+	if err := b.p.start(); err != nil {
+		t.Fatalf("testenv: %v\n%s", err, b.Log(t))
+	}
+}
+
 // systemTool finds a command of a Debian package, also in /usr/sbin
 // (which a non-root PATH may lack), or returns "".
 func systemTool(name string) string {

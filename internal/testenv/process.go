@@ -60,6 +60,8 @@ type process struct {
 	name string
 	argv []string
 	cred *syscall.Credential
+	// env is added to the test's environment.
+	env  []string
 	addr string
 	// logPath is where its output goes; empty: a new temporary file.
 	logPath string
@@ -69,6 +71,14 @@ type process struct {
 }
 
 func (p *process) start() error {
+	if err := p.launch(); err != nil {
+		return err
+	}
+	return waitPort(p.addr, 30*time.Second)
+}
+
+// launch starts the process, not waiting for its port.
+func (p *process) launch() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -76,6 +86,9 @@ func (p *process) start() error {
 	}
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred}
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	var logf *os.File
 	var err error
 	if p.logPath != "" {
@@ -92,7 +105,7 @@ func (p *process) start() error {
 	}
 	go func() { _ = cmd.Wait() }()
 	p.cmd = cmd
-	return waitPort(p.addr, 30*time.Second)
+	return nil
 }
 
 // running reports whether the process was started and not stopped since.
