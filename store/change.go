@@ -58,7 +58,8 @@ type activityWork struct {
 //	[counts of activities and pools changed elsewhere; heads of waiting lists] -- a second, when needed
 //	registration.DecideAll
 //	UPDATE changed rows; INSERT new rows; INSERT events; bump last_seq;
-//	UPDATE changed activities and pools; INSERT idempotency records; COMMIT -- one round trip
+//	UPDATE changed activities and pools; INSERT idempotency records  -- one round trip
+//	SET LOCAL statement_timeout = 0; COMMIT                           -- one more (see sendCommit)
 //
 // Locks are taken in one global order, so transactions of several
 // instances wait for each other but never deadlock. Which locks: every
@@ -531,7 +532,8 @@ func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, use
 	})
 }
 
-// writePlans writes every plan and commits, in one round trip. (Webhooks
+// writePlans writes every plan in one round trip, then commits in another
+// (the COMMIT without a statement timeout, see sendCommit). (Webhooks
 // read the events it records: nothing is written for them.) Rows
 // that change come before new rows, so that a user's cancelled
 // registration no longer counts as active when their new one is inserted;
