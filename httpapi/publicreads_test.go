@@ -28,7 +28,8 @@ func TestPublicActivityReadComesFromTheDisplayAndAnAdminsFromTheAuthority(t *tes
 	// The instance's background work (expiry, reconciliation, webhook
 	// polls) is put off, so that its statements are the reads' alone.
 	inst := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: time.Hour,
-		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour}})
+		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour,
+		QueueTick: time.Hour}})
 	id := inst.CreateActivity(t, "display", 10)
 	inst.MustSignup(t, id, "u1")
 	inst.MustSignup(t, id, "u2") // the commits build the display counter

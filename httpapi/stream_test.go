@@ -346,7 +346,7 @@ func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 	// The instance's background work is put off, so that its statements
 	// would be the streams' alone.
 	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
-		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour}})
+		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour, QueueTick: time.Hour}})
 	id := inst.CreateActivity(t, "quiet", 100)
 	inst.MustSignup(t, id, "u0") // builds the display counter
 	before := inst.Queries.Count()

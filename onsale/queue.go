@@ -28,9 +28,12 @@ type Ticket struct {
 // Options tune a Queue.
 type Options struct {
 	// Tick is how often the controller advances an active line (default
-	// 200 ms); idle lines are looked at every IdleEvery ticks.
+	// 200 ms). Lines this instance does not serve are listed every
+	// ListEvery (default 30 s): a line is advanced at every tick by the
+	// instances that take its joins or polls, the listing only picks up
+	// the lines of an instance that went away.
 	Tick      time.Duration
-	IdleEvery int
+	ListEvery time.Duration
 	// PresenceFlush is how often the polls' presence is written to the
 	// authority (default 2 s).
 	PresenceFlush time.Duration
@@ -72,8 +75,8 @@ func New(auth Authority, opts Options) *Queue {
 	if opts.Tick <= 0 {
 		opts.Tick = 200 * time.Millisecond
 	}
-	if opts.IdleEvery <= 0 {
-		opts.IdleEvery = 10
+	if opts.ListEvery <= 0 {
+		opts.ListEvery = 30 * time.Second
 	}
 	if opts.PresenceFlush <= 0 {
 		opts.PresenceFlush = 2 * time.Second
@@ -256,12 +259,13 @@ func jitter(ms int64) int64 {
 }
 
 // Run advances the lines until ctx ends: every tick the active lines,
-// every IdleEvery ticks every line with a queue; and it writes the polls'
+// every ListEvery every line with a queue; and it writes the polls'
 // presence every PresenceFlush.
 func (q *Queue) Run(ctx context.Context) {
 	tick := time.NewTicker(q.opts.Tick)
 	defer tick.Stop()
 	flushEvery := max(1, int(q.opts.PresenceFlush/q.opts.Tick))
+	listEvery := max(1, int(q.opts.ListEvery/q.opts.Tick))
 	for n := 0; ; n++ {
 		select {
 		case <-ctx.Done():
@@ -269,7 +273,7 @@ func (q *Queue) Run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if n%q.opts.IdleEvery == 0 {
+		if n%listEvery == 0 {
 			ids, err := q.auth.ActiveQueues(ctx)
 			if err != nil {
 				q.opts.Log.Warn("admission queues not listed", "err", err)

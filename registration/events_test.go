@@ -101,7 +101,7 @@ func TestActivityFeedPagesAndLongPollsAcrossInstances(t *testing.T) {
 	// a's background work is put off, so that its statements are the
 	// feed's alone: that tells when the long poll has read the feed.
 	a := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
-		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour}})
+		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour, QueueTick: time.Hour}})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
 	id := a.CreateActivity(t, "feed", 10)
 	for i := range 5 {

@@ -77,7 +77,7 @@ var _ = testenv.FreePort
 
 func TestWarmSeatReadsRunNoDatabaseQuery(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, QueueTick: time.Hour}})
 	id := inst.CreateActivity(t, "reads", 30)
 	signupBurst(t, []*apptest.Instance{inst}, id, "u", 10)
 
