@@ -166,8 +166,11 @@ func TestEndedRequestsDoNotSuspendTheDisplayTier(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = inst.App.Seats.Seats(ctx, id)
-	require.Error(t, err)
+	// Answered from the instance's seat memory, or refused for the
+	// context: either way no Redis failure.
+	if _, err = inst.App.Seats.Seats(ctx, id); err != nil {
+		require.ErrorIs(t, err, context.Canceled)
+	}
 
 	s, err := inst.App.Seats.Seats(context.Background(), id)
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/physiciansnet/capacityd/client"
 )
@@ -14,7 +15,10 @@ import (
 // SignupBurst signs up users prefix0..prefix(n-1) to an activity at once,
 // spread over the instances (256 requests in flight at most), and counts
 // the answers by status (201 admitted, 202 waitlisted, a refusal's status,
-// -1 for a request that got no answer). A 409 must be activity_full.
+// -1 for a request that got no answer). A 409 must be activity_full. A
+// 503 (the admission lock not had in time on a loaded machine: nothing
+// was written) is sent again after its Retry-After, as a client would, up
+// to three times; the test fails on any other 5xx.
 func SignupBurst(t testing.TB, insts []*Instance, activityID, prefix string, n int) map[int]int {
 	t.Helper()
 	var mu sync.Mutex
@@ -27,6 +31,14 @@ func SignupBurst(t testing.TB, insts []*Instance, activityID, prefix string, n i
 		wg.Go(func() {
 			defer func() { <-sem }()
 			res, err := api.Signup(context.Background(), activityID, client.SignupOptions{})
+			for try := 0; try < 3; try++ {
+				var e *client.Error
+				if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable {
+					break
+				}
+				time.Sleep(max(e.RetryAfter, time.Second))
+				res, err = api.Signup(context.Background(), activityID, client.SignupOptions{})
+			}
 			status := SignupStatus(res, err)
 			var e *client.Error
 			if errors.As(err, &e) && ((e.Status == http.StatusConflict && e.Code != client.CodeActivityFull) || e.Status >= 500) {
