@@ -89,6 +89,9 @@ type Authority interface {
 	// QueuePlace returns the user's latest place in the activity's line
 	// and whether there is one.
 	QueuePlace(ctx context.Context, activityID, userID string) (Place, bool, error)
+	// QueuePlaces returns the latest places of the users in the
+	// activity's line (users without one are left out).
+	QueuePlaces(ctx context.Context, activityID string, users []string) ([]Place, error)
 	// QueueLine returns the state of the activity's line as last advanced,
 	// and whether it has one.
 	QueueLine(ctx context.Context, activityID string) (Line, bool, error)

@@ -114,13 +114,15 @@ func (q *Queue) Me(ctx context.Context, activityID, userID string) (Ticket, erro
 	c := q.places[key]
 	line, known := q.lines[activityID]
 	fresh := c != nil && known && !q.stale(c, line, now)
+	var cached Place
 	if fresh {
 		c.askedAt = now
-		q.markSeen(c.place)
+		cached = c.place
+		q.markSeen(cached)
 	}
 	q.mu.Unlock()
 	if fresh {
-		return q.answer(ctx, c.place, now)
+		return q.answer(ctx, cached, now)
 	}
 	p, ok, err := q.auth.QueuePlace(ctx, activityID, userID)
 	if err != nil {
@@ -311,6 +313,7 @@ func (q *Queue) advanceHot(ctx context.Context) {
 		}
 		q.opts.Metrics.observe(adv)
 		q.mu.Lock()
+		prev, known := q.lines[id]
 		q.lines[id] = adv.Line
 		// A line that no longer has a queue, or that nobody waits in and
 		// no token is out of, cools down.
@@ -318,10 +321,51 @@ func (q *Queue) advanceHot(ctx context.Context) {
 			delete(q.hot, id)
 		}
 		q.mu.Unlock()
+		if known && (adv.Line.Shuffled != prev.Shuffled || adv.Line.AdmittedThrough != prev.AdmittedThrough ||
+			adv.Line.SoldOut != prev.SoldOut) {
+			q.refreshMoved(ctx, adv.Line)
+		}
 	}
 	q.mu.Lock()
 	q.opts.Metrics.setTotals(q.lines)
 	q.mu.Unlock()
+}
+
+// maxRefresh bounds the places one refresh reads.
+const maxRefresh = 10_000
+
+// refreshMoved reads again, in one statement, the cached waiting places
+// of a line that the line's last advance may have moved (shuffled,
+// admitted or sold out), so that their next polls are answered from
+// memory rather than each reading its place.
+func (q *Queue) refreshMoved(ctx context.Context, line Line) {
+	q.mu.Lock()
+	var users []string
+	for k, c := range q.places {
+		if k.activityID == line.ActivityID && c.place.State == Waiting && len(users) < maxRefresh &&
+			((c.place.Position == nil && line.Shuffled) || (c.place.Position != nil && *c.place.Position <= line.AdmittedThrough) || line.SoldOut) {
+			users = append(users, k.userID)
+		}
+	}
+	q.mu.Unlock()
+	if len(users) == 0 {
+		return
+	}
+	places, err := q.auth.QueuePlaces(ctx, line.ActivityID, users)
+	if err != nil {
+		if ctx.Err() == nil {
+			q.opts.Log.Warn("queue places not refreshed", "activity_id", line.ActivityID, "err", err)
+		}
+		return
+	}
+	now := time.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, p := range places {
+		if c := q.places[placeKey{p.ActivityID, p.UserID}]; c != nil {
+			c.place, c.readAt = p, now
+		}
+	}
 }
 
 // flushPresence writes the presence of the holders seen since the last

@@ -99,6 +99,17 @@ func (s *Store) QueuePlace(ctx context.Context, activityID, userID string) (onsa
 	return p, err == nil, interpret(err)
 }
 
+// QueuePlaces implements onsale.Authority.
+func (s *Store) QueuePlaces(ctx context.Context, activityID string, users []string) ([]onsale.Place, error) {
+	rows, err := s.db.Query(ctx, `SELECT DISTINCT ON (t.user_id) `+placeColumns+` FROM queue_ticket t JOIN activity a ON a.id = t.activity_id
+		WHERE a.public_id = $1 AND t.user_id = ANY($2) ORDER BY t.user_id, t.id DESC`, activityID, users)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	places, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (onsale.Place, error) { return scanPlace(row) })
+	return places, interpret(err)
+}
+
 const lineColumns = `a.public_id, a.queue, a.opens_at, q.shuffled, q.head, q.waiting, q.admitted_through, q.sold_out,
 	(SELECT count(*) FROM queue_ticket t WHERE t.activity_id = q.activity_id AND t.state = 'admitted'), q.advanced_at`
 
