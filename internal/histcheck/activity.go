@@ -66,6 +66,10 @@ type activityState struct {
 	// the model does not see: any signup may find its user at the limit
 	// (series.go checks the limit across them).
 	series bool
+	// window: the activity has an opening time or a queue, which refuse
+	// signups the model cannot judge (the queue check does); queued: it has
+	// an admission queue.
+	window, queued bool
 	// blocks are the live blocks, oldest first; made counts the blocks
 	// created, to give each its serial.
 	blocks []block
@@ -163,7 +167,8 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 			}
 			return true, activityState{created: true, capacity: op.Input.Capacity, waitlist: op.Input.Waitlist,
 				fill: op.Input.Policy == policyFill, maxSeats: max(op.Input.MaxSeats, 1), pooled: len(op.Input.Pools) > 0,
-				poolSeats: in.(activityInput).poolSeats, series: op.Input.Series != "", users: make([]holder, op.Input.Users)}
+				poolSeats: in.(activityInput).poolSeats, series: op.Input.Series != "", window: op.Input.OpensAt != nil || op.Input.Queue != nil,
+				queued: op.Input.Queue != nil, users: make([]holder, op.Input.Users)}
 		}
 		if !s.created || op.Input.User >= len(s.users) {
 			return false, s
@@ -233,6 +238,12 @@ func stepSignup(s activityState, u, seats int, code string, o activityOutput) (b
 func signupAs(s activityState, u, seats int, code string, d decision, o activityOutput) (bool, activityState) {
 	n := s
 	if !o.unknown && s.series && d != already && d != tooMany && refused(o.out, "limit_reached") {
+		return true, s
+	}
+	// The window and the admission token are decided before anything
+	// else, and a refusal for them changes nothing.
+	if !o.unknown && ((s.window && refused(o.out, "registration_closed")) ||
+		(s.queued && o.out.Status == http.StatusForbidden && o.out.Code == "admission_required")) {
 		return true, s
 	}
 	switch d {
@@ -314,6 +325,7 @@ func equalActivity(a, b any) bool {
 	x, y := a.(activityState), b.(activityState)
 	return x.created == y.created && x.capacity == y.capacity && x.waitlist == y.waitlist && x.fill == y.fill &&
 		x.maxSeats == y.maxSeats && x.pooled == y.pooled && x.poolSeats == y.poolSeats && x.series == y.series &&
+		x.window == y.window && x.queued == y.queued &&
 		x.made == y.made && slices.Equal(x.blocks, y.blocks) &&
 		slices.Equal(x.users, y.users) && slices.Equal(x.queue, y.queue) && slices.Equal(x.closed, y.closed)
 }
@@ -321,7 +333,7 @@ func equalActivity(a, b any) bool {
 func hashActivity(a any) uint64 {
 	s := a.(activityState)
 	h := fnv.New64a()
-	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.pooled, s.poolSeats, s.series, s.made, s.blocks,
+	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.pooled, s.poolSeats, s.series, s.window, s.queued, s.made, s.blocks,
 		s.users, s.queue, len(s.closed))
 	return h.Sum64()
 }
@@ -344,6 +356,9 @@ func describeActivity(a any) string {
 	}
 	if s.series {
 		b.WriteString(", in a series")
+	}
+	if s.queued {
+		b.WriteString(", behind a queue")
 	}
 	for _, k := range s.blocks {
 		fmt.Fprintf(&b, "; block #%d %s (code %s) %d of %d used", k.serial, k.id, k.code, k.used, k.seats)

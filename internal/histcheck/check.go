@@ -27,7 +27,11 @@
 //     occupy seats never hold more than its capacity, and its reads agree
 //     (pools.go); every authoritative activity read shows a quiet line: no
 //     party the activity's policy would promote fits the remaining seats
-//     of the activity and its pools.
+//     of the activity and its pools;
+//   - the queues: admission in position order, positions that never
+//     change, one admission per user at a time, and every signup taken on
+//     an activity with a queue made with a token issued to its user, no
+//     token twice (queue.go; it also reads the authority's final rows).
 //
 // Attempts without an answer are operations of unknown outcome: they may
 // or may not have taken effect, so they get an open-ended return time.
@@ -135,6 +139,8 @@ type Report struct {
 	// Series is the check of what each user holds across a series'
 	// activities.
 	Series SeriesVerdict
+	// Queue is the check of the admission queues.
+	Queue QueueVerdict
 	// Anomalies are answers the API never gives (5xx other than 503).
 	Anomalies []string
 }
@@ -143,7 +149,7 @@ type Report struct {
 // was answered.
 func (r Report) OK() bool {
 	return r.Authority.Result == porcupine.Ok && r.Display.Result == porcupine.Ok &&
-		r.Notes.Result == porcupine.Ok && r.Pools.OK() && r.Series.OK() && len(r.Anomalies) == 0
+		r.Notes.Result == porcupine.Ok && r.Pools.OK() && r.Series.OK() && r.Queue.OK() && len(r.Anomalies) == 0
 }
 
 // String summarises the report in a few lines.
@@ -161,6 +167,7 @@ func (r Report) String() string {
 	}
 	b.WriteString(r.Pools.String() + "\n")
 	b.WriteString(r.Series.String() + "\n")
+	b.WriteString(r.Queue.String() + "\n")
 	if len(r.Anomalies) > 0 {
 		fmt.Fprintf(&b, "anomalies: %d, first: %s\n", len(r.Anomalies), r.Anomalies[0])
 	}
@@ -193,8 +200,8 @@ func Check(h history.History, o Options) Report {
 		meta := fmt.Sprintf("%s, %d attempt(s)", l.instance, l.attempts)
 		op := history.Op{Kind: l.kind, Input: l.input, Client: l.client, Instance: l.instance}
 		switch l.kind {
-		case history.CreatePool, history.ReadPool, history.CreateSeries:
-			continue // the pool and series checks read them from the history
+		case history.CreatePool, history.ReadPool, history.CreateSeries, history.JoinQueue, history.ReadQueue:
+			continue // the pool, series and queue checks read them from the history
 		case history.NoteView, history.NoteWater, history.NoteStats:
 			notes = append(notes, porcupine.Operation{ClientId: l.client, Input: noteInput{op}, Call: l.call,
 				Output: noteOutput{l.out, l.unknown}, Return: ret, Metadata: meta})
@@ -220,6 +227,7 @@ func Check(h history.History, o Options) Report {
 		Notes:     checkModel("notes", noteModel(), notes, o),
 		Pools:     checkPools(h),
 		Series:    checkSeries(h),
+		Queue:     checkQueues(h),
 	}
 	for _, op := range h.Ops {
 		if op.Result == history.Answered && op.Output.Status >= 500 && op.Output.Status != 503 {

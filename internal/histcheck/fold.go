@@ -100,7 +100,7 @@ func goneByItsOwnHand(k history.Kind, o history.Output) bool {
 }
 
 func isRead(k history.Kind) bool {
-	return k == history.ReadActivity || k == history.ReadSeats || k == history.NoteStats || k == history.ReadPool
+	return k == history.ReadActivity || k == history.ReadSeats || k == history.NoteStats || k == history.ReadPool || k == history.ReadQueue
 }
 
 // lastReturn is a time after every recorded call and return: the return

@@ -39,6 +39,11 @@ const (
 	DeleteBlock Kind = "delete_block"
 	// CreateSeries is a series' creation; its Key is the series' id.
 	CreateSeries Kind = "create_series"
+	// JoinQueue and ReadQueue take a user's place in an activity's
+	// admission queue and read it (POST …/queue, GET …/queue/me); their
+	// Key is the activity's id.
+	JoinQueue Kind = "join_queue"
+	ReadQueue Kind = "read_queue"
 )
 
 // Result says how an attempt ended.
@@ -102,6 +107,20 @@ type Input struct {
 	Series string `json:"series,omitempty"`
 	// MaxPerUser of a series being created.
 	MaxPerUser int `json:"max_per_user,omitempty"`
+	// OpensAt of an activity being created, on the history's clock (nil:
+	// none), and its admission Queue (nil: none).
+	OpensAt *int64 `json:"opens_at,omitempty"`
+	Queue   *Queue `json:"queue,omitempty"`
+	// AdmissionToken a signup carries ("": none).
+	AdmissionToken string `json:"admission_token,omitempty"`
+}
+
+// Queue is an activity's admission queue settings.
+type Queue struct {
+	AdmitPerSecond int `json:"admit_per_second"`
+	MaxAdmitted    int `json:"max_admitted"`
+	TokenSeconds   int `json:"token_seconds"`
+	AbsentSeconds  int `json:"absent_seconds"`
 }
 
 // Output is what an answer said. Which fields are set depends on the
@@ -141,6 +160,13 @@ type Output struct {
 	// Views and Waters of a note.
 	Views  int64 `json:"views,omitempty"`
 	Waters int64 `json:"waters,omitempty"`
+	// QueueState, QueuePosition (0: none yet) and Token ("": none) of a
+	// queue place's answer, and the token's deadline on the history's
+	// clock (0: none).
+	QueueState    string `json:"queue_state,omitempty"`
+	QueuePosition int64  `json:"queue_position,omitempty"`
+	Token         string `json:"token,omitempty"`
+	TokenExpires  int64  `json:"token_expires,omitempty"`
 	// Error is the transport error of an attempt without an answer.
 	Error string `json:"error,omitempty"`
 }
@@ -181,6 +207,42 @@ type History struct {
 	Faults []Fault `json:"faults"`
 	// Settings the checker needs, e.g. the display counters' TTL.
 	Settings map[string]string `json:"settings,omitempty"`
+	// Authority is what the authority kept at the end of the run, read
+	// once it settled (nil: not read).
+	Authority *Authority `json:"authority,omitempty"`
+}
+
+// Authority is the authority's rows that the checker needs: the places of
+// the admission queues and the registrations of the activities that have
+// one. Times are on the history's clock; 0 is none.
+type Authority struct {
+	Places        []Place        `json:"places"`
+	Registrations []Registration `json:"registrations"`
+}
+
+// Place is a queue place as the authority kept it.
+type Place struct {
+	// Key is the activity's id; User the user's index.
+	Key  string `json:"key"`
+	User int    `json:"user"`
+	// Position is 0 for a place never given one.
+	Position int64  `json:"position,omitempty"`
+	State    string `json:"state"`
+	Token    string `json:"token,omitempty"`
+	// JoinedAt and LastSeenAt (the last presence written for it while it
+	// waited), AdmittedAt and TokenExpires (0: never admitted).
+	JoinedAt     int64 `json:"joined_at"`
+	LastSeenAt   int64 `json:"last_seen_at"`
+	AdmittedAt   int64 `json:"admitted_at,omitempty"`
+	TokenExpires int64 `json:"token_expires,omitempty"`
+}
+
+// Registration is a registration as the authority kept it.
+type Registration struct {
+	ID     string `json:"id"`
+	Key    string `json:"key"`
+	User   int    `json:"user"`
+	Status string `json:"status"`
 }
 
 // Recorder records a history. The zero value is not usable: use New.
@@ -192,6 +254,7 @@ type Recorder struct {
 	faults   []Fault
 	logical  int
 	settings map[string]string
+	auth     *Authority
 }
 
 // New returns a Recorder whose clock starts now.
@@ -202,6 +265,20 @@ func New() *Recorder {
 // Now returns the recorder's clock: nanoseconds since it started,
 // monotonic.
 func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// At returns a time the service reported (a wall-clock time) on the
+// recorder's clock.
+func (r *Recorder) At(t time.Time) int64 { return t.UnixNano() - r.start.UnixNano() }
+
+// WallAt returns the wall-clock time of a moment on the recorder's clock.
+func (r *Recorder) WallAt(at int64) time.Time { return time.Unix(0, r.start.UnixNano()+at) }
+
+// SetAuthority records the authority's final rows for the checker.
+func (r *Recorder) SetAuthority(a Authority) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.auth = &a
+}
 
 // Set records a setting of the run for the checker.
 func (r *Recorder) Set(name, value string) {
@@ -285,7 +362,8 @@ func (f *FaultSpan) End() {
 func (r *Recorder) History() History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := History{Ops: append([]Op(nil), r.ops...), Faults: append([]Fault(nil), r.faults...), Settings: map[string]string{}}
+	h := History{Ops: append([]Op(nil), r.ops...), Faults: append([]Fault(nil), r.faults...), Settings: map[string]string{},
+		Authority: r.auth}
 	for k, v := range r.settings {
 		h.Settings[k] = v
 	}
