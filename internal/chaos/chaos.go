@@ -4,12 +4,14 @@
 // of three overlapping pools) while it injects faults — instances killed with
 // SIGKILL and restarted, Redis killed, flushed and restarted, PostgreSQL
 // restarted, and latency, bandwidth limits, resets and half-open
-// connections on the instances' links (toxiproxy, in process) — records
-// what the clients observe (internal/history) and checks it
+// connections on the instances' links (toxiproxy, in process) — while
+// buyers follow two on-sales' admission queues, records what the clients
+// observe (internal/history) and checks it
 // (internal/histcheck): a linearizable authority, pools never over their
-// capacity and lines left with nothing that fits, a display that errs only
-// by changes in flight and converges within its TTL once quiet, and exact
-// note counters.
+// capacity and lines left with nothing that fits, admission in position
+// order with single-use tokens, a display that errs only by changes in
+// flight and converges within its TTL once quiet, and exact note
+// counters.
 package chaos
 
 import (
@@ -119,6 +121,9 @@ func (r Result) Summary() string {
 	pl := PoolsOf(r.History)
 	fmt.Fprintf(&b, "\npools: %d created; %d activities in one pool, %d in two; %d signups on them answered (%d seated, %d waitlisted, %d full); %d pool reads answered (%d of a full pool)",
 		pl.Pools, pl.InOne, pl.InTwo, pl.Signups, pl.Seated, pl.Waitlisted, pl.Full, pl.Reads, pl.FullReads)
+	sa := SalesOf(r.History)
+	fmt.Fprintf(&b, "\non-sale: %d joins and %d polls answered; %d signups answered (%d taken, %d of them replayed, %d before the opening, %d without a valid token, %d full); %d places (%d admitted, %d of them expired unused; %d lapsed, %d sold out)",
+		sa.Joins, sa.Polls, sa.Signups, sa.Taken, sa.Replayed, sa.Closed, sa.Refused, sa.Full, sa.Places, sa.Admitted, sa.TokensExpired, sa.Lapsed, sa.SoldOut)
 	b.WriteString("\nfaults:")
 	total := 0
 	for _, cl := range append(AllClasses, PostgresFailover, PostgresStandbyLoss, PostgresSwitchover) {
@@ -217,6 +222,9 @@ func Run(t testing.TB, cfg Config) Result {
 		}
 		w.slots = append(w.slots, a)
 	}
+	if !w.openSales(rng, sign) {
+		t.Fatalf("chaos: could not create the on-sales before any fault")
+	}
 	for range 2 {
 		w.nextNote++
 		w.notes = append(w.notes, &note{id: fmt.Sprintf("chaos-%s-%d", w.run, w.nextNote)})
@@ -226,6 +234,7 @@ func Run(t testing.TB, cfg Config) Result {
 	for i := range cfg.Workers {
 		wg.Go(func() { w.worker(i, seed) })
 	}
+	w.startBuyers(&wg, cfg.Workers, seed)
 	frng := rand.New(rand.NewPCG(seed, 1))
 	in := &injector{t: t, c: c, rec: rec, rng: frng, counts: map[Class]int{}, lostAnswers: cfg.LostAnswers,
 		hold: func() time.Duration { return jitter(frng, cfg.Hold) }}
@@ -241,6 +250,7 @@ func Run(t testing.TB, cfg Config) Result {
 
 	res := Result{Faults: in.counts, Cluster: c}
 	res.Converged = settle(t, w, ttl)
+	w.recordAuthority(t, c)
 	res.History = rec.History()
 	res.Recoveries = Recoveries(res.History)
 	res.Report = histcheck.Check(res.History, histcheck.Options{

@@ -33,13 +33,15 @@ const writesBackWithin = 30 * time.Second
 // primary and a synchronous standby), under a workload of signups (parties
 // of 1 to 4 seats on activities with a strict or a fill waiting list, one
 // seat on the others; most activities in one or two of three overlapping
-// pools), cancellations, seat reductions, status and capacity changes,
-// authority, pool and seat reads, and note views, waters and reads, while
-// every fault class is injected in turn, and checks the history:
-// linearizable activities and notes, no pool over its capacity and no
-// line left with a party that fits, a display that exceeds the authority
-// only by changes in flight and converges once quiet. A failure writes the history and the
-// visualization of what has no linearization to artifacts/.
+// pools; buyers following two on-sales' admission queues), cancellations,
+// seat reductions, status and capacity changes, authority, pool and seat
+// reads, and note views, waters and reads, while every fault class is
+// injected in turn, and checks the history: linearizable activities and
+// notes, no pool over its capacity and no line left with a party that
+// fits, admission in position order with single-use tokens, a display that
+// exceeds the authority only by changes in flight and converges once
+// quiet. A failure writes the history and the visualization of what has no
+// linearization to artifacts/.
 func TestChaos(t *testing.T) {
 	d := duration(t)
 	cfg := Config{Duration: d, Faults: HAClasses, HA: true}
@@ -82,6 +84,10 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, pl.Seated, "no signup seated in a pool")
 	require.Positive(t, pl.Reads, "no pool read answered")
 	require.Positive(t, res.Report.Pools.Registrations, "no registration of a pool's activities seen occupying")
+	sa := SalesOf(res.History)
+	require.Positive(t, sa.Places, "the authority's queue places were not recorded")
+	require.Positive(t, sa.Admitted, "no queue place admitted")
+	require.Positive(t, sa.Taken, "no signup taken with an admission token")
 }
 
 // TestBrokenBuildIsCaught builds capacityd with the brokenexactness tag,

@@ -139,6 +139,7 @@ type workload struct {
 	activities []*activity
 	pools      []*pool
 	allPools   []*pool
+	sales      []*sale
 	notes      []*note
 	nextNote   int
 }
@@ -183,19 +184,26 @@ func (w *workload) once(rng *rand.Rand, worker int, kind history.Kind, in histor
 // retried sends attempts of one logical operation, each to a random node,
 // until one settles it (an answer other than 503) or maxAttempts.
 func (w *workload) retried(rng *rand.Rand, worker int, kind history.Kind, in history.Input, f do) (history.Output, bool) {
-	logical := w.rec.NewLogical()
+	out, ok, _ := w.retriedAs(rng, worker, w.rec.NewLogical(), kind, in, f)
+	return out, ok
+}
+
+// retriedAs is retried as logical operation logical; it also returns the
+// attempts sent.
+func (w *workload) retriedAs(rng *rand.Rand, worker, logical int, kind history.Kind, in history.Input, f do) (history.Output, bool, int) {
 	var out history.Output
-	for n := 1; n <= maxAttempts; n++ {
+	n := 1
+	for ; n <= maxAttempts; n++ {
 		var res history.Result
 		out, res = w.attempt(rng, worker, logical, n, kind, in, f)
 		if res == history.Answered && out.Status < 500 {
-			return out, true
+			return out, true, n
 		}
 		if w.ctx.Err() != nil || !sleep(w.ctx, time.Duration(n)*200*time.Millisecond+time.Duration(rng.IntN(200))*time.Millisecond) {
 			break
 		}
 	}
-	return out, false
+	return out, false, min(n, maxAttempts)
 }
 
 // createActivity creates an activity with a small capacity, with or
@@ -356,18 +364,7 @@ func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 	if rng.IntN(4) > 0 {
 		in.IdempotencyKey = fmt.Sprintf("%s-%d-%d", w.run, worker, rng.Uint64())
 	}
-	f := func(ctx context.Context, base string) (history.Output, error) {
-		r, err := client.New(base, w.tokens[u], w.hc).Signup(ctx, a.id, client.SignupOptions{IdempotencyKey: in.IdempotencyKey, Seats: in.Seats})
-		out := history.Output{Status: http.StatusCreated, Registration: r.Registration.ID, RegStatus: string(r.Registration.Status),
-			Seats: r.Registration.Seats}
-		if r.Waitlisted {
-			out.Status = http.StatusAccepted
-		}
-		if r.Registration.WaitlistPosition != nil {
-			out.Position = *r.Registration.WaitlistPosition
-		}
-		return out, err
-	}
+	f := w.signupCall(w.tokens[u], in)
 	var out history.Output
 	var ok bool
 	if in.IdempotencyKey != "" {
@@ -391,10 +388,7 @@ func (w *workload) cancel(rng *rand.Rand, worker int, a *activity) {
 		return
 	}
 	in := history.Input{Key: a.id, User: u, Registration: id, Held: k.seats}
-	out, ok := w.retried(rng, worker, history.Cancel, in, func(ctx context.Context, base string) (history.Output, error) {
-		r, err := client.New(base, w.tokens[u], w.hc).CancelRegistration(ctx, id)
-		return registrationOutput(r), err
-	})
+	out, ok := w.cancelAs(rng, worker, w.tokens[u], in)
 	if ok && (out.Status == http.StatusOK || out.Status == http.StatusNotFound) {
 		a.forget(u, id)
 	}
@@ -443,6 +437,33 @@ func (w *workload) reduceSeats(rng *rand.Rand, worker int, a *activity) {
 	if ok && out.Status == http.StatusOK {
 		a.learn(u, k.id, out.Seats)
 	}
+}
+
+// signupCall is a signup of in's user, as bearer, with in's key, seats
+// and admission token.
+func (w *workload) signupCall(bearer string, in history.Input) do {
+	return func(ctx context.Context, base string) (history.Output, error) {
+		r, err := client.New(base, bearer, w.hc).Signup(ctx, in.Key, client.SignupOptions{IdempotencyKey: in.IdempotencyKey,
+			Seats: in.Seats, AdmissionToken: in.AdmissionToken})
+		out := history.Output{Status: http.StatusCreated, Registration: r.Registration.ID, RegStatus: string(r.Registration.Status),
+			Seats: r.Registration.Seats}
+		if r.Waitlisted {
+			out.Status = http.StatusAccepted
+		}
+		if r.Registration.WaitlistPosition != nil {
+			out.Position = *r.Registration.WaitlistPosition
+		}
+		return out, err
+	}
+}
+
+// cancelAs cancels in's registration as bearer, retried until answered
+// (a cancel is idempotent).
+func (w *workload) cancelAs(rng *rand.Rand, worker int, bearer string, in history.Input) (history.Output, bool) {
+	return w.retried(rng, worker, history.Cancel, in, func(ctx context.Context, base string) (history.Output, error) {
+		r, err := client.New(base, bearer, w.hc).CancelRegistration(ctx, in.Registration)
+		return registrationOutput(r), err
+	})
 }
 
 func registrationOutput(r client.Registration) history.Output {

@@ -2,6 +2,7 @@ package histcheck
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -129,7 +130,7 @@ func checkQueues(h history.History) QueueVerdict {
 				c.byToken[p.Token] = p
 			}
 		}
-		for _, key := range sortedKeys(c.places) {
+		for _, key := range slices.Sorted(maps.Keys(c.places)) {
 			c.checkLine(key, c.places[key])
 		}
 		c.checkRegistrations(h.Authority.Registrations)
@@ -137,15 +138,6 @@ func checkQueues(h history.History) QueueVerdict {
 	c.checkAnswers(h)
 	c.checkSignups(h)
 	return c.v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // checkLine checks one line's places as the authority kept them.
@@ -371,7 +363,7 @@ func (c *queueCheck) checkAnswers(h history.History) {
 		}
 	}
 	for _, k := range sortedHolderKeys(tokens) {
-		ts := sortedKeys(tokens[k])
+		ts := slices.Sorted(maps.Keys(tokens[k]))
 		for i, a := range ts {
 			for _, b := range ts[i+1:] {
 				x, y := tokens[k][a], tokens[k][b]

@@ -162,11 +162,12 @@ type Output struct {
 	Waters int64 `json:"waters,omitempty"`
 	// QueueState, QueuePosition (0: none yet) and Token ("": none) of a
 	// queue place's answer, and the token's deadline on the history's
-	// clock (0: none).
+	// clock (0: none); PollAfterMS is when the answer said to ask again.
 	QueueState    string `json:"queue_state,omitempty"`
 	QueuePosition int64  `json:"queue_position,omitempty"`
 	Token         string `json:"token,omitempty"`
 	TokenExpires  int64  `json:"token_expires,omitempty"`
+	PollAfterMS   int64  `json:"poll_after_ms,omitempty"`
 	// Error is the transport error of an attempt without an answer.
 	Error string `json:"error,omitempty"`
 }
