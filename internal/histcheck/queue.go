@@ -13,24 +13,28 @@ import (
 
 // The queue check: the admission queues of the activities created with
 // one, over the history's joins, polls and signups and the authority's
-// final rows (the places of each line and the registrations of its
-// activity, history.Authority), whose times are the database's.
+// final rows (the places of each line, in the order they were taken, and
+// the registrations of its activity, history.Authority). The rows' times
+// are when the statement's transaction began (PostgreSQL's now()): a
+// place was admitted, lapsed, sold out or seen no earlier than they say,
+// perhaps later. A place is surely admitted by the first answer that
+// showed its token, or took a signup carrying it.
 //
-//   - Admission by position: when a place is admitted, every place of its
-//     line with a lower position was admitted no later, or had left the
-//     line: lapsed (its holder's last presence more than absent_seconds
-//     before), or sold out (after its last presence). A place still
-//     waiting at the end, or seen present after the admission, or lapsing
-//     sooner than absent_seconds after its last presence, was skipped.
-//     No place is admitted before the activity opens.
+//   - Admission by position: when a place was surely admitted, every place
+//     of its line with a lower position had been admitted or had left the
+//     line. Caught: one still waiting at the end; one admitted only after
+//     that moment; one that lapsed (which happens absent_seconds after
+//     its holder's last presence at the earliest) or was sold out (after
+//     its last presence) only after that moment. No place is admitted
+//     before the activity opens.
 //   - Positions never change: a line gives each position to one place;
 //     every answer that showed a user a position shows one of that user's
 //     places in the authority with that position (and its token, if it
 //     shows one); a user is shown no more positions than it sent joins.
 //   - One admission at a time: a user holds at most one place that is not
-//     expired, its admissions' spans (from admitted_at until the token's
-//     deadline, for ever once used) never overlap, and no two tokens
-//     shown to a user were both live at one moment.
+//     expired, takes no place after one it used, and no two tokens shown
+//     to a user were both live at one moment (a token lives until its
+//     deadline at least).
 //   - Tokens: every signup answered 201 or 202 on such an activity carried
 //     a token issued to its user for that activity (shown to them, kept
 //     by the authority as their place's, now used) and was answered after
@@ -93,6 +97,9 @@ type queueCheck struct {
 	byHolder  map[holderKey][]history.Place
 	byToken   map[string]history.Place
 	haveAuthR bool
+	// seen is, for each token, when it was surely admitted: the first
+	// return of an answer that showed it or of a signup it made.
+	seen map[string]int64
 }
 
 func (c *queueCheck) fail(format string, args ...any) {
@@ -102,7 +109,7 @@ func (c *queueCheck) fail(format string, args ...any) {
 // checkQueues runs the queue check on h.
 func checkQueues(h history.History) QueueVerdict {
 	c := &queueCheck{lines: map[string]line{}, places: map[string][]history.Place{}, byHolder: map[holderKey][]history.Place{},
-		byToken: map[string]history.Place{}}
+		byToken: map[string]history.Place{}, seen: surelyAdmitted(h)}
 	for _, op := range h.Ops {
 		if op.Kind == history.CreateActivity && op.Result == history.Answered && op.Output.Status == http.StatusCreated &&
 			op.Input.Key != "" && op.Input.Queue != nil {
@@ -172,13 +179,14 @@ func (c *queueCheck) checkLine(key string, places []history.Place) {
 		if y.AdmittedAt == 0 {
 			continue
 		}
+		by, known := c.seen[y.Token]
 		for _, x := range sorted[:i] {
 			if x.Position == 0 || x.Position == y.Position {
 				continue
 			}
-			if why := skipped(x, y.AdmittedAt, l.absent); why != "" {
-				c.fail("line %s: position %d (user %d) admitted at %d while position %d (user %d) %s",
-					key, y.Position, y.User, y.AdmittedAt, x.Position, x.User, why)
+			if why := skipped(x, by, known, l.absent); why != "" {
+				c.fail("line %s: position %d (user %d) admitted while position %d (user %d) %s",
+					key, y.Position, y.User, x.Position, x.User, why)
 				break
 			}
 		}
@@ -187,25 +195,49 @@ func (c *queueCheck) checkLine(key string, places []history.Place) {
 }
 
 // skipped says why place x, of a lower position, surely still waited when
-// another place was admitted at t ("" if it may not have).
-func skipped(x history.Place, t, absent int64) string {
+// another place was admitted, surely by by if known ("" if it may not
+// have).
+func skipped(x history.Place, by int64, known bool, absent int64) string {
 	switch {
-	case x.AdmittedAt > t:
-		return fmt.Sprintf("was admitted only at %d", x.AdmittedAt)
+	case x.AdmittedAt == 0 && x.State == "waiting":
+		return "still waits"
+	case !known:
+		return ""
+	case x.AdmittedAt > by+clockSlack:
+		return fmt.Sprintf("was admitted only at %d, after %d", x.AdmittedAt, by)
 	case x.AdmittedAt != 0:
 		return ""
-	case x.State == "waiting":
-		return "still waits"
-	case x.State == "expired" && t <= x.LastSeenAt+absent:
-		return fmt.Sprintf("lapsed later (last present at %d)", x.LastSeenAt)
-	case x.State == "sold_out" && x.LastSeenAt > t:
-		return fmt.Sprintf("was sold out later (present at %d)", x.LastSeenAt)
+	case x.State == "expired" && by+clockSlack <= x.LastSeenAt+absent:
+		return fmt.Sprintf("lapsed after %d (last present at %d)", by, x.LastSeenAt)
+	case x.State == "sold_out" && x.LastSeenAt > by+clockSlack:
+		return fmt.Sprintf("was sold out after %d (present at %d)", by, x.LastSeenAt)
 	}
 	return ""
 }
 
-// checkHolders checks that each user of a line held one live place and
-// one admission at a time.
+// surelyAdmitted returns, for each token, when it was surely admitted: the
+// first return of an answer that showed it, or of a signup taken with it.
+func surelyAdmitted(h history.History) map[string]int64 {
+	out := map[string]int64{}
+	for _, op := range h.Ops {
+		o := op.Output
+		token := ""
+		switch {
+		case op.Result != history.Answered:
+		case (op.Kind == history.JoinQueue || op.Kind == history.ReadQueue) && o.Status == http.StatusOK:
+			token = o.Token
+		case op.Kind == history.Signup && (o.Status == http.StatusCreated || o.Status == http.StatusAccepted):
+			token = op.Input.AdmissionToken
+		}
+		if t, seen := out[token]; token != "" && (!seen || op.Return < t) {
+			out[token] = op.Return
+		}
+	}
+	return out
+}
+
+// checkHolders checks that each user of a line held one live place at a
+// time, and took none after one it used (a used place never expires).
 func (c *queueCheck) checkHolders(key string) {
 	var users []int
 	for k := range c.byHolder {
@@ -217,32 +249,19 @@ func (c *queueCheck) checkHolders(key string) {
 	for _, u := range users {
 		places := c.byHolder[holderKey{key, u}]
 		live := 0
-		for _, p := range places {
+		for i, p := range places {
 			if p.State != "expired" {
 				live++
+			}
+			if p.State == "used" && i < len(places)-1 {
+				c.fail("line %s: user %d took a place (position %d) after the one they used (position %d)",
+					key, u, places[i+1].Position, p.Position)
 			}
 		}
 		if live > 1 {
 			c.fail("line %s: user %d holds %d places that are not expired", key, u, live)
 		}
-		for i, p := range places {
-			for _, q := range places[i+1:] {
-				if p.AdmittedAt != 0 && q.AdmittedAt != 0 && p.AdmittedAt < admissionEnd(q) && q.AdmittedAt < admissionEnd(p) {
-					c.fail("line %s: user %d admitted twice at once: at %d (position %d) and at %d (position %d)",
-						key, u, p.AdmittedAt, p.Position, q.AdmittedAt, q.Position)
-				}
-			}
-		}
 	}
-}
-
-// admissionEnd is when an admitted place's admission ends: its token's
-// deadline, never once used.
-func admissionEnd(p history.Place) int64 {
-	if p.State == "used" {
-		return 1<<63 - 1
-	}
-	return p.TokenExpires
 }
 
 // checkRegistrations checks that every registration of a line's activity

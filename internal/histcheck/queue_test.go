@@ -105,31 +105,46 @@ func queueViolation(t *testing.T, b *builder, want string) {
 }
 
 func TestOutOfOrderAdmissionIsCaught(t *testing.T) {
-	// u3's place, ahead of u1's, was present 5 s before u1 was admitted:
-	// it could not have lapsed yet.
+	// u3's place, ahead of u1's, was present 5 s before u1 was seen
+	// admitted: it could not have lapsed yet.
 	b := sale()
 	place(b, 3).LastSeenAt = sec(105)
-	queueViolation(t, b, "position 4 (user 1) admitted at 112000000000 while position 3 (user 3) lapsed later")
+	queueViolation(t, b, "position 4 (user 1) admitted while position 3 (user 3) lapsed after 112510000000 (last present at 105000000000)")
 
-	// u0, ahead of u1, admitted after it.
+	// u0, ahead of u1, admitted after u1 was seen admitted.
 	b = sale()
-	place(b, 0).AdmittedAt, place(b, 0).TokenExpires = sec(113), sec(123)
-	queueViolation(t, b, "position 4 (user 1) admitted at 112000000000 while position 2 (user 0) was admitted only at 113000000000")
+	place(b, 0).AdmittedAt, place(b, 0).TokenExpires = sec(115), sec(125)
+	queueViolation(t, b, "position 4 (user 1) admitted while position 2 (user 0) was admitted only at 115000000000, after 112510000000")
 
 	// u3 still waiting.
 	b = sale()
 	place(b, 3).State = "waiting"
-	queueViolation(t, b, "position 3 (user 3) still waits")
+	queueViolation(t, b, "position 4 (user 1) admitted while position 3 (user 3) still waits")
 
 	// u3 sold out after u1's admission (it was present later).
 	b = sale()
-	place(b, 3).State, place(b, 3).LastSeenAt = "sold_out", sec(112.5)
-	queueViolation(t, b, "position 3 (user 3) was sold out later")
+	place(b, 3).State, place(b, 3).LastSeenAt = "sold_out", sec(114)
+	queueViolation(t, b, "position 4 (user 1) admitted while position 3 (user 3) was sold out after 112510000000")
 
 	// Admitted before the opening.
 	b = sale()
 	place(b, 2).AdmittedAt = sec(99)
 	queueViolation(t, b, "user 2's place at 1 was admitted at 99000000000, before the opening")
+}
+
+func TestAdmissionTimesAreWhenTransactionsBegan(t *testing.T) {
+	// An advance whose transaction began before another's may take the
+	// line's lock after it: u0's admission, after u1's, carries a time
+	// before it. u1 was surely admitted only when its token was shown.
+	b := sale()
+	place(b, 0).AdmittedAt, place(b, 0).TokenExpires = sec(112.3), sec(122.3)
+	r := Check(b.h, opts)
+	require.True(t, r.OK(), "%s", r)
+	// So may a lapse's, after u1's admission.
+	b = sale()
+	place(b, 3).LastSeenAt = sec(102)
+	r = Check(b.h, opts)
+	require.True(t, r.OK(), "%s", r)
 }
 
 func TestTokenUsedTwiceIsCaught(t *testing.T) {
@@ -180,14 +195,19 @@ func TestUserAdmittedTwiceIsCaught(t *testing.T) {
 	poll(b, 0, 106, queueAnswer("admitted", 6, "t5", 116))
 	b.h.Authority.Places = append(b.h.Authority.Places, history.Place{Key: onSale, User: 0, Position: 6, State: "expired", Token: "t5",
 		JoinedAt: sec(104), LastSeenAt: sec(104), AdmittedAt: sec(105), TokenExpires: sec(116)})
-	queueViolation(t, b, "user 0 admitted twice at once")
-	queueViolation(t, b, "user 0 held two live admissions, tokens t0 and t5")
+	queueViolation(t, b, "user 0 held two live admissions, tokens t0 and t5, at 106010000000")
+
+	// A place taken after one used.
+	b = sale()
+	b.h.Authority.Places = append(b.h.Authority.Places, history.Place{Key: onSale, User: 2, Position: 6, State: "expired",
+		JoinedAt: sec(114), LastSeenAt: sec(114)})
+	queueViolation(t, b, "user 2 took a place (position 6) after the one they used (position 1)")
 
 	// Two places that are not expired.
 	b = sale()
-	b.h.Authority.Places = append(b.h.Authority.Places, history.Place{Key: onSale, User: 1, Position: 6, State: "waiting",
+	b.h.Authority.Places = append(b.h.Authority.Places, history.Place{Key: onSale, User: 4, Position: 6, State: "waiting",
 		JoinedAt: sec(114), LastSeenAt: sec(114)})
-	queueViolation(t, b, "user 1 holds 2 places that are not expired")
+	queueViolation(t, b, "user 4 holds 2 places that are not expired")
 }
 
 func TestQueueCheckNeedsTheAuthoritysRows(t *testing.T) {

@@ -215,8 +215,9 @@ type History struct {
 
 // Authority is the authority's rows that the checker needs: the places of
 // the admission queues and the registrations of the activities that have
-// one. Times are on the history's clock; 0 is none.
+// one. Times are the database's, on the history's clock; 0 is none.
 type Authority struct {
+	// Places are in the order they were taken.
 	Places        []Place        `json:"places"`
 	Registrations []Registration `json:"registrations"`
 }
