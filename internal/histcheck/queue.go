@@ -40,7 +40,8 @@ import (
 //     by the authority as their place's, now used) and was answered after
 //     the opening; no token made two registrations (an idempotent replay
 //     answers the same one); each registration the authority kept used
-//     one of its user's places, and each used place made one.
+//     one of its user's places, and each used place made one. No signup
+//     sent after the opening is refused as closed.
 //
 // It assumes what a workload does: an activity's queue and opening are
 // set at creation and never changed.
@@ -419,8 +420,14 @@ func (c *queueCheck) checkSignups(h history.History) {
 	for _, op := range h.Ops {
 		l, ok := c.lines[op.Input.Key]
 		o := op.Output
-		if !ok || op.Kind != history.Signup || op.Result != history.Answered ||
-			(o.Status != http.StatusCreated && o.Status != http.StatusAccepted) {
+		if !ok || op.Kind != history.Signup || op.Result != history.Answered {
+			continue
+		}
+		if refused(o, "registration_closed") && l.opensAt != nil && op.Call > *l.opensAt+clockSlack {
+			c.fail("line %s: user %d's signup sent at %d, after the opening at %d, was refused as closed (op %d)",
+				op.Input.Key, op.Input.User, op.Call, *l.opensAt, op.ID)
+		}
+		if o.Status != http.StatusCreated && o.Status != http.StatusAccepted {
 			continue
 		}
 		c.v.Signups++

@@ -130,6 +130,11 @@ func TestOutOfOrderAdmissionIsCaught(t *testing.T) {
 	b = sale()
 	place(b, 2).AdmittedAt = sec(99)
 	queueViolation(t, b, "user 2's place at 1 was admitted at 99000000000, before the opening")
+	// Refused as closed once open.
+	b = sale()
+	b.add(history.Signup, signupWith(3, "", "k6"), sec(103), sec(103.1), history.Answered,
+		history.Output{Status: 409, Code: "registration_closed"})
+	queueViolation(t, b, "user 3's signup sent at 103000000000, after the opening at 100000000000, was refused as closed")
 }
 
 func TestAdmissionTimesAreWhenTransactionsBegan(t *testing.T) {
