@@ -164,7 +164,10 @@ func (s *Store) AdvanceQueue(ctx context.Context, activityID string, shuffle fun
 		var creditedAt, now time.Time
 		var settings *registration.QueueSettings
 		var opensAt, closesAt *time.Time
-		err := tx.QueryRow(ctx, `SELECT q.activity_id, q.next_position, q.shuffled, q.credit, q.credited_at, now(),
+		// The time is read once the line's row is locked: an advance that
+		// began first may lock the line after another, and its clock must
+		// not run backwards against the credit that one left.
+		err := tx.QueryRow(ctx, `SELECT q.activity_id, q.next_position, q.shuffled, q.credit, q.credited_at, clock_timestamp(),
 				a.queue, a.opens_at, a.closes_at, a.waitlist
 			FROM admission_queue q JOIN activity a ON a.id = q.activity_id
 			WHERE a.public_id = $1 FOR UPDATE OF q SKIP LOCKED`, activityID).Scan(&aid, &next, &shuffled, &credit, &creditedAt, &now,
@@ -217,10 +220,11 @@ func (s *Store) AdvanceQueue(ctx context.Context, activityID string, shuffle fun
 		// second's worth.
 		rate := float64(settings.AdmitPerSecond)
 		if open && shuffled && (closesAt == nil || now.Before(*closesAt)) {
-			credit = math.Min(rate, credit+rate*now.Sub(creditedAt).Seconds())
+			credit = math.Min(rate, credit+rate*max(0, now.Sub(creditedAt).Seconds()))
 		} else {
 			credit = 0
 		}
+		creditedAt = later(creditedAt, now)
 		admitted := int64(0)
 		if n := min(int64(credit), int64(settings.MaxAdmitted)-out); n > 0 && !soldOut {
 			var through *int64
@@ -242,15 +246,23 @@ func (s *Store) AdvanceQueue(ctx context.Context, activityID string, shuffle fun
 		adv.Admitted = int(admitted)
 		l, err := scanLine(tx.QueryRow(ctx, `
 			WITH w AS (SELECT min(position) AS head, count(*) AS waiting FROM queue_ticket WHERE activity_id = $1 AND state = 'waiting')
-			UPDATE admission_queue q SET next_position = $2, shuffled = $3, credit = $4, credited_at = $5,
+			UPDATE admission_queue q SET next_position = $2, shuffled = $3, credit = $4, credited_at = $8,
 				head = w.head, waiting = w.waiting, admitted_through = greatest(q.admitted_through, $6),
 				sold_out = $7, advanced_at = $5
 			FROM w, activity a WHERE q.activity_id = $1 AND a.id = q.activity_id
-			RETURNING `+lineColumns, aid, next, shuffled, credit, now, adv.Line.AdmittedThrough, soldOut))
+			RETURNING `+lineColumns, aid, next, shuffled, credit, now, adv.Line.AdmittedThrough, soldOut, creditedAt))
 		adv.Line = l
 		return err
 	})
 	return adv, err
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // placeUnpositioned gives positions to the waiting places without one,
