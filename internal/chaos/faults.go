@@ -49,6 +49,13 @@ const (
 	// PostgresSwitchover is a planned switchover of the formation
 	// (pg_autoctl perform switchover).
 	PostgresSwitchover Class = "postgres_switchover"
+	// PgBouncerRestart kills PgBouncer (SIGKILL) mid-load and starts it
+	// again on the same port: the instances' connections to it break.
+	PgBouncerRestart Class = "pgbouncer_restart"
+	// HAProxyRestart kills HAProxy (SIGKILL) mid-load and starts it again
+	// on the same port: the clients' connections through it break, and it
+	// checks the instances anew before it sends them requests.
+	HAProxyRestart Class = "haproxy_restart"
 )
 
 // AllClasses lists every fault class of a single PostgreSQL server.
@@ -59,6 +66,14 @@ var AllClasses = []Class{InstanceKill, RedisKill, RedisFlush, PostgresRestart, L
 // switchover instead of a restart.
 var HAClasses = []Class{InstanceKill, RedisKill, RedisFlush, PostgresFailover, PostgresStandbyLoss, PostgresSwitchover,
 	Latency, Bandwidth, Reset, HalfOpen}
+
+// ProxyClasses lists the fault classes of the proxies of a cluster with
+// Config.Proxies: PgBouncer's restart (a single server's pooler) and
+// HAProxy's.
+var ProxyClasses = []Class{PgBouncerRestart, HAProxyRestart}
+
+// everyClass lists every fault class, in the order a summary names them.
+var everyClass = slices.Concat(AllClasses, []Class{PostgresFailover, PostgresStandbyLoss, PostgresSwitchover}, ProxyClasses)
 
 // formationFault reports (1) whether cl is a fault of a pg_auto_failover
 // formation, else 0.
@@ -167,6 +182,25 @@ func (in *injector) inject(cl Class) {
 		c.Formation.WaitHealthy(t, formationWhole)
 		f := in.rec.BeginFault(string(cl), "postgres")
 		c.Formation.Switchover(t)
+		f.End()
+	case PgBouncerRestart:
+		if c.Bouncer == nil {
+			t.Fatalf("chaos: %s needs PgBouncer in the cluster (Config.Proxies on a single server)", cl)
+		}
+		f := in.rec.BeginFault(string(cl), "pgbouncer")
+		c.Bouncer.Kill()
+		time.Sleep(in.hold() / 2)
+		c.Bouncer.Start(t)
+		f.End()
+	case HAProxyRestart:
+		if c.Proxy == nil {
+			t.Fatalf("chaos: %s needs HAProxy in the cluster (Config.Proxies)", cl)
+		}
+		f := in.rec.BeginFault(string(cl), "haproxy")
+		c.Proxy.Kill()
+		time.Sleep(in.hold() / 2)
+		c.Proxy.Start(t)
+		c.proxyEntry.runs.Add(1)
 		f.End()
 	default:
 		in.toxic(cl, node)
