@@ -187,24 +187,28 @@ func (in *injector) inject(cl Class) {
 		if c.Bouncer == nil {
 			t.Fatalf("chaos: %s needs PgBouncer in the cluster (Config.Proxies on a single server)", cl)
 		}
-		f := in.rec.BeginFault(string(cl), "pgbouncer")
-		c.Bouncer.Kill()
-		time.Sleep(in.hold() / 2)
-		c.Bouncer.Start(t)
-		f.End()
+		in.restart(cl, "pgbouncer", c.Bouncer.Kill, c.Bouncer.Start)
 	case HAProxyRestart:
 		if c.Proxy == nil {
 			t.Fatalf("chaos: %s needs HAProxy in the cluster (Config.Proxies)", cl)
 		}
-		f := in.rec.BeginFault(string(cl), "haproxy")
-		c.Proxy.Kill()
-		time.Sleep(in.hold() / 2)
-		c.Proxy.Start(t)
-		c.proxyEntry.runs.Add(1)
-		f.End()
+		in.restart(cl, "haproxy", c.Proxy.Kill, func(t testenv.T) {
+			c.Proxy.Start(t)
+			c.proxyEntry.runs.Add(1)
+		})
 	default:
 		in.toxic(cl, node)
 	}
+}
+
+// restart kills a server (SIGKILL), leaves it down for half a hold and
+// starts it again on its port: one fault of class cl on target.
+func (in *injector) restart(cl Class, target string, kill func(), start func(testenv.T)) {
+	f := in.rec.BeginFault(string(cl), target)
+	kill()
+	time.Sleep(in.hold() / 2)
+	start(in.t)
+	f.End()
 }
 
 // toxic puts a toxic of class cl on one of the node's links, PostgreSQL's
