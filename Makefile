@@ -53,16 +53,18 @@ docs:
 	$(GO) generate ./api
 	$(GO) run ./cmd/capacityd config-doc > docs/configuration.md.tmp && mv docs/configuration.md.tmp docs/configuration.md
 
-# Proof of exactness (internal/chaos): `make chaos` runs a long checked
-# history of two real instances, on a pg_auto_failover formation (pg_autoctl,
-# installed when missing and root), under every fault class and prints its
-# summary (operations, faults by class, verdicts); make test runs a short
-# one. A failure writes the history and visualizations to artifacts/.
+# Proof of exactness (internal/chaos): `make chaos` runs two long checked
+# histories of two real instances under every fault class and prints their
+# summaries (operations, faults by class, verdicts): one on a
+# pg_auto_failover formation (pg_autoctl, installed when missing and root)
+# behind HAProxy, one on a single server behind PgBouncer and HAProxy, each
+# of CHAOS_DURATION; make test runs short ones. A failure writes the history
+# and visualizations to artifacts/.
 CHAOS_DURATION ?= 10m
 
 chaos: services
-	@scripts/services.sh tools pg_autoctl:postgresql-15-auto-failover
-	@source .data/env && CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./internal/chaos/
+	@scripts/services.sh tools pg_autoctl:postgresql-15-auto-failover pgbouncer:pgbouncer haproxy:haproxy
+	@source .data/env && CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaos(BehindProxies)?$$' -v ./internal/chaos/
 
 # Static checks, run by CI: gofmt, go vet, staticcheck, and promtool (from
 # Debian's prometheus package, installed when missing and root) on the

@@ -63,6 +63,11 @@ type Config struct {
 	// primary and a synchronous standby) instead of a single server; its
 	// fault classes are HAClasses'. Async makes its standby asynchronous.
 	HA, Async bool
+	// Proxies puts HAProxy in front of the instances (clients reach them
+	// directly and through it) and, on a single server, PgBouncer in front
+	// of PostgreSQL (Topology.Proxies), for the fault classes
+	// ProxyClasses.
+	Proxies bool
 }
 
 // clientTimeout bounds each request: longer than the service's request
@@ -126,7 +131,7 @@ func (r Result) Summary() string {
 		sa.Joins, sa.Polls, sa.Signups, sa.Taken, sa.Replayed, sa.Closed, sa.Refused, sa.Full, sa.Places, sa.Admitted, sa.TokensExpired, sa.Lapsed, sa.SoldOut)
 	b.WriteString("\nfaults:")
 	total := 0
-	for _, cl := range append(AllClasses, PostgresFailover, PostgresStandbyLoss, PostgresSwitchover) {
+	for _, cl := range everyClass {
 		if n, ok := r.Faults[cl]; ok {
 			fmt.Fprintf(&b, " %s %d", cl, n)
 			total += n
@@ -160,7 +165,8 @@ func Run(t testing.TB, cfg Config) Result {
 	t.Helper()
 	cfg = withDefaults(cfg)
 	ttl := cfg.SeatTTL
-	c := StartCluster(t, cfg.Nodes, Binary(t, cfg.Tags...), cfg.HA, testenv.AutoFailoverOptions{Async: cfg.Async},
+	top := Topology{HA: cfg.HA, Formation: testenv.AutoFailoverOptions{Async: cfg.Async}, Proxies: cfg.Proxies}
+	c := StartCluster(t, cfg.Nodes, Binary(t, cfg.Tags...), top,
 		"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_PUBLIC_READS=0", "NOTE_WATER_WINDOW=0s", "SEAT_CACHE_TTL="+ttl.String(),
 		"RECONCILE_INTERVAL=1s", "REQUEST_TIMEOUT=5s", "DB_MAX_CONNS=8", "MIGRATE_ON_START=false", "LOG_LEVEL=warn")
 	rec := history.New()
@@ -202,7 +208,7 @@ func Run(t testing.TB, cfg Config) Result {
 	}
 	hard, cancel := context.WithTimeout(context.Background(), cfg.Duration+45*time.Second)
 	defer cancel()
-	w := &workload{rec: rec, nodes: c.Nodes, hc: hc, admin: sign("admin", true), run: fmt.Sprintf("%x", seed&0xffffff),
+	w := &workload{rec: rec, nodes: c.Entries(), hc: hc, admin: sign("admin", true), run: fmt.Sprintf("%x", seed&0xffffff),
 		opsPer: int64(cfg.OpsPerObject), ctx: hard}
 	for u := range users {
 		w.tokens[u] = sign(fmt.Sprintf("user-%d", u), false)

@@ -57,18 +57,11 @@ func TestChaos(t *testing.T) {
 		})
 		cfg.Hold, cfg.Gap = 1500*time.Millisecond, time.Second
 	} else {
+		// Long: HAProxy in front of the instances too, and its restart.
 		cfg.Hold, cfg.Gap, cfg.LostAnswers = 3*time.Second, 3*time.Second, true
+		cfg.Proxies, cfg.Faults = true, append(slices.Clone(HAClasses), HAProxyRestart)
 	}
-	res := Run(t, cfg)
-	t.Logf("chaos run of %s:\n%s", d, res.Summary())
-	if !res.OK() {
-		paths, err := res.Report.WriteArtifacts(testenv.ArtifactsDir(t), fmt.Sprintf("chaos-%d", time.Now().Unix()), res.History)
-		require.NoError(t, err)
-		t.Fatalf("the history broke a promise; history and visualizations: %v", paths)
-	}
-	for _, cl := range cfg.Faults {
-		require.Positive(t, res.Faults[cl], "fault class %s was never injected", cl)
-	}
+	res := runChecked(t, cfg)
 	require.Len(t, res.Recoveries, res.Faults[PostgresFailover], "a signup answered after every failover")
 	for _, r := range res.Recoveries {
 		require.LessOrEqual(t, r, writesBackWithin, "signups answered again after the primary's SIGKILL")
@@ -88,6 +81,44 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, sa.Places, "the authority's queue places were not recorded")
 	require.Positive(t, sa.Admitted, "no queue place admitted")
 	require.Positive(t, sa.Taken, "no signup taken with an admission token")
+}
+
+// runChecked runs cfg, logs its summary, fails t (history and
+// visualizations written to artifacts/) when the history broke a promise,
+// and requires every class of cfg to have been injected.
+func runChecked(t *testing.T, cfg Config) Result {
+	t.Helper()
+	res := Run(t, cfg)
+	t.Logf("chaos run of %s:\n%s", cfg.Duration, res.Summary())
+	if !res.OK() {
+		paths, err := res.Report.WriteArtifacts(testenv.ArtifactsDir(t), fmt.Sprintf("chaos-%d", time.Now().Unix()), res.History)
+		require.NoError(t, err)
+		t.Fatalf("the history broke a promise; history and visualizations: %v", paths)
+	}
+	for _, cl := range cfg.Faults {
+		require.Positive(t, res.Faults[cl], "fault class %s was never injected", cl)
+	}
+	return res
+}
+
+// TestChaosBehindProxies runs the chaos workload on a single PostgreSQL
+// server behind PgBouncer (transaction pooling) with HAProxy in front of
+// the two instances, as docs/deploy.md's reference topology has them, the
+// clients sending to each instance and through HAProxy, while PgBouncer and
+// HAProxy are killed (SIGKILL) and started again on their ports, and
+// checks the history as TestChaos does. make test runs a short history of
+// those two classes; make chaos one of CHAOS_DURATION with every class of
+// a single server too.
+func TestChaosBehindProxies(t *testing.T) {
+	d := duration(t)
+	cfg := Config{Duration: d, Proxies: true, Faults: slices.Concat(AllClasses, ProxyClasses)}
+	if d < 2*time.Minute {
+		cfg.Duration, cfg.Faults = 15*time.Second, ProxyClasses
+		cfg.Hold, cfg.Gap = 1500*time.Millisecond, time.Second
+	} else {
+		cfg.Hold, cfg.Gap, cfg.LostAnswers = 3*time.Second, 3*time.Second, true
+	}
+	runChecked(t, cfg)
 }
 
 // TestBrokenBuildIsCaught builds capacityd with the brokenexactness tag,

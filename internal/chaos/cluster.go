@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,10 @@ import (
 // Cluster is a PostgreSQL cluster (or a highly available formation) and a
 // Redis of the test's own, and capacityd instances that reach each of
 // them through a proxy of their own, so that one instance's link can be
-// slowed, throttled, reset or black-holed while the others' are not.
+// slowed, throttled, reset or black-holed while the others' are not. With
+// proxies, as docs/deploy.md's reference topology has them, HAProxy is in
+// front of the instances and, on a single server, PgBouncer between the
+// instances' links and PostgreSQL.
 type Cluster struct {
 	// Postgres is the single server, nil with a formation.
 	Postgres *testenv.PostgresServer
@@ -33,17 +37,37 @@ type Cluster struct {
 	RedisLinks    []*testenv.Proxy
 	// RedisAdmin talks to Redis directly, not through a proxy.
 	RedisAdmin *redis.Client
+	// Bouncer is PgBouncer (deploy/pgbouncer/pgbouncer.ini, transaction
+	// pooling) in front of the single server, nil without proxies or with
+	// a formation.
+	Bouncer *testenv.PgBouncer
+	// Proxy is HAProxy (deploy/haproxy/haproxy.cfg) in front of the
+	// instances, nil without proxies; proxyEntry is the node that stands
+	// for it among Entries.
+	Proxy      *testenv.HAProxy
+	proxyEntry *Node
 }
 
-// StartCluster starts the servers and n instances of bin with env, each
-// through its own proxies. With ha, PostgreSQL is a pg_auto_failover
-// formation started with opts, else a single server.
-func StartCluster(t testing.TB, n int, bin string, ha bool, opts testenv.AutoFailoverOptions, env ...string) *Cluster {
+// Topology chooses what a cluster runs.
+type Topology struct {
+	// HA makes PostgreSQL a pg_auto_failover formation started with
+	// Formation, instead of a single server.
+	HA        bool
+	Formation testenv.AutoFailoverOptions
+	// Proxies puts HAProxy in front of the instances and, on a single
+	// server, PgBouncer in front of PostgreSQL. A formation gets no
+	// PgBouncer (docs/deploy.md: not a tested topology).
+	Proxies bool
+}
+
+// StartCluster starts the servers of top and n instances of bin with env,
+// each through its own links.
+func StartCluster(t testing.TB, n int, bin string, top Topology, env ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{Redis: testenv.PrivateRedis(t)}
 	var dbURL string
-	if ha {
-		c.Formation = testenv.PrivateAutoFailover(t, opts)
+	if top.HA {
+		c.Formation = testenv.PrivateAutoFailover(t, top.Formation)
 		dbURL = c.Formation.URL()
 	} else {
 		c.Postgres = testenv.PrivatePostgres(t)
@@ -55,10 +79,16 @@ func StartCluster(t testing.TB, n int, bin string, ha bool, opts testenv.AutoFai
 			t.Fatalf("chaos: migrate: %v", err)
 		}
 		pool.Close()
+		if top.Proxies {
+			// Migrated directly above: a transaction pooler cannot.
+			c.Bouncer = testenv.PrivatePgBouncer(t, dbURL, 0)
+			dbURL = c.Bouncer.URL(dbURL)
+		}
 	}
 	c.RedisAdmin = testenv.RedisClient(t, c.Redis.URL())
-	// postgres://postgres@HOSTS/...: every host:port gets a proxy.
-	hosts := strings.TrimPrefix(strings.SplitN(dbURL, "/", 4)[2], "postgres@")
+	// postgres://USER[:PASSWORD]@HOSTS/...: every host:port gets a link.
+	hosts := strings.SplitN(dbURL, "/", 4)[2]
+	hosts = hosts[strings.LastIndex(hosts, "@")+1:]
 	for i := range n {
 		name := fmt.Sprintf("n%d", i)
 		rd := testenv.StartProxy(t, name+"-redis", c.Redis.Addr)
@@ -73,7 +103,27 @@ func StartCluster(t testing.TB, n int, bin string, ha bool, opts testenv.AutoFai
 		nodeEnv := append([]string{"DATABASE_URL=" + dbURL, "REDIS_URL=redis://" + rd.Addr + "/0"}, env...)
 		c.Nodes = append(c.Nodes, StartNode(t, name, bin, nodeEnv...))
 	}
+	if top.Proxies {
+		var addrs []string
+		for _, nd := range c.Nodes {
+			addrs = append(addrs, strings.TrimPrefix(nd.URL, "http://"))
+		}
+		c.Proxy = testenv.StartHAProxy(t, addrs...)
+		c.Proxy.WaitServersUp(t, len(addrs))
+		c.proxyEntry = &Node{Name: "haproxy", URL: c.Proxy.URL}
+		c.proxyEntry.runs.Add(1)
+	}
 	return c
+}
+
+// Entries returns where clients send their requests: each instance
+// directly and, with proxies, HAProxy, which stands for an instance it
+// chooses.
+func (c *Cluster) Entries() []*Node {
+	if c.proxyEntry == nil {
+		return c.Nodes
+	}
+	return append(slices.Clone(c.Nodes), c.proxyEntry)
 }
 
 // Heal removes every toxic from every link.

@@ -49,6 +49,13 @@ const (
 	// PostgresSwitchover is a planned switchover of the formation
 	// (pg_autoctl perform switchover).
 	PostgresSwitchover Class = "postgres_switchover"
+	// PgBouncerRestart kills PgBouncer (SIGKILL) mid-load and starts it
+	// again on the same port: the instances' connections to it break.
+	PgBouncerRestart Class = "pgbouncer_restart"
+	// HAProxyRestart kills HAProxy (SIGKILL) mid-load and starts it again
+	// on the same port: the clients' connections through it break, and it
+	// checks the instances anew before it sends them requests.
+	HAProxyRestart Class = "haproxy_restart"
 )
 
 // AllClasses lists every fault class of a single PostgreSQL server.
@@ -59,6 +66,14 @@ var AllClasses = []Class{InstanceKill, RedisKill, RedisFlush, PostgresRestart, L
 // switchover instead of a restart.
 var HAClasses = []Class{InstanceKill, RedisKill, RedisFlush, PostgresFailover, PostgresStandbyLoss, PostgresSwitchover,
 	Latency, Bandwidth, Reset, HalfOpen}
+
+// ProxyClasses lists the fault classes of the proxies of a cluster with
+// Config.Proxies: PgBouncer's restart (a single server's pooler) and
+// HAProxy's.
+var ProxyClasses = []Class{PgBouncerRestart, HAProxyRestart}
+
+// everyClass lists every fault class, in the order a summary names them.
+var everyClass = slices.Concat(AllClasses, []Class{PostgresFailover, PostgresStandbyLoss, PostgresSwitchover}, ProxyClasses)
 
 // formationFault reports (1) whether cl is a fault of a pg_auto_failover
 // formation, else 0.
@@ -168,9 +183,32 @@ func (in *injector) inject(cl Class) {
 		f := in.rec.BeginFault(string(cl), "postgres")
 		c.Formation.Switchover(t)
 		f.End()
+	case PgBouncerRestart:
+		if c.Bouncer == nil {
+			t.Fatalf("chaos: %s needs PgBouncer in the cluster (Config.Proxies on a single server)", cl)
+		}
+		in.restart(cl, "pgbouncer", c.Bouncer.Kill, c.Bouncer.Start)
+	case HAProxyRestart:
+		if c.Proxy == nil {
+			t.Fatalf("chaos: %s needs HAProxy in the cluster (Config.Proxies)", cl)
+		}
+		in.restart(cl, "haproxy", c.Proxy.Kill, func(t testenv.T) {
+			c.Proxy.Start(t)
+			c.proxyEntry.runs.Add(1)
+		})
 	default:
 		in.toxic(cl, node)
 	}
+}
+
+// restart kills a server (SIGKILL), leaves it down for half a hold and
+// starts it again on its port: one fault of class cl on target.
+func (in *injector) restart(cl Class, target string, kill func(), start func(testenv.T)) {
+	f := in.rec.BeginFault(string(cl), target)
+	kill()
+	time.Sleep(in.hold() / 2)
+	start(in.t)
+	f.End()
 }
 
 // toxic puts a toxic of class cl on one of the node's links, PostgreSQL's
