@@ -15,17 +15,18 @@ import (
 // productionClients is the concurrency of production, signup_hot's.
 const productionClients = 64
 
-// Sizing production from the rate it is expected to run at:
-// productionShareOfSignupHot of signup_hot's measured in the same run
-// (it was measured at 0.1 to 0.4 of it), or productionDefaultRate without
-// one. A quarter of the signups expected find a free seat, so that its
-// timed part admits, then waitlists, even at a quarter of the rate
-// expected; it pre-signs twice the signups expected (each RS256
-// signature costs the load test about a millisecond of processor time),
-// so more than that ends it early.
+// Sizing production from signup_hot's rate in the same run (or
+// signupHotDefaultRate without one): it is expected to run at
+// productionShareOfSignupHot of it (it was measured at 0.3 to 0.65 of it
+// on a busy machine). A quarter of the signups expected find a free seat,
+// so that its timed part admits, then waitlists, even at a quarter of the
+// rate expected. It pre-signs as many tokens as signup_hot made signups
+// in as long (each RS256 signature costs the load test about a
+// millisecond of processor time): only a production faster than
+// signup_hot ends early.
 const (
 	productionShareOfSignupHot = 0.3
-	productionDefaultRate      = 600
+	signupHotDefaultRate       = 2000
 )
 
 // productionEnv are the settings production adds to the bench service's:
@@ -36,15 +37,16 @@ func productionEnv(idp *identityProvider) []string {
 }
 
 // productionSizes returns the seats production leaves free on the hot
-// activity (at least 1) and the tokens it signs (at least 1,000) for a
-// timed part of d, from the run's signup_hot (nil: not measured).
+// activity (at least 1) and the tokens it signs (at least twice its
+// warm-up's) for a timed part of d, from the run's signup_hot (nil: not
+// measured).
 func productionSizes(signupHot *ScenarioResult, d time.Duration) (free, tokens int) {
-	rate := float64(productionDefaultRate)
+	rate := float64(signupHotDefaultRate)
 	if signupHot != nil && signupHot.Ops > 0 {
-		rate = signupHot.RPS * productionShareOfSignupHot
+		rate = signupHot.RPS
 	}
-	expected := rate * d.Seconds()
-	return max(1, int(math.Round(expected/4))), max(1000, int(math.Ceil(2*expected)))
+	expected := rate * productionShareOfSignupHot * d.Seconds()
+	return max(1, int(math.Round(expected/4))), max(2*productionWarmups, int(math.Ceil(rate*d.Seconds())))
 }
 
 // hotSettings are the hot activity's capacity and waiting list.
@@ -113,7 +115,7 @@ func (b *bench) production(ctx context.Context) (err error) {
 
 // productionWarmups is the number of signups that warm production's
 // fresh capacityd up before its timed part.
-const productionWarmups = 8 * productionClients
+const productionWarmups = 4 * productionClients
 
 // warmProduction signs the first productionWarmups users of toks up for
 // an activity of its own from 64 clients, untimed, before any webhook is

@@ -55,15 +55,15 @@ func TestProductionSizes(t *testing.T) {
 	hot := &ScenarioResult{RPS: 4000, Ops: 40000}
 	free, tokens := productionSizes(hot, 10*time.Second)
 	require.Equal(t, 3000, free, "a quarter of 0.3 × 4,000/s for 10 s")
-	require.Equal(t, 24000, tokens, "twice the signups expected")
+	require.Equal(t, 40000, tokens, "as many as signup_hot's signups in as long")
 	free, tokens = productionSizes(nil, 3*time.Second)
-	require.Equal(t, 450, free, "a quarter of 600/s for 3 s without signup_hot")
-	require.Equal(t, 3600, tokens)
+	require.Equal(t, 450, free, "a quarter of 0.3 × 2,000/s for 3 s without signup_hot")
+	require.Equal(t, 6000, tokens)
 	free2, tokens2 := productionSizes(&ScenarioResult{Note: "skipped"}, 3*time.Second)
 	require.Equal(t, [2]int{free, tokens}, [2]int{free2, tokens2}, "a signup_hot that made nothing is none")
 	free, tokens = productionSizes(hot, time.Microsecond)
 	require.Equal(t, 1, free, "at least one seat")
-	require.Equal(t, 1000, tokens, "at least 1,000 tokens")
+	require.Equal(t, 2*productionWarmups, tokens, "at least twice the warm-up's tokens")
 }
 
 func TestProductionCost(t *testing.T) {

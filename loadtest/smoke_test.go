@@ -18,14 +18,14 @@ import (
 // TestSmoke seeds a tiny dataset and runs every step very briefly against
 // a capacityd the run starts itself, on a database and a Redis of the
 // test's own. Its numbers mean nothing. It takes 30–60 s on two busy
-// cores (a race-built capacityd, three restarts), so it runs only with
+// cores (a race-built capacityd, five restarts), so it runs only with
 // LOADTEST_SMOKE=1; CI covers the same path with make bench-quick.
 func TestSmoke(t *testing.T) {
 	if os.Getenv("LOADTEST_SMOKE") == "" {
 		t.Skip("set LOADTEST_SMOKE=1 to run (CI runs make bench-quick instead)")
 	}
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	name := "capacityd_bench_smoke_" + randomHex(4)
 	dbURL, err := withDatabase(testenv.DatabaseURL(), name)
