@@ -233,9 +233,9 @@ func (b *bench) stopService() {
 // reads first (the cache warm, no writes) and the stream (whose
 // PostgreSQL transactions are counted while nothing else writes), then
 // the signups (the hot activity reset after each; production on a
-// capacityd restarted with its settings, then the usual one again), views, the 16,000
-// signups whose dead tuples are counted, and last views_naive on a
-// capacityd restarted with combining off.
+// capacityd restarted with its settings, then the usual one again),
+// views, the 16,000 signups whose dead tuples are counted, and last
+// views_naive on a capacityd restarted with combining off.
 func (b *bench) services(ctx context.Context) error {
 	steps := []struct {
 		name string

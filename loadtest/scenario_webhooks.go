@@ -70,8 +70,8 @@ type hookSet struct {
 }
 
 // subscribeHooks starts a receiver and registers n webhooks for every
-// event to it. close deletes the webhooks, with their delivery records,
-// and stops the receiver; the scenario names the cleanup's errors.
+// event to it. closeHooks deletes the webhooks, with their delivery
+// records, and stops the receiver; the scenario names its errors.
 func (b *bench) subscribeHooks(ctx context.Context, scenario string, n int) (hs *hookSet, closeHooks func(), err error) {
 	rc, err := startHookReceiver()
 	if err != nil {
