@@ -174,11 +174,16 @@ func (b *bench) close() {
 	}
 }
 
+// user returns the i-th distinct user of a scenario of this run.
+func (b *bench) user(scenario string, i int) string {
+	return fmt.Sprintf("lt-%s-%s-%d", b.nonce, scenario, i)
+}
+
 // tokens pre-signs n tokens of distinct users for a scenario.
 func (b *bench) tokens(scenario string, n int) ([]string, error) {
 	out := make([]string, n)
 	for i := range out {
-		t, err := b.auth.Sign(fmt.Sprintf("lt-%s-%s-%d", b.nonce, scenario, i), false, 2*time.Hour)
+		t, err := b.auth.Sign(b.user(scenario, i), false, 2*time.Hour)
 		if err != nil {
 			return nil, fmt.Errorf("loadtest: sign tokens: %w", err)
 		}
@@ -227,9 +232,10 @@ func (b *bench) stopService() {
 // services runs the HTTP scenarios in an order that keeps them apart:
 // reads first (the cache warm, no writes) and the stream (whose
 // PostgreSQL transactions are counted while nothing else writes), then
-// the signups (the hot activity reset after each), views, the 16,000
-// signups whose dead tuples are counted, and last views_naive on a
-// capacityd restarted with combining off.
+// the signups (the hot activity reset after each; production on a
+// capacityd restarted with its settings, then the usual one again),
+// views, the 16,000 signups whose dead tuples are counted, and last
+// views_naive on a capacityd restarted with combining off.
 func (b *bench) services(ctx context.Context) error {
 	steps := []struct {
 		name string
@@ -240,6 +246,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioSignupHot, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot, 64) }},
 		{ScenarioActivityRead, b.activityRead},
 		{ScenarioSignupHotWebhooks, b.signupHotWebhooks},
+		{ScenarioProduction, b.production},
 		{ScenarioSignupHotLimited, b.signupHotLimited},
 		{ScenarioSignupHot256, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot256, 256) }},
 		{ScenarioSignupSpread, b.signupSpread},

@@ -30,9 +30,15 @@ const topicsText = "Each target names the part of the service it measures: " +
 	"**streams** (live seat streams), **waiting list** (waitlisted signups and promotion on release) " +
 	"and **spread** (signups over many activities at once, one seat each, in parties or sharing pools)."
 
+// productionDescription says what production does, in the page's table.
+const productionDescription = "signup_hot as a real deployment runs it: RS256 tokens of an identity provider checked against its JWK Set " +
+	"(served by the load test), the access log at info, two webhooks for every event, and a waiting list on the hot activity " +
+	"with a quarter of the signups expected free (the rest waitlisted, 202), 64 clients"
+
 // scenarioDescriptions say what each scenario does, in the page's table.
 var scenarioDescriptions = map[string]string{
 	ScenarioSignupHot:         "POST signup, each a distinct user, to the hot activity (24k occupying of 80k rows at the start), 64 clients",
+	ScenarioProduction:        productionDescription,
 	ScenarioSignupHotWebhooks: "signup_hot with two webhooks for every event, delivered to a fast receiver in the load test, 64 clients",
 	ScenarioSignupHotLimited:  "signup_hot on the hot activity with a code block of 10 reserved seats and in a series of at most 2 per user, 64 clients",
 	ScenarioOnSaleJoin:        "POST queue join, distinct users, to an activity of 2,000 seats with an admission queue (500 admitted a second) before it opens, 64 clients",
@@ -142,10 +148,15 @@ var checkDescriptions = map[string]string{
 	CheckWebhookReceived:       "deliveries (event and webhook) the receiver got during signup_hot_webhooks",
 	CheckWebhookDuplicates:     "deliveries the receiver got more than once",
 	CheckWebhookCPUAdded:       "processor time of the whole machine per signup (µs) that the two webhooks added: signup_hot_webhooks' less signup_hot's",
+	CheckProductionAdmitted:    "production signups answered 201 (a seat)",
+	CheckProductionWaitlisted:  "production signups answered 202 (waitlisted, once the free seats ran out)",
+	CheckProductionCPU:         "processor time of capacityd and PostgreSQL per production signup (µs)",
+	CheckSignupHotCPU:          "the same per signup_hot signup (µs)",
+	CheckProductionCPUAdded:    "what production's options (RS256 tokens, access log, two webhooks, waiting list) added to it per signup (µs): production's less signup_hot's",
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
-var scenarioOrder = []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks,
+var scenarioOrder = []string{ScenarioSignupHot, ScenarioProduction, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks,
 	ScenarioSignupHotLimited, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush,
 	ScenarioOnSaleJoin, ScenarioOnSalePoll, ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
@@ -212,6 +223,9 @@ func WriteMarkdown(w io.Writer, r *Report, m MarkdownMeta) error {
 			"of the whole machine and of each process (the load test's own includes its webhook receiver and stream clients).\n\n")
 		p("| scenario | cores busy | machine µs/op | capacityd | PostgreSQL | Redis | load test |\n|---|---|---|---|---|---|---|\n")
 		p("%s", cpu)
+		if line := productionCostLine(r); line != "" {
+			p("\n%s", line)
+		}
 	}
 
 	if wal := walRows(r); wal != "" {

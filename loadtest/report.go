@@ -41,6 +41,10 @@ const (
 	// opens; ScenarioOnSalePoll the polls of the tickets once it opened.
 	ScenarioOnSaleJoin = "onsale_join"
 	ScenarioOnSalePoll = "onsale_poll"
+	// ScenarioProduction is signup_hot with a real deployment's options:
+	// RS256 tokens checked against a JWK Set, the access log at info, two
+	// webhooks for every event, and a waiting list that its signups reach.
+	ScenarioProduction = "production"
 )
 
 // Baseline names, as they appear in the report. The first four are always
@@ -82,6 +86,10 @@ const (
 	RatioActivityReadVsSignupHot = "activity_read_vs_signup_hot"
 	RatioOnSalePollVsSeatsRead   = "onsale_poll_vs_seats_read"
 	RatioOnSaleJoinVsSignupHot   = "onsale_join_vs_signup_hot"
+	RatioProductionVsSignupHot   = "production_vs_signup_hot"
+	// RatioProductionServiceCPU compares the processor time of capacityd
+	// and PostgreSQL per signup of production with signup_hot's.
+	RatioProductionServiceCPU = "production_service_cpu_vs_signup_hot"
 )
 
 // Check names, as they appear in the report. The first eight are always in
@@ -163,6 +171,13 @@ const (
 	CheckOnSaleUnadmitted      = "onsale_registrations_without_token"
 	CheckOnSale5xx             = "onsale_5xx"
 	CheckOnSaleRho             = "onsale_join_order_rank_correlation"
+	CheckProductionAdmitted    = "production_admitted"
+	CheckProductionWaitlisted  = "production_waitlisted"
+	// The processor time of capacityd and PostgreSQL per signup (µs) of
+	// production and of signup_hot, and what production's options add.
+	CheckProductionCPU      = "production_service_cpu_us_per_signup"
+	CheckSignupHotCPU       = "signup_hot_service_cpu_us_per_signup"
+	CheckProductionCPUAdded = "production_service_cpu_us_added_per_signup"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the
@@ -271,9 +286,11 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioActivityReadVsSignupHot] = ratio(r.scenarioRPS(ScenarioActivityRead), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioOnSalePollVsSeatsRead] = ratio(r.scenarioRPS(ScenarioOnSalePoll), r.scenarioRPS(ScenarioSeatsRead))
 	r.Ratios[RatioOnSaleJoinVsSignupHot] = ratio(r.scenarioRPS(ScenarioOnSaleJoin), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioProductionVsSignupHot] = ratio(r.scenarioRPS(ScenarioProduction), r.scenarioRPS(ScenarioSignupHot))
 	if added, ok := r.cpuAdded(ScenarioSignupHotWebhooks, ScenarioSignupHot); ok {
 		r.Checks[CheckWebhookCPUAdded] = added
 	}
+	r.computeProductionCost()
 }
 
 // cpuAdded returns how much more of the machine's processor time an

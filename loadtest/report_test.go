@@ -191,6 +191,23 @@ func TestTargetsOfTheWaitingList(t *testing.T) {
 	require.Nil(t, inLine.Met)
 }
 
+func TestPromoteStormTargetIsARegressionFloor(t *testing.T) {
+	t.Parallel()
+	const what = "promote storm cancellations/s vs hot cancellations/s (regression floor)"
+	r := NewReport("x")
+	r.Scenarios[ScenarioCancelHot] = &ScenarioResult{RPS: 3000, Ops: 30000}
+	r.Scenarios[ScenarioPromoteStorm] = &ScenarioResult{RPS: 1950, Ops: 5000}
+	r.ComputeRatios()
+	floor := targetsByWhat(t, r)[what]
+	require.Equal(t, "≥ 0.6", floor.Want)
+	require.Equal(t, "0.65", floor.Got)
+	require.True(t, *floor.Met, "0.65× is above the floor, though below the 0.8× it usually runs at")
+
+	r.Scenarios[ScenarioPromoteStorm].RPS = 1650
+	r.ComputeRatios()
+	require.False(t, *targetsByWhat(t, r)[what].Met, "0.55× is a regression")
+}
+
 func TestTargetsOfTheSpread(t *testing.T) {
 	t.Parallel()
 	r := sampleReport()

@@ -62,6 +62,37 @@ func (rc *hookReceiver) counts() (received int, duplicates int64) {
 
 func (rc *hookReceiver) close() { _ = rc.srv.Close() }
 
+// hookSet is a fast local receiver with webhooks for every event
+// pointing at it, each with a query of its own.
+type hookSet struct {
+	*hookReceiver
+	ids []string
+}
+
+// subscribeHooks starts a receiver and registers n webhooks for every
+// event to it. closeHooks deletes the webhooks, with their delivery
+// records, and stops the receiver; the scenario names its errors.
+func (b *bench) subscribeHooks(ctx context.Context, scenario string, n int) (hs *hookSet, closeHooks func(), err error) {
+	rc, err := startHookReceiver()
+	if err != nil {
+		return nil, nil, err
+	}
+	hs = &hookSet{hookReceiver: rc}
+	closeHooks = func() {
+		b.dropWebhooks(context.WithoutCancel(ctx), scenario, hs.ids)
+		rc.close()
+	}
+	for i := range n {
+		id, err := b.createWebhook(ctx, fmt.Sprintf("%s?w=%d", rc.url, i))
+		if err != nil {
+			closeHooks()
+			return nil, nil, err
+		}
+		hs.ids = append(hs.ids, id)
+	}
+	return hs, closeHooks, nil
+}
+
 // signupHotWebhooks is signup_hot with two webhooks subscribed to every
 // event pointing at a fast local receiver: the cost of delivery on the
 // signup path. After the load it measures how long the deliveries take to
@@ -69,20 +100,11 @@ func (rc *hookReceiver) close() { _ = rc.srv.Close() }
 // The capacityd under test must allow private webhook URLs
 // (WEBHOOK_ALLOW_PRIVATE=true) and have a WEBHOOK_SECRET_KEY.
 func (b *bench) signupHotWebhooks(ctx context.Context) error {
-	rc, err := startHookReceiver()
+	hooks, closeHooks, err := b.subscribeHooks(ctx, ScenarioSignupHotWebhooks, 2)
 	if err != nil {
 		return err
 	}
-	defer rc.close()
-	var hooks []string
-	defer func() { b.dropWebhooks(context.WithoutCancel(ctx), hooks) }()
-	for i := range 2 {
-		id, err := b.createWebhook(ctx, fmt.Sprintf("%s?w=%d", rc.url, i))
-		if err != nil {
-			return err
-		}
-		hooks = append(hooks, id)
-	}
+	defer closeHooks()
 	if err := b.driveSignupHot(ctx, ScenarioSignupHotWebhooks, 64); err != nil {
 		return err
 	}
@@ -91,7 +113,7 @@ func (b *bench) signupHotWebhooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	received, dups := rc.counts()
+	received, dups := hooks.counts()
 	if drained {
 		b.report.Checks[CheckWebhookDrainSeconds] = round(time.Since(stopped).Seconds(), 2)
 	}
@@ -142,12 +164,12 @@ func (b *bench) waitDeliveriesDrained(ctx context.Context) (bool, error) {
 
 // dropWebhooks deletes the scenario's webhooks with their delivery
 // records.
-func (b *bench) dropWebhooks(ctx context.Context, ids []string) {
+func (b *bench) dropWebhooks(ctx context.Context, scenario string, ids []string) {
 	var errs []error
 	for _, id := range ids {
 		errs = append(errs, b.api.WithToken(b.admin).DeleteWebhook(ctx, id))
 	}
 	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintf(b.log, "%-16s cleanup: %v\n", ScenarioSignupHotWebhooks, err)
+		fmt.Fprintf(b.log, "%-16s cleanup: %v\n", scenario, err)
 	}
 }

@@ -18,14 +18,14 @@ import (
 // TestSmoke seeds a tiny dataset and runs every step very briefly against
 // a capacityd the run starts itself, on a database and a Redis of the
 // test's own. Its numbers mean nothing. It takes 30–60 s on two busy
-// cores (a race-built capacityd, three restarts), so it runs only with
+// cores (a race-built capacityd, five restarts), so it runs only with
 // LOADTEST_SMOKE=1; CI covers the same path with make bench-quick.
 func TestSmoke(t *testing.T) {
 	if os.Getenv("LOADTEST_SMOKE") == "" {
 		t.Skip("set LOADTEST_SMOKE=1 to run (CI runs make bench-quick instead)")
 	}
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	name := "capacityd_bench_smoke_" + randomHex(4)
 	dbURL, err := withDatabase(testenv.DatabaseURL(), name)
@@ -52,7 +52,7 @@ func TestSmoke(t *testing.T) {
 		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
-	for _, s := range []string{ScenarioSignupHot, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+	for _, s := range []string{ScenarioSignupHot, ScenarioProduction, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush, ScenarioSeatsRead, ScenarioTrivial} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
@@ -63,6 +63,11 @@ func TestSmoke(t *testing.T) {
 	// Bounded by count, not time: it always completes.
 	require.EqualValues(t, 600, r.Scenarios[ScenarioFlashCrowd].Ops, log.String())
 	require.Contains(t, r.Checks, CheckWebhookDrainSeconds, "the webhook deliveries drained: %s", log.String())
+	// production's signups were each admitted or waitlisted, with RS256
+	// tokens; the hot activity is back as it was for the scenarios after it.
+	require.Equal(t, r.Scenarios[ScenarioProduction].Ops,
+		r.Checks[CheckProductionAdmitted].(int64)+r.Checks[CheckProductionWaitlisted].(int64), log.String())
+	require.Positive(t, r.Checks[CheckProductionAdmitted], log.String())
 	require.EqualValues(t, 0, r.Checks[CheckWebhookDuplicates])
 	require.NotNil(t, r.Baselines[BaselineHotRow32])
 	require.Contains(t, r.Checks[CheckCountHotPlan], "Scan")
