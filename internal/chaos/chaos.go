@@ -250,6 +250,9 @@ func Run(t testing.TB, cfg Config) Result {
 		in.run(soft, cfg.Faults, func() time.Duration { return jitter(frng, cfg.Gap) })
 	}
 	<-soft.Done()
+	// A failover late in the run would otherwise end it before any
+	// signup could show that writes came back.
+	awaitRecoveries(rec, recoveryWait)
 	w.stop.Store(true)
 	c.Heal()
 	wg.Wait()
@@ -270,6 +273,27 @@ func Run(t testing.TB, cfg Config) Result {
 	res.Violations = violations
 	vmu.Unlock()
 	return res
+}
+
+// recoveryWait is how long a run goes on past its duration for a signup
+// to be taken after its last failover.
+const recoveryWait = 40 * time.Second
+
+// awaitRecoveries returns once a signup was taken after every
+// postgres_failover recorded so far, or after limit.
+func awaitRecoveries(rec *history.Recorder, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		h := rec.History()
+		failovers := 0
+		for _, f := range h.Faults {
+			if f.Class == string(PostgresFailover) {
+				failovers++
+			}
+		}
+		if len(Recoveries(h)) >= failovers {
+			return
+		}
+	}
 }
 
 // Recoveries returns, for each postgres_failover fault of h, the time
