@@ -351,10 +351,12 @@ func randomHex(n int) string {
 }
 
 // drive runs a load of the bench (see Drive), measuring the WAL the bench
-// server writes meanwhile.
+// server writes meanwhile and the processor time of the bench's own
+// processes.
 func (b *bench) drive(ctx context.Context, l Load, op Op) Outcome {
 	if b.mon != nil {
 		l.WAL = b.mon.WALPosition
 	}
+	l.Processes = b.processes
 	return Drive(ctx, l, b.log, op)
 }

@@ -1,17 +1,22 @@
 package loadtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"io"
+	"os/exec"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -29,34 +34,126 @@ func TestParseProcStat(t *testing.T) {
 
 func TestParsePidStatTakesTheNameInParenthesesWhole(t *testing.T) {
 	t.Parallel()
-	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime …
-	comm, own, children, ok := parsePidStat([]byte("42 (post gres) (x)) S 1 42 42 0 -1 4194304 10 0 0 0 700 300 40 2 20 0 1 0 5 0\n"))
+	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+	// priority nice threads itrealvalue starttime …
+	st, ok := parsePidStat([]byte("42 (post gres) (x)) S 1 42 42 0 -1 4194304 10 0 0 0 700 300 40 2 20 0 1 0 5123 0\n"))
 	require.True(t, ok)
-	require.Equal(t, "post gres) (x)", comm)
-	require.Equal(t, int64(1000), own)
-	require.Equal(t, int64(42), children)
+	require.Equal(t, pidStat{comm: "post gres) (x)", own: 1000, start: 5123}, st, "its ended children's time is not its own")
 
-	_, _, _, ok = parsePidStat([]byte("42 (short) S 1 2\n"))
+	_, ok = parsePidStat([]byte("42 (short) S 1 2\n"))
 	require.False(t, ok)
 }
 
 func TestCPUUseBetweenTwoSamples(t *testing.T) {
 	t.Parallel()
-	s0 := cpuSample{total: 1000, groups: map[string]int64{CPUMachine: 400, CPUPostgres: 100}}
-	s1 := cpuSample{total: 1400, groups: map[string]int64{CPUMachine: 700, CPUPostgres: 150, CPUCapacityd: 80}}
+	pg := procKey{pid: 10, start: 1}
+	reused := procKey{pid: 11, start: 1}
+	s0 := cpuSample{total: 1000, busy: 400, self: 30, procs: map[procKey]procTime{
+		pg: {CPUPostgres, 100}, reused: {CPUPostgres, 500}, {pid: 12, start: 1}: {CPURedis, 70}}}
+	s1 := cpuSample{total: 1400, busy: 700, self: 50, procs: map[procKey]procTime{
+		pg: {CPUPostgres, 150},
+		// The same process id, another process: it started meanwhile.
+		{pid: 11, start: 900}: {CPUPostgres, 20},
+		{pid: 20, start: 950}: {CPUCapacityd, 80},
+	}}
 	u := s1.since(s0)
 	require.NotNil(t, u)
 	require.InDelta(t, 0.75, u.Busy, 1e-9)
-	require.InDelta(t, 3.0, u.Seconds[CPUMachine], 1e-9)
-	require.InDelta(t, 0.5, u.Seconds[CPUPostgres], 1e-9)
-	require.InDelta(t, 0.8, u.Seconds[CPUCapacityd], 1e-9, "a group that started meanwhile counts from zero")
+	require.Equal(t, map[string]float64{CPUMachine: 3, CPULoadTest: 0.2, CPUPostgres: 0.7, CPUCapacityd: 0.8}, u.Seconds,
+		"a process that started meanwhile counts from its start; one that ended (pid 12) is not counted")
 	per := u.perOp(1000)
 	require.Equal(t, 3000.0, per[CPUMachine])
-	require.Equal(t, 500.0, per[CPUPostgres])
+	require.Equal(t, 700.0, per[CPUPostgres])
 
 	require.Nil(t, s1.since(cpuSample{}), "no first sample: nothing measured")
 	require.Nil(t, cpuSample{}.since(s0))
 	require.Nil(t, u.perOp(0))
+
+	s0.procs = nil
+	require.Equal(t, map[string]float64{CPUMachine: 3, CPULoadTest: 0.2}, s1.since(s0).Seconds,
+		"processes not read at both ends: no group of them is reported")
+}
+
+func TestSampleCPUCountsOnlyTheNamedProcesses(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("processor time is read from /proc, on Linux only")
+	}
+	t.Parallel()
+	// A child that does a fixed amount of work, says so, and waits to be
+	// ended, so that its time can be read before and after it is reaped.
+	busy := func() (*exec.Cmd, *bufio.Reader) {
+		cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo done; read x`)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+		return cmd, bufio.NewReader(stdout)
+	}
+	var named map[int]string
+	list := func(context.Context) (map[int]string, error) { return named, nil }
+	s0 := sampleCPU(context.Background(), list)
+	counted, countedOut := busy()
+	other, otherOut := busy()
+	misnamed, misnamedOut := busy()
+	for _, out := range []*bufio.Reader{countedOut, otherOut, misnamedOut} {
+		line, err := out.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "done\n", line)
+	}
+	named = map[int]string{
+		counted.Process.Pid: CPUCapacityd,
+		// Not a PostgreSQL process: a process id of another machine's
+		// server names some unrelated process here.
+		misnamed.Process.Pid: CPUPostgres,
+	}
+	u := sampleCPU(context.Background(), list).since(s0)
+	require.NotNil(t, u)
+	_, own, _, ok := readPidStat(counted.Process.Pid)
+	require.True(t, ok)
+	require.Greater(t, own, int64(0), "the child did work")
+	require.InDelta(t, float64(own)/clockTicks, u.Seconds[CPUCapacityd], 1e-9,
+		"the named child started after the first sample: all its time counts")
+	require.Zero(t, u.Seconds[CPUPostgres], "a process not named postgres is not PostgreSQL's")
+	require.NotContains(t, u.Seconds, CPURedis)
+	_ = other // running all along, named by no group
+}
+
+func TestParseRedisPID(t *testing.T) {
+	t.Parallel()
+	pid, err := parseRedisPID("# Server\r\nredis_version:7.0.15\r\nprocess_id:4711\r\nrun_id:abc\r\n")
+	require.NoError(t, err)
+	require.Equal(t, 4711, pid)
+	_, err = parseRedisPID("# Server\r\nredis_version:7.0.15\r\n")
+	require.Error(t, err)
+}
+
+func TestBenchBackendsAreTheBenchDatabasesAndTheSharedWriters(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := testenv.EmptyDatabase(t)
+	mon, err := OpenMonitor(ctx, url)
+	require.NoError(t, err)
+	defer mon.Close(ctx)
+	bench := testenv.Pool(t, url, 1)
+	var benchPID int
+	require.NoError(t, bench.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&benchPID))
+	var monitorPID int
+	require.NoError(t, mon.conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&monitorPID))
+	var writers []int
+	rows, err := mon.conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type IN ('walwriter', 'checkpointer', 'background writer')`)
+	require.NoError(t, err)
+	writers, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	require.Len(t, writers, 3)
+
+	pids, err := mon.BenchBackends(ctx)
+	require.NoError(t, err)
+	require.Contains(t, pids, benchPID, "a connection to the bench database")
+	require.Subset(t, pids, writers, "the server's shared writers")
+	require.NotContains(t, pids, monitorPID, "a connection to another database")
 }
 
 func TestOutcomesAddUpAsOneLoad(t *testing.T) {

@@ -27,6 +27,14 @@ type Load struct {
 	// WAL, if set, reads PostgreSQL's WAL position before and after the
 	// load, to report the WAL written per operation.
 	WAL WALFunc
+	// Processes, if set, names the processes whose processor time the
+	// load reports by group (see ProcessFunc); without it only the
+	// machine's and the load test's own are reported.
+	Processes ProcessFunc
+	// Settle, if set, waits after the operations end for the work they
+	// left behind (webhook deliveries): that work counts in the load's
+	// processor time and WAL, not in its elapsed time.
+	Settle func(ctx context.Context) error
 }
 
 // Outcome is what a load measured.
@@ -35,13 +43,14 @@ type Outcome struct {
 	Errors  int64
 	Elapsed time.Duration
 	Lat     *Latencies
-	// FirstError is the first error seen, for the log.
+	// FirstError is the first error seen, for the log (Settle's, if it
+	// failed, when the operations had none).
 	FirstError error
-	// CPU is the processor time the machine spent meanwhile (nil where
-	// /proc cannot be read).
+	// CPU is the processor time the machine spent meanwhile, and until
+	// Settle returned (nil where /proc cannot be read).
 	CPU *CPUUse
-	// WALBytes is the WAL PostgreSQL wrote meanwhile (nil when the load
-	// had no WAL reader or it failed).
+	// WALBytes is the WAL PostgreSQL wrote meanwhile, and until Settle
+	// returned (nil when the load had no WAL reader or it failed).
 	WALBytes *int64
 }
 
@@ -101,7 +110,7 @@ func Drive(ctx context.Context, l Load, progress io.Writer, op Op) Outcome {
 	var wg sync.WaitGroup
 	// The clock runs between the processor-time samples, which read /proc
 	// for a few milliseconds.
-	cpu0 := sampleCPU()
+	cpu0 := sampleCPU(ctx, l.Processes)
 	begin := time.Now()
 	for w := range l.Clients {
 		hists[w] = NewLatencies()
@@ -140,7 +149,13 @@ loop:
 			p.line(time.Since(begin), ok.Load(), failed.Load())
 		}
 	}
-	elapsed, cpu := time.Since(begin), sampleCPU().since(cpu0)
+	elapsed := time.Since(begin)
+	if l.Settle != nil {
+		if err := l.Settle(parent); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("%s: settle: %w", l.Name, err)
+		}
+	}
+	cpu := sampleCPU(parent, l.Processes).since(cpu0)
 	all := NewLatencies()
 	for _, h := range hists {
 		all.Merge(h)

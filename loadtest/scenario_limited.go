@@ -23,7 +23,7 @@ func (b *bench) signupHotLimited(ctx context.Context) error {
 		VALUES ('b_loadtest_limited', $1, 10, 'LOADTEST', now())`, b.seed.HotID); err != nil {
 		return fatalError{fmt.Errorf("loadtest: add a block to the hot activity: %w", err)}
 	}
-	if err := b.driveSignupHot(ctx, ScenarioSignupHotLimited, 64); err != nil {
+	if err := b.driveSignupHot(ctx, ScenarioSignupHotLimited, 64, nil); err != nil {
 		return err
 	}
 	return b.resetHot(ctx)

@@ -30,7 +30,7 @@ func (b *bench) maxSignups() int {
 // 1,000,000, 24,000 occupying among 80,000 rows at the start) from
 // clients clients, then removes the rows it added.
 func (b *bench) signupHot(ctx context.Context, name string, clients int) error {
-	if err := b.driveSignupHot(ctx, name, clients); err != nil {
+	if err := b.driveSignupHot(ctx, name, clients, nil); err != nil {
 		return err
 	}
 	if name == ScenarioSignupHot {
@@ -41,8 +41,9 @@ func (b *bench) signupHot(ctx context.Context, name string, clients int) error {
 	return b.resetHot(ctx)
 }
 
-// driveSignupHot is the load of signupHot, reported as scenario name.
-func (b *bench) driveSignupHot(ctx context.Context, name string, clients int) error {
+// driveSignupHot is the load of signupHot, reported as scenario name;
+// settle, if not nil, is the load's Settle.
+func (b *bench) driveSignupHot(ctx context.Context, name string, clients int, settle func(context.Context) error) error {
 	n := b.maxSignups()
 	toks, err := b.tokens(name, n)
 	if err != nil {
@@ -51,7 +52,7 @@ func (b *bench) driveSignupHot(ctx context.Context, name string, clients int) er
 	if err := b.warmSeats(ctx, b.seed.HotActivity); err != nil {
 		return err
 	}
-	out := b.drive(ctx, Load{Name: name, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n)},
+	out := b.drive(ctx, Load{Name: name, Clients: clients, Duration: b.cfg.ScenarioDuration, MaxOps: int64(n), Settle: settle},
 		func(ctx context.Context, _ int, i int64) error {
 			return b.signupAdmitted(ctx, toks[i], b.seed.HotActivity)
 		})

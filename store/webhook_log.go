@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,16 +59,18 @@ func scanHookEvent(row pgx.Row, extra ...any) (hookEvent, error) {
 	}
 	e.Registration = &r
 	body, err := webhook.Payload(e)
-	return hookEvent{id: e.ID, seq: e.Seq, typ: e.Type, body: body, at: e.At}, err
+	return hookEvent{id: e.ID, activity: e.ActivityID, seq: e.Seq, typ: e.Type, body: body, at: e.At}, err
 }
 
 // hookEvent is an event as a delivery sends it.
 type hookEvent struct {
-	id   string
-	seq  int64
-	typ  registration.EventType
-	body []byte
-	at   time.Time
+	id string
+	// activity is the activity's public id.
+	activity string
+	seq      int64
+	typ      registration.EventType
+	body     []byte
+	at       time.Time
 }
 
 // DeleteWebhook deletes a webhook, its cursors, retries and attempts, in
@@ -271,17 +275,47 @@ const leaseBatchesSQL = `
 	WHERE c.webhook_id = due.webhook_id AND c.activity_id = due.activity_id AND sl.id = c.webhook_id
 	RETURNING c.webhook_id, c.activity_id, due.seq, c.claimed_to, c.fence, sl.public_id, sl.url, sl.secret, sl.events`
 
-// batchEventsSQL reads the events of leased batches ($1..$3: activity,
-// after, up to) that webhooks may receive, each once whatever the number
-// of batches that hold it, in seq order.
+// batchEventsSQL reads the events of leased batches that webhooks may
+// receive, in seq order: those in the ranges $1..$3 (activity, after, up
+// to), which are disjoint (mergeRanges), so each event is read once
+// whatever the number of batches that hold it. Each range is a LATERAL
+// subquery with a LIMIT (its length: no more seqs fit in it), which the
+// planner runs as it is written, one range scan of the primary key per
+// range, and each registration is looked up by its key the same way:
+// written as plain joins, a small or unanalyzed event table got plans
+// that read every event of the activity for each event or range.
 const batchEventsSQL = `
 	SELECT e.activity_id, ` + hookEventColumns + `
-	FROM (SELECT DISTINCT e.activity_id, e.seq
-		FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS b(activity_id, from_seq, to_seq)
-		JOIN registration_event e ON e.activity_id = b.activity_id AND e.seq > b.from_seq AND e.seq <= b.to_seq
-		WHERE e.type NOT LIKE 'block.%') k
-	JOIN ` + hookEventFrom + ` ON e.activity_id = k.activity_id AND e.seq = k.seq
+	FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS b(activity_id, from_seq, to_seq)
+	CROSS JOIN LATERAL (SELECT e.* FROM registration_event e
+		WHERE e.activity_id = b.activity_id AND e.seq > b.from_seq AND e.seq <= b.to_seq
+		ORDER BY e.seq LIMIT b.to_seq - b.from_seq) e
+	JOIN activity a ON a.id = e.activity_id
+	CROSS JOIN LATERAL (SELECT r.metadata, r.created_at FROM registration r WHERE r.public_id = e.registration_id LIMIT 1) r
+	WHERE e.type NOT LIKE 'block.%'
 	ORDER BY e.activity_id, e.seq`
+
+// seqRange is the seqs of an activity's events after from, up to to.
+type seqRange struct{ activity, from, to int64 }
+
+// mergeRanges returns the union of rs as disjoint ranges, ordered by
+// activity and seq: the batches of several webhooks on one activity
+// overlap, and their events are read once.
+func mergeRanges(rs []seqRange) []seqRange {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b seqRange) int {
+		return cmp.Or(cmp.Compare(a.activity, b.activity), cmp.Compare(a.from, b.from))
+	})
+	var out []seqRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1].activity == r.activity && r.from <= out[n-1].to {
+			out[n-1].to = max(out[n-1].to, r.to)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // claimRetriesSQL claims due retries: for each enabled webhook, up to its
 // free slots of its pending retries that are due and not leased, oldest
@@ -372,9 +406,14 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 		return out, nil
 	}
 	n := len(batches)
-	aids, froms, tos := make([]int64, n), make([]int64, n), make([]int64, n)
+	ranges := make([]seqRange, n)
 	for i, l := range batches {
-		aids[i], froms[i], tos[i] = l.batch.ActivityID, l.batch.From, l.batch.To
+		ranges[i] = seqRange{l.batch.ActivityID, l.batch.From, l.batch.To}
+	}
+	ranges = mergeRanges(ranges)
+	aids, froms, tos := make([]int64, len(ranges)), make([]int64, len(ranges)), make([]int64, len(ranges))
+	for i, r := range ranges {
+		aids[i], froms[i], tos[i] = r.activity, r.from, r.to
 	}
 	rows, err := s.db.Query(ctx, batchEventsSQL, aids, froms, tos)
 	if err != nil {
@@ -408,6 +447,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhook.Claim) ([]webhook
 			j.Ref = webhook.Ref{WebhookID: l.batch.WebhookID, ActivityID: l.batch.ActivityID, Seq: e.event.seq}
 			j.Attempt, j.EventID, j.Body, j.CreatedAt = 1, e.event.id, e.event.body, e.event.at
 			l.batch.Jobs++
+			l.batch.Activity = e.event.activity
 			jobs = append(jobs, j)
 		}
 	}

@@ -124,10 +124,17 @@ func (d *Dispatcher) recordResults() {
 // record writes results and wakes the dispatcher when the soonest of
 // their retries is due. Results that cannot be written are dropped: their
 // batches and retries are claimed again when their leases end.
+//
+// Once written (or not), the batches are no longer held: the activities
+// whose commits came meanwhile have their next batches claimed.
 func (d *Dispatcher) record(batch []Attempt) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.cfg.Store.RecordAttempts(ctx, batch); err != nil {
+	err := d.cfg.Store.RecordAttempts(ctx, batch)
+	if d.release(batch) {
+		d.signal()
+	}
+	if err != nil {
 		d.log.Warn("webhook attempts not recorded; their deliveries are tried again when their leases end",
 			"attempts", len(batch), "err", err)
 		return

@@ -79,8 +79,9 @@ type DispatcherConfig struct {
 // every attempt, and schedules retries. Every instance runs one; claims
 // skip what another holds, so each attempt is made once. It wakes after
 // each local commit that recorded events (it is a registration.Observer;
-// it then claims only those activities' batches), after a retry's delay,
-// and every PollInterval (it then claims every activity's).
+// it then claims only those activities' batches, or, for an activity whose
+// batches it holds, the next ones once those are recorded), after a
+// retry's delay, and every PollInterval (it then claims every activity's).
 //
 // A batch's results are recorded together once each of its events was
 // tried (or given back): its cursor advances past it, and the events not
@@ -124,6 +125,15 @@ type Dispatcher struct {
 	// activity.
 	dirty map[string]bool
 	all   bool
+	// holding counts the batches this instance holds (claimed and not yet
+	// recorded) by activity and webhook; claimed are the webhooks of the
+	// last claim's batches of each activity. An activity of whose every
+	// claimed webhook a batch is held is deferred when a local commit
+	// marks it: a claim would find those cursors leased. It is claimed
+	// once one of them is recorded.
+	holding  map[string]map[int64]int
+	claimed  map[string][]int64
+	deferred map[string]bool
 	// batches holds the results of the batches with attempts still to
 	// end.
 	batches map[*Batch][]Attempt
@@ -151,6 +161,9 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		unopened: make(map[string]bool),
 		dirty:    make(map[string]bool),
 		all:      true,
+		holding:  make(map[string]map[int64]int),
+		claimed:  make(map[string][]int64),
+		deferred: make(map[string]bool),
 		batches:  make(map[*Batch][]Attempt),
 	}
 	d.active.Store(true)
@@ -314,13 +327,20 @@ func (d *Dispatcher) claim(ctx context.Context) {
 	if !d.all {
 		activities = make([]string, 0, len(d.dirty))
 		for id := range d.dirty {
-			activities = append(activities, id)
+			if d.covered(id) {
+				d.deferred[id] = true
+			} else {
+				activities = append(activities, id)
+			}
 		}
 	}
 	all := d.all
 	d.all = false
 	clear(d.dirty)
 	d.mu.Unlock()
+	if !all && len(activities) == 0 {
+		return
+	}
 	limit := prefetch * d.cfg.Concurrency
 	at := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -340,6 +360,7 @@ func (d *Dispatcher) claim(ctx context.Context) {
 	}
 	got := make(map[string]int)
 	d.mu.Lock()
+	d.hold(jobs)
 	for _, j := range jobs {
 		h := d.hooks[j.WebhookID]
 		if h == nil {
@@ -356,6 +377,72 @@ func (d *Dispatcher) claim(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	d.giveBack(stale)
+}
+
+// hold counts the batches of claimed jobs as held, and notes each
+// activity's webhooks that had batches in this claim. d.mu is held.
+func (d *Dispatcher) hold(jobs []Job) {
+	seen := make(map[*Batch]bool)
+	fresh := make(map[string]bool)
+	for _, j := range jobs {
+		b := j.Batch
+		if b == nil || seen[b] {
+			continue
+		}
+		seen[b] = true
+		if d.holding[b.Activity] == nil {
+			d.holding[b.Activity] = make(map[int64]int)
+		}
+		d.holding[b.Activity][b.WebhookID]++
+		if !fresh[b.Activity] {
+			fresh[b.Activity] = true
+			d.claimed[b.Activity] = d.claimed[b.Activity][:0]
+		}
+		d.claimed[b.Activity] = append(d.claimed[b.Activity], b.WebhookID)
+	}
+}
+
+// covered reports whether this instance holds a batch of each webhook
+// that the last claim of the activity gave batches to. d.mu is held.
+func (d *Dispatcher) covered(activity string) bool {
+	hooks := d.claimed[activity]
+	for _, w := range hooks {
+		if d.holding[activity][w] == 0 {
+			return false
+		}
+	}
+	return len(hooks) > 0
+}
+
+// release counts the batches of recorded results as no longer held, and
+// marks the deferred activities that are then no longer covered as
+// dirty. It returns whether it did, so that the dispatcher claims their
+// next batches.
+func (d *Dispatcher) release(results []Attempt) (dirty bool) {
+	seen := make(map[*Batch]bool)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range results {
+		b := a.Batch
+		if b == nil || seen[b] {
+			continue
+		}
+		seen[b] = true
+		held := d.holding[b.Activity]
+		if held[b.WebhookID]--; held[b.WebhookID] <= 0 {
+			delete(held, b.WebhookID)
+		}
+		if len(held) == 0 {
+			delete(d.holding, b.Activity)
+			delete(d.claimed, b.Activity)
+		}
+		if d.deferred[b.Activity] && !d.covered(b.Activity) {
+			delete(d.deferred, b.Activity)
+			d.dirty[b.Activity] = true
+			dirty = true
+		}
+	}
+	return dirty
 }
 
 // start starts the waiting attempts of a webhook that have a free slot,

@@ -165,3 +165,41 @@ func TestPayloadIsTheEventWithItsRegistration(t *testing.T) {
 	delete(data, "registration")
 	require.Equal(t, want, data, "data is the event as the history shows it, plus the registration")
 }
+
+// TestCommitsOfAnActivityWhoseBatchesAreHeldWaitForTheirRecord: while the
+// instance holds a batch of every webhook its last claim of an activity
+// served, a commit of that activity claims nothing (the cursors are
+// leased); once one webhook's batch is recorded, the activity is claimed
+// again, so a slow receiver's batch holds up no other webhook.
+func TestCommitsOfAnActivityWhoseBatchesAreHeldWaitForTheirRecord(t *testing.T) {
+	t.Parallel()
+	d := &Dispatcher{holding: map[string]map[int64]int{}, claimed: map[string][]int64{},
+		deferred: map[string]bool{}, dirty: map[string]bool{}}
+	slow := &Batch{WebhookID: 1, ActivityID: 7, Activity: "a_X", Jobs: 2}
+	fast := &Batch{WebhookID: 2, ActivityID: 7, Activity: "a_X", Jobs: 1}
+	other := &Batch{WebhookID: 1, ActivityID: 8, Activity: "a_Y", Jobs: 1}
+	d.hold([]Job{{Attempt: 2}, {Batch: slow}, {Batch: slow}, {Batch: fast}, {Batch: other}})
+	require.True(t, d.covered("a_X"))
+	require.True(t, d.covered("a_Y"))
+	require.False(t, d.covered("a_Z"), "an activity it holds nothing of")
+
+	d.deferred["a_X"] = true // a commit came
+	require.True(t, d.release([]Attempt{{Batch: fast}}), "the fast webhook's batch recorded: claim the activity")
+	require.True(t, d.dirty["a_X"])
+	require.Empty(t, d.deferred)
+	require.False(t, d.covered("a_X"))
+
+	// The next claim gives the fast webhook its next batch: the activity
+	// is covered again, the slow one's batch still held.
+	next := &Batch{WebhookID: 2, ActivityID: 7, Activity: "a_X", Jobs: 1}
+	d.hold([]Job{{Batch: next}})
+	require.Equal(t, []int64{2}, d.claimed["a_X"])
+	require.True(t, d.covered("a_X"))
+	clear(d.dirty)
+	d.deferred["a_X"] = true
+	require.False(t, d.release([]Attempt{{Batch: slow}, {Batch: slow}}), "still covered by the fast webhook's batch")
+	require.Empty(t, d.dirty)
+	require.True(t, d.release([]Attempt{{Batch: next}}))
+	require.Equal(t, map[string]map[int64]int{"a_Y": {1: 1}}, d.holding, "nothing held of a_X any more")
+	require.NotContains(t, d.claimed, "a_X")
+}

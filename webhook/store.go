@@ -90,11 +90,13 @@ type Ref struct {
 
 // Batch is a leased stretch of one activity's events for one webhook:
 // those after From up to To. Its Jobs are its events the webhook
-// receives; opaque to the dispatcher but for Jobs.
+// receives; opaque to the dispatcher but for Jobs and Activity.
 type Batch struct {
 	WebhookID, ActivityID int64
 	From, To, Fence       int64
 	Jobs                  int
+	// Activity is the activity's public id.
+	Activity string
 }
 
 // Job is a claimed delivery: one attempt to make.
