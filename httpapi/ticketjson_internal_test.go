@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
@@ -75,3 +77,30 @@ func TestTicketIsWrittenAsWriteJSONWritesIt(t *testing.T) {
 }
 
 func pick2(r *mrand.Rand, years ...int) int { return years[r.IntN(len(years))] }
+
+// BenchmarkTicket compares a waiting ticket's encoding without reflection
+// with encoding/json's, as writeJSON runs it.
+func BenchmarkTicket(b *testing.B) {
+	pos, ahead, wait := int64(1234), int64(233), int64(1)
+	tk := onsale.Ticket{ActivityID: "a_01JD00000000000000000003E9", UserID: "user-4711", State: onsale.Waiting,
+		Position: &pos, Ahead: &ahead, EstimatedWaitSeconds: &wait, PollAfterMS: 1000}
+	b.Run("appendTicket", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := appendTicket(make([]byte, 0, 320), tk); !ok {
+				b.Fatal("not plain")
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(tk); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

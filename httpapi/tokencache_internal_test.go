@@ -238,3 +238,29 @@ func TestCachedVerificationUnderConcurrency(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(a.verified.entries), 16)
 }
+
+// BenchmarkVerifyToken compares a poll's token remembered with its full
+// verification.
+func BenchmarkVerifyToken(b *testing.B) {
+	a, err := NewTokenAuthenticator(context.Background(), TokenConfig{Secret: []byte(cacheTestSecret)})
+	require.NoError(b, err)
+	tok, err := a.Sign("user-4711", false, time.Hour)
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.Run("remembered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.VerifyContext(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.verify(ctx, tok, a.now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
