@@ -181,7 +181,7 @@ func (a *Authenticator) verify(ctx context.Context, token string, now time.Time)
 		if err != nil {
 			return nil, err
 		}
-		used.method, used.header, used.keys = t.Method, keyHeader(t.Header), keys.Keys
+		used.method, used.header, used.keys = t.Method, keyHeader(t.Method, t.Header), keys.Keys
 		return keys, nil
 	}
 	if _, err := jwt.ParseWithClaims(token, &c, keyfunc, opts...); err != nil {
@@ -228,9 +228,13 @@ func (a *Authenticator) keysOf(ctx context.Context, method jwt.SigningMethod, he
 	return a.publicKey(ctx, &jwt.Token{Method: method, Header: header})
 }
 
-// keyHeader returns the header fields that choose a token's keys: alg and,
-// when present, kid.
-func keyHeader(h map[string]any) map[string]any {
+// keyHeader returns the header fields that choose the keys of a token
+// signed with method: alg and, when present, kid; none for HS256, whose
+// keys are the secrets.
+func keyHeader(method jwt.SigningMethod, h map[string]any) map[string]any {
+	if method == jwt.SigningMethodHS256 {
+		return nil
+	}
 	kept := map[string]any{"alg": h["alg"]}
 	if kid, ok := h["kid"]; ok {
 		kept["kid"] = kid

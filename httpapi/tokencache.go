@@ -3,7 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"crypto"
-	"strings"
+	"crypto/sha256"
 	"sync"
 	"time"
 
@@ -12,13 +12,11 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// Bounds of the verified-token cache: the entries kept, how long one is
-// trusted at most, and the longest token kept (longer ones are verified
-// every time).
+// Bounds of the verified-token cache: the entries kept and how long one is
+// trusted at most.
 const (
-	tokenCacheEntries  = 65_536
-	tokenCacheTTL      = time.Minute
-	tokenCacheMaxBytes = 4096
+	tokenCacheEntries = 65_536
+	tokenCacheTTL     = time.Minute
 )
 
 // verifiedToken is what a token's full verification found: its caller,
@@ -30,30 +28,32 @@ type verifiedToken struct {
 	caller registration.Caller
 	until  time.Time
 	method jwt.SigningMethod
-	header map[string]any // alg and, when present, kid
+	header map[string]any // alg and, when present, kid; nil for HS256
 	keys   []jwt.VerificationKey
 }
 
 // tokenCache remembers the tokens that passed a full verification, keyed
-// by the exact token string, so that a client that polls with the same
-// token is not parsed and checked again at every request. Only accepted
-// tokens enter it (a refused token is refused afresh every time, and a
-// token that differs in any byte is another key); an entry is dropped at
-// the token's exp or after tokenCacheTTL, whichever comes first.
+// by the SHA-256 of the exact token text (so that an entry's size does not
+// depend on the token's), so that a client that polls with the same token
+// is not parsed and checked again at every request. Only accepted tokens
+// enter it (a refused token is refused afresh every time, and a token that
+// differs in any byte is another key); an entry is dropped at the token's
+// exp or after tokenCacheTTL, whichever comes first.
 type tokenCache struct {
 	mu      sync.RWMutex
-	entries map[string]*verifiedToken
+	entries map[[sha256.Size]byte]*verifiedToken
 	max     int
 }
 
 func newTokenCache(max int) *tokenCache {
-	return &tokenCache{entries: make(map[string]*verifiedToken), max: max}
+	return &tokenCache{entries: make(map[[sha256.Size]byte]*verifiedToken), max: max}
 }
 
 // get returns the entry of token if it is still within its time at now.
 func (c *tokenCache) get(token string, now time.Time) (*verifiedToken, bool) {
+	key := sha256.Sum256([]byte(token))
 	c.mu.RLock()
-	e, ok := c.entries[token]
+	e, ok := c.entries[key]
 	c.mu.RUnlock()
 	if !ok || !now.Before(e.until) {
 		return nil, false
@@ -64,9 +64,10 @@ func (c *tokenCache) get(token string, now time.Time) (*verifiedToken, bool) {
 // put remembers a verified token. When the cache is full it first drops
 // an eighth of its entries (the expired ones it meets, and any others).
 func (c *tokenCache) put(token string, e *verifiedToken, now time.Time) {
-	if len(token) > tokenCacheMaxBytes || !now.Before(e.until) {
+	if !now.Before(e.until) {
 		return
 	}
+	key := sha256.Sum256([]byte(token))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
@@ -79,7 +80,7 @@ func (c *tokenCache) put(token string, e *verifiedToken, now time.Time) {
 			drop--
 		}
 	}
-	c.entries[strings.Clone(token)] = e
+	c.entries[key] = e
 }
 
 // sameKeys reports whether two key lists hold the same keys in the same
