@@ -58,11 +58,14 @@ type TokenConfig struct {
 	Logger *slog.Logger
 }
 
-// Authenticator signs and verifies tokens.
+// Authenticator signs and verifies tokens. It remembers the tokens it
+// accepted (see tokenCache) and answers them again without parsing them
+// while the keys that verified them are still the ones it would use.
 type Authenticator struct {
-	cfg  TokenConfig
-	jwks keyfunc.Keyfunc // nil without JWKSURL
-	now  func() time.Time
+	cfg      TokenConfig
+	jwks     keyfunc.Keyfunc // nil without JWKSURL
+	now      func() time.Time
+	verified *tokenCache
 }
 
 // NewAuthenticator returns an Authenticator for HS256 tokens signed with
@@ -79,7 +82,7 @@ func NewTokenAuthenticator(ctx context.Context, cfg TokenConfig) (*Authenticator
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	a := &Authenticator{cfg: cfg, now: time.Now}
+	a := &Authenticator{cfg: cfg, now: time.Now, verified: newTokenCache(tokenCacheEntries)}
 	if cfg.JWKSURL != "" {
 		kf, err := newJWKS(ctx, cfg)
 		if err != nil {
@@ -137,9 +140,28 @@ func (a *Authenticator) Verify(token string) (registration.Caller, error) {
 // previous one during its grace period), or RS256/ES256 with a key of the
 // JWK Set; exp present and not passed (10s leeway); exp, nbf and iat JSON
 // numbers; iss and aud as configured; sub of 1 to 128 characters, none of
-// them control, format or separator characters (see validSubject). ctx bounds a refetch
-// of the JWK Set for an unknown kid.
+// them control, format or separator characters (see validSubject). ctx
+// bounds a refetch of the JWK Set for an unknown kid.
+//
+// A token accepted before is answered from memory, without being parsed
+// again, until its exp (without leeway) or for tokenCacheTTL at most, and
+// only while the keys its algorithm and kid select now are the very keys
+// its signature was checked against: a key retired from the JWK Set, or
+// the previous secret's grace period ending, sends the token through the
+// full verification again.
 func (a *Authenticator) VerifyContext(ctx context.Context, token string) (registration.Caller, error) {
+	now := a.now()
+	if e, ok := a.verified.get(token, now); ok {
+		if keys, err := a.keysOf(ctx, e.method, e.header); err == nil && sameKeys(keys.Keys, e.keys) {
+			return e.caller, nil
+		}
+	}
+	return a.verify(ctx, token, now)
+}
+
+// verify is VerifyContext's full verification; it remembers an accepted
+// token.
+func (a *Authenticator) verify(ctx context.Context, token string, now time.Time) (registration.Caller, error) {
 	var c Claims
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods(a.algorithms()),
@@ -153,7 +175,16 @@ func (a *Authenticator) VerifyContext(ctx context.Context, token string) (regist
 	if a.cfg.Audience != "" {
 		opts = append(opts, jwt.WithAudience(a.cfg.Audience))
 	}
-	if _, err := jwt.ParseWithClaims(token, &c, a.keyFor(ctx), opts...); err != nil {
+	var used verifiedToken
+	keyfunc := func(t *jwt.Token) (any, error) {
+		keys, err := a.keysOf(ctx, t.Method, t.Header)
+		if err != nil {
+			return nil, err
+		}
+		used.method, used.header, used.keys = t.Method, keyHeader(t.Method, t.Header), keys.Keys
+		return keys, nil
+	}
+	if _, err := jwt.ParseWithClaims(token, &c, keyfunc, opts...); err != nil {
 		return registration.Caller{}, unauthenticated("invalid token")
 	}
 	if !registration.ValidUserIDLength(c.Subject) {
@@ -162,7 +193,16 @@ func (a *Authenticator) VerifyContext(ctx context.Context, token string) (regist
 	if !validSubject(c.Subject) {
 		return registration.Caller{}, unauthenticated("token sub must be UTF-8 without control, format or separator characters")
 	}
-	return registration.Caller{UserID: c.Subject, Admin: slices.Contains(c.Roles, "admin"), Roles: c.Roles}, nil
+	roles := slices.Clip(c.Roles)
+	caller := registration.Caller{UserID: c.Subject, Admin: slices.Contains(roles, "admin"), Roles: roles}
+	if c.ExpiresAt != nil {
+		used.caller, used.until = caller, c.ExpiresAt.Time
+		if ttl := now.Add(tokenCacheTTL); ttl.Before(used.until) {
+			used.until = ttl
+		}
+		a.verified.put(token, &used, now)
+	}
+	return caller, nil
 }
 
 // algorithms returns the signing algorithms accepted: HS256 with a secret,
@@ -178,15 +218,28 @@ func (a *Authenticator) algorithms() []string {
 	return algs
 }
 
-// keyFor picks the keys by the token's algorithm: the secrets for HS256,
-// the JWK Set's keys of the matching type for RS256 and ES256.
-func (a *Authenticator) keyFor(ctx context.Context) jwt.Keyfunc {
-	return func(t *jwt.Token) (any, error) {
-		if t.Method == jwt.SigningMethodHS256 {
-			return a.secrets(), nil
-		}
-		return a.publicKey(ctx, t)
+// keysOf picks the keys by the token's algorithm: the secrets for HS256,
+// the JWK Set's keys of the matching type for RS256 and ES256 (by the kid
+// of header, or all of them without one).
+func (a *Authenticator) keysOf(ctx context.Context, method jwt.SigningMethod, header map[string]any) (jwt.VerificationKeySet, error) {
+	if method == jwt.SigningMethodHS256 {
+		return a.secrets(), nil
 	}
+	return a.publicKey(ctx, &jwt.Token{Method: method, Header: header})
+}
+
+// keyHeader returns the header fields that choose the keys of a token
+// signed with method: alg and, when present, kid; none for HS256, whose
+// keys are the secrets.
+func keyHeader(method jwt.SigningMethod, h map[string]any) map[string]any {
+	if method == jwt.SigningMethodHS256 {
+		return nil
+	}
+	kept := map[string]any{"alg": h["alg"]}
+	if kid, ok := h["kid"]; ok {
+		kept["kid"] = kid
+	}
+	return kept
 }
 
 // secrets returns the HS256 keys: the secret and, until its grace period

@@ -58,13 +58,13 @@ func newJWKS(ctx context.Context, cfg TokenConfig) (keyfunc.Keyfunc, error) {
 // its kid names, or without a kid every key of the set, keeping only keys
 // of the token's type (RSA of at least 2048 bits for RS256, P-256 for
 // ES256).
-func (a *Authenticator) publicKey(ctx context.Context, t *jwt.Token) (any, error) {
+func (a *Authenticator) publicKey(ctx context.Context, t *jwt.Token) (jwt.VerificationKeySet, error) {
 	if a.jwks == nil {
-		return nil, errors.New("no JWK Set configured")
+		return jwt.VerificationKeySet{}, errors.New("no JWK Set configured")
 	}
 	key, err := a.jwks.KeyfuncCtx(ctx)(t)
 	if err != nil {
-		return nil, err
+		return jwt.VerificationKeySet{}, err
 	}
 	candidates := []jwt.VerificationKey{key}
 	if set, ok := key.(jwt.VerificationKeySet); ok {
@@ -77,7 +77,7 @@ func (a *Authenticator) publicKey(ctx context.Context, t *jwt.Token) (any, error
 		}
 	}
 	if len(keys.Keys) == 0 {
-		return nil, errors.New("no key of the token's type in the JWK Set")
+		return jwt.VerificationKeySet{}, errors.New("no key of the token's type in the JWK Set")
 	}
 	return keys, nil
 }

@@ -253,6 +253,37 @@ func TestKeySetIsRefreshedPeriodically(t *testing.T) {
 	requireRefused(t, a, r1.sign(t, claims("alice"), false), "retired key")
 }
 
+func TestRememberedTokenOfARetiredKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	p := newIDP(t)
+	r1, r2, e1 := rsaKey(t, "r1", 2048), rsaKey(t, "r2", 2048), ecKey(t, "e1")
+	p.publish(r1, e1)
+	a := idpAuthenticator(t, p, func(c *httpapi.TokenConfig) { c.JWKSRefreshInterval = 50 * time.Millisecond })
+	withKid, noKid := r1.sign(t, claims("alice"), true), r1.sign(t, claims("bob"), false)
+	ec := e1.sign(t, claims("carol"), true)
+	for range 3 { // accepted, then answered from memory
+		requireAccepted(t, a, withKid, "alice", false)
+		requireAccepted(t, a, noKid, "bob", false)
+		requireAccepted(t, a, ec, "carol", false)
+	}
+	// A key of the same kid but other material, then no r1 at all: the
+	// very tokens accepted before are refused once the set says so.
+	impostor := rsaKey(t, "r1", 2048)
+	p.publish(impostor, r2, e1)
+	fetches := p.fetches.Load()
+	require.Eventually(t, func() bool { return p.fetches.Load() >= fetches+2 }, 10*time.Second, 10*time.Millisecond)
+	requireRefused(t, a, withKid, "remembered token whose kid now names another key")
+	requireRefused(t, a, noKid, "remembered token without kid, its key no longer in the set")
+	requireAccepted(t, a, ec, "carol", false)
+	p.publish(r2)
+	fetches = p.fetches.Load()
+	require.Eventually(t, func() bool { return p.fetches.Load() >= fetches+2 }, 10*time.Second, 10*time.Millisecond)
+	requireRefused(t, a, withKid, "remembered token of a retired kid")
+	requireRefused(t, a, noKid, "remembered token of a retired key, no kid")
+	requireRefused(t, a, ec, "remembered token of a retired EC key")
+	requireAccepted(t, a, r2.sign(t, claims("alice"), true), "alice", false)
+}
+
 func TestAlgorithmsArePinnedToTheirKeys(t *testing.T) {
 	t.Parallel()
 	p := newIDP(t)

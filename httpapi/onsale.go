@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -95,7 +94,7 @@ func (s *Server) joinQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, t)
+	return writeTicket(c, t)
 }
 
 func (s *Server) myQueueTicket(c echo.Context) error {
@@ -107,5 +106,5 @@ func (s *Server) myQueueTicket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, t)
+	return writeTicket(c, t)
 }
