@@ -23,9 +23,8 @@ const (
 // testClock is a settable clock for an Authenticator.
 type testClock struct{ at atomic.Int64 }
 
-func (c *testClock) now() time.Time          { return time.Unix(0, c.at.Load()) }
-func (c *testClock) set(t time.Time)         { c.at.Store(t.UnixNano()) }
-func (c *testClock) advance(d time.Duration) { c.at.Add(int64(d)) }
+func (c *testClock) now() time.Time  { return time.Unix(0, c.at.Load()) }
+func (c *testClock) set(t time.Time) { c.at.Store(t.UnixNano()) }
 
 // clockedAuthenticator returns an Authenticator for cfg on a clock that
 // starts now.
