@@ -35,7 +35,7 @@ const (
 	// also the longest batch of an activity's events. A cursor's next
 	// batch is claimed only once its batch is recorded, so a batch is
 	// long enough for a fast receiver to keep up with a hot activity.
-	prefetch = 16
+	prefetch = 64
 	// recordBatch caps the attempts recorded in one statement, and
 	// recordWindow is how long a batch waits for more after its first.
 	recordBatch  = 1000
