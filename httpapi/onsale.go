@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -94,7 +95,7 @@ func (s *Server) joinQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeTicket(c, t)
+	return writeJSON(c, http.StatusOK, t)
 }
 
 func (s *Server) myQueueTicket(c echo.Context) error {
@@ -106,5 +107,5 @@ func (s *Server) myQueueTicket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeTicket(c, t)
+	return writeJSON(c, http.StatusOK, t)
 }
