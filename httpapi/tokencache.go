@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/physiciansnet/capacityd/internal/lru"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -37,23 +38,23 @@ type verifiedToken struct {
 // depend on the token's), so that a client that polls with the same token
 // is not parsed and checked again at every request. Only accepted tokens
 // enter it (a refused token is refused afresh every time, and a token that
-// differs in any byte is another key); an entry is dropped at the token's
-// exp or after tokenCacheTTL, whichever comes first.
+// differs in any byte is another key); an entry is not used past the
+// token's exp or tokenCacheTTL, whichever comes first, and a full cache
+// drops the entry put first.
 type tokenCache struct {
 	mu      sync.RWMutex
-	entries map[[sha256.Size]byte]*verifiedToken
-	max     int
+	entries *lru.Cache[[sha256.Size]byte, *verifiedToken]
 }
 
 func newTokenCache(max int) *tokenCache {
-	return &tokenCache{entries: make(map[[sha256.Size]byte]*verifiedToken), max: max}
+	return &tokenCache{entries: lru.New[[sha256.Size]byte, *verifiedToken](max)}
 }
 
 // get returns the entry of token if it is still within its time at now.
 func (c *tokenCache) get(token string, now time.Time) (*verifiedToken, bool) {
 	key := sha256.Sum256([]byte(token))
 	c.mu.RLock()
-	e, ok := c.entries[key]
+	e, ok := c.entries.Peek(key) // Peek changes nothing: readers share the lock
 	c.mu.RUnlock()
 	if !ok || !now.Before(e.until) {
 		return nil, false
@@ -61,26 +62,15 @@ func (c *tokenCache) get(token string, now time.Time) (*verifiedToken, bool) {
 	return e, true
 }
 
-// put remembers a verified token. When the cache is full it first drops
-// an eighth of its entries (the expired ones it meets, and any others).
+// put remembers a verified token.
 func (c *tokenCache) put(token string, e *verifiedToken, now time.Time) {
 	if !now.Before(e.until) {
 		return
 	}
 	key := sha256.Sum256([]byte(token))
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
-		drop := max(1, c.max/8)
-		for k, old := range c.entries {
-			if drop <= 0 && now.Before(old.until) {
-				continue
-			}
-			delete(c.entries, k)
-			drop--
-		}
-	}
-	c.entries[key] = e
+	c.entries.Add(key, e)
+	c.mu.Unlock()
 }
 
 // sameKeys reports whether two key lists hold the same keys in the same

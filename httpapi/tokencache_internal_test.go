@@ -189,7 +189,7 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	now := time.Now()
 	for i := range 1000 {
 		c.put(fmt.Sprintf("token-%d", i), &verifiedToken{until: now.Add(time.Minute)}, now)
-		require.LessOrEqual(t, len(c.entries), 64)
+		require.LessOrEqual(t, c.entries.Len(), 64)
 	}
 	_, ok := c.get("token-999", now)
 	require.True(t, ok, "the last token put is kept")
@@ -232,7 +232,7 @@ func TestCachedVerificationUnderConcurrency(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.LessOrEqual(t, len(a.verified.entries), 16)
+	require.LessOrEqual(t, a.verified.entries.Len(), 16)
 }
 
 // BenchmarkVerifyToken compares a poll's token remembered with its full
