@@ -142,14 +142,25 @@ func poolCases() []poolCase {
 	}
 }
 
-// TestTheGateAdmitsAsTheRuleInPools: for a pooled activity the gate (the
-// activity's script, then one script per pool) answers as
-// registration.Admit on the counts with Pooled and Shared (the fewest
-// seats left in a pool, taken + held counted as taken), and holds the
-// seats in the activity and every pool only when it gives a seat: a
-// refusal by a pool gives back what was held.
+// TestTheGateAdmitsAsTheRuleInPools: for a pooled activity the gate
+// answers as registration.Admit on the counts with Pooled and Shared (the
+// fewest seats left in a pool, taken + held counted as taken), and holds
+// the seats in the activity and every pool only when it gives a seat: a
+// refusal by a pool gives back what was held. Both of the gate's ways
+// are checked: the activity's script then one script per pool (an
+// activity whose pools this process does not know yet, and the only way
+// on a Redis Cluster), and one script for all (pools known).
 func TestTheGateAdmitsAsTheRuleInPools(t *testing.T) {
 	t.Parallel()
+	for name, known := range map[string]bool{"pools learnt by the signup": false, "pools known up front": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			gateAdmitsAsTheRuleInPools(t, known)
+		})
+	}
+}
+
+func gateAdmitsAsTheRuleInPools(t *testing.T, known bool) {
 	rdb := testenv.Redis(t)
 	counter := capacity.New(capacity.Config{Redis: rdb, TTL: time.Minute})
 	ctx := context.Background()
@@ -183,6 +194,9 @@ func TestTheGateAdmitsAsTheRuleInPools(t *testing.T) {
 				"waiting", c.waiting, "waitlist", flag(c.waitlist), "fill", flag(c.fill), "seq", 1, "version", 1, "gen", "g1",
 				"pools", strings.Join(pools, ",")).Err())
 			require.NoError(t, rdb.PExpire(ctx, capacity.Key(id), time.Minute).Err())
+			if known {
+				capacity.LearnPools(counter, id, strings.Join(pools, ","))
+			}
 
 			counts := registration.Counts{Capacity: c.capacity, Taken: c.taken + c.held,
 				Waiting: c.waiting, Waitlist: c.waitlist, Fill: c.fill, Seats: c.seats}

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/lru"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -142,6 +143,16 @@ type Counter struct {
 	activeMu    sync.Mutex
 	active      map[string]time.Time // activity id → last change seen here
 	activePools map[string]time.Time // pool id → last change seen here
+
+	// together is true when one script may touch the keys of several
+	// counters (Redis is not a Cluster): a pooled activity's gate is then
+	// one script (pooledReserveScript).
+	together bool
+	// poolsOf remembers the pools field of the counters of activities
+	// that signed up here, so that the gate of a pooled activity can
+	// name its pools' keys up front.
+	poolsMu sync.Mutex
+	poolsOf *lru.Cache[string, string]
 }
 
 // DefaultTTL is the lifetime of a display counter before it is rebuilt
@@ -171,7 +182,16 @@ func New(cfg Config) *Counter {
 		live:        cfg.Live,
 		active:      make(map[string]time.Time),
 		activePools: make(map[string]time.Time),
+		together:    !isCluster(cfg.Redis),
+		poolsOf:     lru.New[string, string](DefaultMemorySize),
 	}
+}
+
+// isCluster reports whether rdb is a Redis Cluster client, whose scripts
+// may touch the keys of one slot only.
+func isCluster(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
 }
 
 // Key returns the Redis key of an activity's counter. Every key of one
@@ -216,7 +236,11 @@ func holdLifetime(ctx context.Context) int64 {
 // authority decides, and its commit builds the counter: see Committed),
 // and a wrapped Redis error when the display tier cannot answer.
 //
-// An activity of no pool costs one script. A pooled activity's seats are
+// An activity of no pool costs one script. So does a pooled activity on
+// a Redis that is not a Cluster, once this process knows its pools (from
+// an earlier signup's answer): one script holds the seats in its counter
+// and its pools' counters, or none (pooledReserveScript). On a Redis
+// Cluster, and for a pooled activity not known here yet, the seats are
 // held in its counter first and then in each of its pools' counters, one
 // script per pool (they live in other slots of a Redis Cluster) in one
 // pipeline; the Hold carries them all. If a pool has no room left, every
@@ -233,20 +257,22 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 	}
 	c.touch(activityID)
 	life, member := holdLifetime(ctx), c.newGen()+":"+strconv.Itoa(seats)
+	if known, ok := c.knownPools(activityID); ok && known != "" && c.together {
+		hold, done, err := c.reserveTogether(ctx, activityID, known, seats, life, member)
+		if done {
+			return hold, err
+		}
+	}
 	v, err := reserveScript.Run(ctx, c.rdb, keys(Key(activityID)), seats, life, member).Slice()
 	if err != nil {
 		return registration.Hold{}, c.redisError("reserve", err)
 	}
-	switch n, _ := v[0].(int64); n {
-	case -1:
-		return registration.Hold{}, ErrNoCounter
-	case -2:
-		return registration.Hold{}, registration.ErrGateFull
-	case -3:
-		return registration.Hold{}, registration.ErrGateWaitlist
+	if err := gateAnswer(v); err != nil {
+		return registration.Hold{}, err
 	}
 	gen, _ := v[1].(string)
 	hold := registration.Hold{Gen: gen, Seats: seats}
+	c.learnPools(activityID, field(v, 2))
 	if pools := splitIDs(field(v, 2)); len(pools) > 0 {
 		if hold, err = c.reservePools(ctx, activityID, hold, pools, field(v, 3) == "1", life); err != nil {
 			return registration.Hold{}, err
@@ -254,6 +280,67 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 	}
 	c.recovered(ctx)
 	return hold, nil
+}
+
+// gateAnswer returns the refusal a reserve script answered, nil when it
+// held the seats.
+func gateAnswer(v []any) error {
+	switch n, _ := v[0].(int64); n {
+	case -1:
+		return ErrNoCounter
+	case -2:
+		return registration.ErrGateFull
+	case -3:
+		return registration.ErrGateWaitlist
+	}
+	return nil
+}
+
+// reserveTogether holds seats for a signup of a pooled activity whose
+// pools this process knows (pools, the counter's pools field) in one
+// script. done is false when the activity's pools are no longer those:
+// the caller holds the seats the way that learns them.
+func (c *Counter) reserveTogether(ctx context.Context, activityID, pools string, seats int, life int64,
+	member string,
+) (hold registration.Hold, done bool, err error) {
+	ids := splitIDs(pools)
+	ks := keys(Key(activityID))
+	for _, id := range ids {
+		c.touchPool(id)
+		ks = append(ks, keys(PoolKey(id))...)
+	}
+	v, err := pooledReserveScript.Run(ctx, c.rdb, ks, seats, life, member, pools).Slice()
+	if err != nil {
+		return registration.Hold{}, true, c.redisError("reserve", err)
+	}
+	if n, _ := v[0].(int64); n == -4 {
+		c.learnPools(activityID, field(v, 1))
+		return registration.Hold{}, false, nil
+	}
+	if err := gateAnswer(v); err != nil {
+		return registration.Hold{}, true, err
+	}
+	hold = registration.Hold{Gen: member, Seats: seats}
+	for _, id := range ids {
+		hold.Pools = append(hold.Pools, registration.PoolHold{PoolID: id, Gen: member, Seats: seats})
+	}
+	c.recovered(ctx)
+	return hold, true, nil
+}
+
+// knownPools returns the pools field of the activity's counter as the
+// last signup here found it.
+func (c *Counter) knownPools(activityID string) (string, bool) {
+	c.poolsMu.Lock()
+	defer c.poolsMu.Unlock()
+	return c.poolsOf.Get(activityID)
+}
+
+// learnPools remembers the pools field of the activity's counter.
+func (c *Counter) learnPools(activityID, pools string) {
+	c.poolsMu.Lock()
+	defer c.poolsMu.Unlock()
+	c.poolsOf.Add(activityID, pools)
 }
 
 // field returns v[i] as a string, "" when there is none.

@@ -402,6 +402,42 @@ func TestTheReconcilerCorrectsAPoolCounter(t *testing.T) {
 // TestTheGateOnARedisClusterAcrossSlots: an activity's counter and its
 // pool's live on different masters of a Redis Cluster; the gate holds in
 // both, refuses and gives back, commits settle both, reads take the min.
+// TestTheGateFollowsAnActivityIntoOtherPools: the gate of an activity
+// whose pools this process remembers holds the seats in the pools its
+// counter names now, after the activity left one pool and joined another.
+func TestTheGateFollowsAnActivityIntoOtherPools(t *testing.T) {
+	t.Parallel()
+	c, rdb := redisOnly(t)
+	ctx := context.Background()
+	a, p1, p2 := newID("a"), newID("p"), newID("p")
+	c.Committed(ctx, []registration.Commit{commit(a, 10, 0, 1, []registration.PoolSeatState{poolState(p1, 5, 0, 1, epoch, a)})})
+	h, err := c.Reserve(ctx, a, 1)
+	require.NoError(t, err)
+	require.Equal(t, p1, h.Pools[0].PoolID)
+	c.Committed(ctx, []registration.Commit{{ActivityID: a, Failed: true, Holds: []registration.Hold{h}}})
+
+	moved := commit(a, 10, 0, 2, []registration.PoolSeatState{poolState(p2, 1, 0, 1, epoch, a)})
+	moved.ActivityChanged = true
+	c.Committed(ctx, []registration.Commit{moved})
+	require.Equal(t, p2, activityFields(t, rdb, a)["pools"])
+
+	h, err = c.Reserve(ctx, a, 1)
+	require.NoError(t, err)
+	require.Len(t, h.Pools, 1)
+	require.Equal(t, p2, h.Pools[0].PoolID)
+	require.Equal(t, [2]string{"0", "1"}, [2]string{poolFields(t, rdb, p1)["held"], poolFields(t, rdb, p2)["held"]})
+	_, err = c.Reserve(ctx, a, 1)
+	require.ErrorIs(t, err, registration.ErrGateFull, "p2 has one seat, held")
+	require.Equal(t, "1", activityFields(t, rdb, a)["held"], "the refusal held nothing")
+
+	left := commit(a, 10, 0, 3, nil)
+	left.ActivityChanged = true
+	c.Committed(ctx, []registration.Commit{left})
+	h2, err := c.Reserve(ctx, a, 1)
+	require.NoError(t, err, "in no pool any more")
+	require.Empty(t, h2.Pools)
+}
+
 func TestTheGateOnARedisClusterAcrossSlots(t *testing.T) {
 	t.Parallel()
 	cluster := testenv.PrivateRedisCluster(t)

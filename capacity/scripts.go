@@ -86,33 +86,36 @@ return {1, ARGV[3], v[8], v[5] or '0'}
 // holdsLua keeps held to the holds not past their deadline: prune drops
 // the members of KEYS[2] scored before Redis's clock, and their seats from
 // KEYS[1]'s held (never below zero); a hold set without its counter is
-// dropped whole. give_back gives back holds to the counter KEYS[1]: ARGV
+// dropped whole (prune_at does the same for any counter and holds, and
+// hold_at holds seats in any counter). give_back gives back holds to the counter KEYS[1]: ARGV
 // from index first on holds pairs of (member, seats), each taken off held
 // only when it is still in KEYS[2] (a rebuilt counter has none of the
 // holds of the one before it).
 const holdsLua = `
-local function prune()
-  if redis.call('EXISTS', KEYS[1]) == 0 then
-    redis.call('DEL', KEYS[2])
+local function prune_at(counter, holds)
+  if redis.call('EXISTS', counter) == 0 then
+    redis.call('DEL', holds)
     return
   end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+  local gone = redis.call('ZRANGEBYSCORE', holds, '-inf', now)
   if #gone == 0 then return end
   local n = 0
   for _, m in ipairs(gone) do n = n + (tonumber(string.match(m, ':(%d+)$')) or 0) end
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  local held = tonumber(redis.call('HGET', KEYS[1], 'held') or '0')
-  redis.call('HSET', KEYS[1], 'held', math.max(0, held - n))
+  redis.call('ZREMRANGEBYSCORE', holds, '-inf', now)
+  local held = tonumber(redis.call('HGET', counter, 'held') or '0')
+  redis.call('HSET', counter, 'held', math.max(0, held - n))
 end
-local function hold(seats, ms, member)
+local function prune() prune_at(KEYS[1], KEYS[2]) end
+local function hold_at(counter, holds, seats, ms, member)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('HINCRBY', KEYS[1], 'held', seats)
-  redis.call('ZADD', KEYS[2], now + ms, member)
-  if redis.call('PTTL', KEYS[2]) < ms + 1000 then redis.call('PEXPIRE', KEYS[2], ms + 1000) end
+  redis.call('HINCRBY', counter, 'held', seats)
+  redis.call('ZADD', holds, now + ms, member)
+  if redis.call('PTTL', holds) < ms + 1000 then redis.call('PEXPIRE', holds, ms + 1000) end
 end
+local function hold(seats, ms, member) hold_at(KEYS[1], KEYS[2], seats, ms, member) end
 local function give_back(first)
   for i = first, #ARGV, 2 do
     if redis.call('ZREM', KEYS[2], ARGV[i]) == 1 then
@@ -262,6 +265,45 @@ local seats = tonumber(ARGV[1])
 if not fits(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[5] or '0'), seats) then return {-2} end
 hold(seats, tonumber(ARGV[2]), ARGV[3])
 return {1, ARGV[3]}
+`)
+
+// pooledReserveScript holds seats for a signup of a pooled activity in
+// its counter and its pools' counters at once, as reserveScript and
+// poolReserveScript answer together: all of them or none. It touches the
+// keys of several slots, so it runs only on a Redis that is not a
+// Cluster (see Counter.Reserve).
+//
+// KEYS[1] the activity's counter, KEYS[2] its holds, then each pool's
+// counter and holds; ARGV[1] the seats, ARGV[2] the hold's lifetime in
+// milliseconds, ARGV[3] its member, ARGV[4] the activity's pools as the
+// caller knows them (the counter's pools field). Returns {-1} when a
+// counter is missing, {-4, pools} when the activity's pools are not the
+// ones given (nothing held), {-3} for the waiting list, {-2} when full,
+// else {1, member, pools, waitlist} after adding the seats to every
+// counter's held.
+var pooledReserveScript = redis.NewScript(admitLua + poolLua + holdsLua + `
+prune()
+local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
+if not v[1] or not v[3] or not v[8] then return {-1} end
+if v[8] ~= ARGV[4] then return {-4, v[8]} end
+local seats = tonumber(ARGV[1])
+local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
+  v[5] == '1', v[7] == '1', seats)
+if a == 'waitlist' then return {-3} end
+if a == 'full' then return {-2} end
+local room = true
+for i = 3, #KEYS, 2 do
+  prune_at(KEYS[i], KEYS[i + 1])
+  local p = redis.call('HMGET', KEYS[i], 'taken', 'held', 'capacity', 'reserved')
+  if not p[1] or not p[3] then return {-1} end
+  if not fits(tonumber(p[3]), tonumber(p[1]) + tonumber(p[2] or '0') + tonumber(p[4] or '0'), seats) then room = false end
+end
+if not room then
+  if v[5] == '1' then return {-3} end
+  return {-2}
+end
+for i = 1, #KEYS, 2 do hold_at(KEYS[i], KEYS[i + 1], seats, tonumber(ARGV[2]), ARGV[3]) end
+return {1, ARGV[3], v[8], v[5] or '0'}
 `)
 
 // poolSettleScript applies a pool's state after a commit, and gives back
