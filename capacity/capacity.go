@@ -257,7 +257,8 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 	}
 	c.touch(activityID)
 	life, member := holdLifetime(ctx), c.newGen()+":"+strconv.Itoa(seats)
-	if known, ok := c.knownPools(activityID); ok && known != "" && c.together {
+	known, learnt := c.knownPools(activityID)
+	if learnt && known != "" && c.together {
 		hold, done, err := c.reserveTogether(ctx, activityID, known, seats, life, member)
 		if done {
 			return hold, err
@@ -272,7 +273,9 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 	}
 	gen, _ := v[1].(string)
 	hold := registration.Hold{Gen: gen, Seats: seats}
-	c.learnPools(activityID, field(v, 2))
+	if !learnt || known != field(v, 2) {
+		c.learnPools(activityID, field(v, 2))
+	}
 	if pools := splitIDs(field(v, 2)); len(pools) > 0 {
 		if hold, err = c.reservePools(ctx, activityID, hold, pools, field(v, 3) == "1", life); err != nil {
 			return registration.Hold{}, err
