@@ -2,21 +2,27 @@ package httpapi_test
 
 import (
 	"encoding/csv"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // roleToken returns a token of sub whose roles are roles, signed like the
@@ -415,4 +421,141 @@ func TestBlockCodesCannotBeGuessed(t *testing.T) {
 	require.NotNil(t, reg.BlockID)
 	plain := a.MustSignup(t, id, "guesser", client.SignupOptions{})
 	require.Nil(t, plain.BlockID, "a signup without a code is not limited by the code attempts")
+}
+
+// TestBlockCodesNeverLeak: a block's code is shown to admins who read the
+// block, and nowhere else. Signups with a wrong and with the right code
+// (one with an Idempotency-Key, replayed) leave no trace of either code
+// in the logs (at debug level), in the answers, the feeds or the webhook
+// payloads of their events, nor in any row of the database but the
+// block's own.
+func TestBlockCodesNeverLeak(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const right, wrong = "SPK-4f9c-RIGHT", "SPK-4f9c-WRONG"
+	var mu sync.Mutex
+	var payloads [][]byte
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		payloads = append(payloads, body)
+		mu.Unlock()
+	}))
+	t.Cleanup(hook.Close)
+	logs := &apptest.SyncBuffer{}
+	inst := apptest.Start(t, apptest.Options{App: app.Options{WebhookAllowPrivate: true,
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
+	admin := inst.API(t, "admin", true)
+	id := inst.CreateActivity(t, "guarded", 10)
+	_, err := admin.CreateWebhook(ctx, client.NewWebhook{URL: hook.URL, Events: []string{"*"}, ActivityID: &id})
+	require.NoError(t, err)
+	blk, err := admin.CreateBlock(ctx, id, client.NewBlock{Seats: 2, Code: right})
+	require.NoError(t, err)
+
+	var answers []string
+	user := inst.Token(t, "speaker", false)
+	signup := func(code string, headers ...string) apptest.Response {
+		r := inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", user,
+			`{"code":"`+code+`","metadata":{"name":"Ada"}}`, headers...)
+		answers = append(answers, string(r.Body))
+		return r
+	}
+	r := signup(wrong)
+	requireErrorShape(t, r, http.StatusBadRequest, "invalid_request")
+	r = signup(wrong, "Idempotency-Key", "k-wrong")
+	requireErrorShape(t, r, http.StatusBadRequest, "invalid_request")
+	r = signup(right, "Idempotency-Key", "k-right")
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	var reg client.Registration
+	r.JSON(t, &reg)
+	require.Equal(t, blk.ID, *reg.BlockID)
+	r = signup(right, "Idempotency-Key", "k-right")
+	require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+	requireErrorShape(t, signup(right), http.StatusConflict, "already_registered")
+	for _, path := range []string{"/v1/registrations/" + reg.ID, "/v1/registrations/" + reg.ID + "/events", "/v1/me/registrations"} {
+		r := inst.MustDo(t, http.MethodGet, path, user, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s: %s", path, r.Body)
+		answers = append(answers, string(r.Body))
+	}
+	for _, path := range []string{"/v1/activities/" + id, "/v1/activities/" + id + "/seats"} {
+		r := inst.MustDo(t, http.MethodGet, path, "", nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s: %s", path, r.Body)
+		answers = append(answers, string(r.Body))
+	}
+	feed := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/events", inst.Token(t, "admin", true), nil)
+	require.Equal(t, http.StatusOK, feed.Status, string(feed.Body))
+	require.Contains(t, string(feed.Body), blk.ID, "the feed names the block")
+	answers = append(answers, string(feed.Body))
+	require.NoError(t, admin.DeleteBlock(ctx, blk.ID))
+
+	// Block events go to no webhook: the payload is the block
+	// registration's registration.created.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(payloads) == 1
+	}, 20*time.Second, 50*time.Millisecond, "the webhook receives the event")
+	mu.Lock()
+	payload := string(payloads[0])
+	mu.Unlock()
+	require.Contains(t, payload, blk.ID, "the payload names the block")
+	answers = append(answers, payload)
+
+	// Every table but block, each row as text (bytea as hex).
+	rows, err := inst.App.Pool.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> 'block'`)
+	require.NoError(t, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, tables, "idempotency_key")
+	var stored []string
+	for _, table := range tables {
+		rows, err := inst.App.Pool.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{table}.Sanitize()+` t`)
+		require.NoError(t, err)
+		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		stored = append(stored, texts...)
+	}
+	require.NotEmpty(t, logs.String(), "the instance logged its requests")
+	for _, code := range []string{right, wrong} {
+		for _, s := range answers {
+			require.NotContains(t, s, code)
+		}
+		for _, line := range strings.Split(logs.String(), "\n") {
+			require.False(t, strings.Contains(line, code), "a log line has the code %s: %s", code, line)
+		}
+		for _, s := range stored {
+			require.NotContains(t, s, code)
+			require.NotContains(t, s, hex.EncodeToString([]byte(code)))
+		}
+	}
+}
+
+// TestSeatStreamShowsABlockAtOnce: a block's creation and deletion move
+// the remaining seats of the seat stream (which the seats widget shows)
+// within a second, on an instance other than the one that served them.
+func TestSeatStreamShowsABlockAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a := apptest.Start(t, apptest.Options{})
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
+	id := a.CreateActivity(t, "streamed", 10)
+	a.MustSignup(t, id, "u0")
+	c := openStream(t, a.URL, id)
+	require.Equal(t, 9, c.Next(t, time.Second).seats(t).Remaining)
+
+	nextRemaining := func(remaining int) registration.Seats {
+		t.Helper()
+		deadline := time.Now().Add(time.Second)
+		for {
+			if s := c.Next(t, time.Until(deadline)).seats(t); s.Remaining == remaining {
+				return s
+			}
+		}
+	}
+	blk, err := b.API(t, "admin", true).CreateBlock(ctx, id, client.NewBlock{Seats: 4, Code: "STREAMED"})
+	require.NoError(t, err)
+	require.Equal(t, 1, nextRemaining(5).Taken, "the block's seats are reserved, not taken")
+	require.NoError(t, b.API(t, "admin", true).DeleteBlock(ctx, blk.ID))
+	require.Equal(t, 1, nextRemaining(9).Taken)
 }

@@ -308,6 +308,12 @@ func (d *decision) block(i int, c BlockCommand, now time.Time) error {
 	}
 	k := slices.IndexFunc(d.blocks, func(b *Block) bool { return b.ID == c.BlockID })
 	if k < 0 {
+		if c.Op == BlockExpire {
+			// Ended already: another instance claimed the same due block
+			// (claims end with their statement), or an admin deleted it.
+			d.outcomes[i] = Outcome{}
+			return nil
+		}
 		d.outcomes[i] = Outcome{Err: BlockNotFound(c.BlockID)}
 		return nil
 	}

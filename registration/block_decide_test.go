@@ -74,6 +74,20 @@ func TestBlockRules(t *testing.T) {
 		require.NoError(t, err)
 		require.ErrorContains(t, p.Outcomes[0].Err, "code is not valid")
 	})
+	t.Run("an expiry of a block that has ended changes nothing", func(t *testing.T) {
+		p, err := registration.Decide(blockState(10, 2, 0), []registration.Command{
+			registration.BlockCommand{Origin: registration.Origin{Actor: registration.ActorSystem}, Op: registration.BlockExpire, BlockID: "b_1"},
+		}, now)
+		require.NoError(t, err)
+		require.NoError(t, p.Outcomes[0].Err, "another instance expired it first: not an error")
+		require.False(t, p.Outcomes[0].Changed)
+		require.Empty(t, p.Events)
+		p, err = registration.Decide(blockState(10, 2, 0), []registration.Command{
+			registration.BlockCommand{Op: registration.BlockDelete, BlockID: "b_1"},
+		}, now)
+		require.NoError(t, err)
+		require.ErrorContains(t, p.Outcomes[0].Err, "block b_1 not found", "a deletion of an ended block is not_found")
+	})
 	t.Run("a block larger than the free seats is refused", func(t *testing.T) {
 		p, err := registration.Decide(blockState(10, 7, 0), []registration.Command{
 			registration.BlockCommand{Op: registration.BlockCreate, BlockID: "b_2", New: registration.NewBlock{Seats: 4, Role: "r"}},

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
@@ -58,8 +59,35 @@ func TestSeriesLimitHoldsUnderConcurrentSignupsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	a := apptest.Start(t, apptest.Options{})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
+	seriesLimitHolds(t, []*apptest.Instance{a, b})
+}
+
+// TestSeriesLimitHoldsThroughPgBouncer runs the same check with both
+// instances behind a PgBouncer in transaction mode (the URL a user writes,
+// the pool settings the service chooses for a pooler): the (series, user)
+// locks are transaction-level, so they hold through it.
+func TestSeriesLimitHoldsThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	env := throughPgBouncer(t)
+	for _, inst := range env.insts {
+		conn, err := inst.App.Pool.Acquire(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, pgx.QueryExecModeCacheDescribe, conn.Conn().Config().DefaultQueryExecMode,
+			"the instance runs with the pool settings the service uses behind a transaction pooler")
+		conn.Release()
+	}
+	seriesLimitHolds(t, env.insts)
+}
+
+// seriesLimitHolds: one user, a series of at most 2, 5 activities, 20
+// signups at once over the two instances insts: exactly 2 are admitted,
+// every other one is refused with limit_reached (naming the 2) or
+// already_registered; cancelling one frees the place at once, on the
+// other instance too.
+func seriesLimitHolds(t *testing.T, insts []*apptest.Instance) {
+	t.Helper()
+	a, b := insts[0], insts[1]
 	_, acts := createSeriesOf(t, a, 2, 5, 10, false)
-	insts := []*apptest.Instance{a, b}
 
 	var mu sync.Mutex
 	var admitted []client.Registration
