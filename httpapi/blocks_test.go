@@ -22,6 +22,7 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/testenv"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -402,25 +403,43 @@ func TestBlockRoutesNeedAnAdmin(t *testing.T) {
 }
 
 // TestBlockCodesCannotBeGuessed: every signup with a code costs the user
-// one attempt of a small bucket; past it the user gets 429 with
-// Retry-After, whatever the code, while another user still has theirs.
+// one attempt of a small bucket that all instances share; past it the
+// user gets 429 with Retry-After, whatever the code and whichever
+// instance they ask, while another user still has theirs. While Redis is
+// down, each instance counts the attempts it serves on its own.
 func TestBlockCodesCannotBeGuessed(t *testing.T) {
 	t.Parallel()
-	a := apptest.Start(t, apptest.Options{App: app.Options{CodeLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 3}}})
+	redisSrv := testenv.PrivateRedis(t)
+	opts := apptest.Options{RedisURL: "redis://" + redisSrv.Addr,
+		App: app.Options{CodeLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 3}}}
+	a := apptest.Start(t, opts)
+	opts.DatabaseURL = a.DatabaseURL
+	b := apptest.Start(t, opts)
+	insts := []*apptest.Instance{a, b}
 	id := a.CreateActivity(t, "guarded", 10)
 	r := a.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/blocks", a.Token(t, "admin", true), `{"seats":2,"code":"RIGHT-ONE"}`)
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
 	for i := range 3 {
-		_, err := a.Signup(t, id, "guesser", client.SignupOptions{Code: fmt.Sprintf("GUESS-%d", i)})
+		_, err := insts[i%2].Signup(t, id, "guesser", client.SignupOptions{Code: fmt.Sprintf("GUESS-%d", i)})
 		require.Equal(t, client.CodeInvalidRequest, apptest.Refusal(t, err).Code)
 	}
-	_, err := a.Signup(t, id, "guesser", client.SignupOptions{Code: "RIGHT-ONE"})
-	e := apptest.Refusal(t, err)
-	require.Equal(t, client.CodeRateLimited, e.Code, "out of attempts: even the right code waits")
-	reg := a.MustSignup(t, id, "speaker", client.SignupOptions{Code: "RIGHT-ONE"})
+	for _, inst := range insts {
+		_, err := inst.Signup(t, id, "guesser", client.SignupOptions{Code: "RIGHT-ONE"})
+		e := apptest.Refusal(t, err)
+		require.Equal(t, client.CodeRateLimited, e.Code, "out of attempts on every instance: even the right code waits")
+	}
+	reg := b.MustSignup(t, id, "speaker", client.SignupOptions{Code: "RIGHT-ONE"})
 	require.NotNil(t, reg.BlockID)
 	plain := a.MustSignup(t, id, "guesser", client.SignupOptions{})
 	require.Nil(t, plain.BlockID, "a signup without a code is not limited by the code attempts")
+
+	redisSrv.Kill()
+	for i := range 3 {
+		_, err := a.Signup(t, id, "prober", client.SignupOptions{Code: fmt.Sprintf("PROBE-%d", i)})
+		require.Equal(t, client.CodeInvalidRequest, apptest.Refusal(t, err).Code)
+	}
+	_, err := a.Signup(t, id, "prober", client.SignupOptions{Code: "PROBE-3"})
+	require.Equal(t, client.CodeRateLimited, apptest.Refusal(t, err).Code, "without Redis the instance counts on its own")
 }
 
 // TestBlockCodesNeverLeak: a block's code is shown to admins who read the

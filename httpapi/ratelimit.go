@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -257,14 +258,39 @@ func (s *Server) takeEventWaitSlot(c echo.Context) (release func(), err error) {
 	return release, nil
 }
 
+// SharedLimiter keeps token buckets that all instances of the service
+// share (in Redis), so that a client spreading its attempts over the
+// instances gains nothing.
+type SharedLimiter interface {
+	// Allow takes one attempt of key's bucket, refilled at perSecond and
+	// holding at most burst: false, and how long until the next attempt,
+	// when it is empty; an error when the buckets cannot be reached.
+	Allow(ctx context.Context, key string, perSecond float64, burst int) (bool, time.Duration, error)
+}
+
 // takeCodeAttempt takes one of the calling user's attempts of a block
 // code: every signup with a code is one, right or wrong, so that codes
-// cannot be guessed by brute force; a 429 when none is left.
+// cannot be guessed by brute force; a 429 when none is left. The
+// attempts are counted across the instances (SharedAttempts) while that
+// count can be reached, else by this instance alone.
 func (s *Server) takeCodeAttempt(c echo.Context) error {
 	if s.limits == nil || s.limits.codes == nil {
 		return nil
 	}
-	if ok, d := s.limits.codes.allow(callerOf(c).UserID); !ok {
+	user := callerOf(c).UserID
+	if shared := s.cfg.SharedAttempts; shared != nil {
+		l := s.cfg.CodeLimit
+		ok, d, err := shared.Allow(c.Request().Context(), user, l.PerSecond, l.Burst)
+		switch {
+		case err != nil:
+		case ok:
+			return nil
+		default:
+			s.limits.codes.refused.Inc()
+			return rateLimited(d, "signups with a block code by this user")
+		}
+	}
+	if ok, d := s.limits.codes.allow(user); !ok {
 		return rateLimited(d, "signups with a block code by this user")
 	}
 	return nil

@@ -77,6 +77,10 @@ type Config struct {
 	// CodeLimit limits the signups with a block code per user; the zero
 	// value is off.
 	CodeLimit RateLimit
+	// SharedAttempts, when set, counts the block code attempts of every
+	// instance together (see SharedLimiter); while it cannot answer, and
+	// without it, each instance counts its own.
+	SharedAttempts SharedLimiter
 	// StreamsPerAddress caps the seat streams one client address holds
 	// open (429 beyond); zero: DefaultStreamsPerAddress, negative: no cap.
 	StreamsPerAddress int

@@ -331,7 +331,7 @@ var serveSettings = []setting{
 		func(c *config) *httpapi.RateLimit { return &c.PublicReadLimit }),
 	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.SignupLimit }),
-	rateLimitSetting("RATE_LIMIT_BLOCK_CODES", "0.1:5", "signups with a block code per second per user, right or wrong, as RATE or RATE:BURST (0: off): 5 at once, then one every 10 seconds, so that codes cannot be guessed",
+	rateLimitSetting("RATE_LIMIT_BLOCK_CODES", "0.1:5", "signups with a block code per second per user, right or wrong, as RATE or RATE:BURST (0: off): 5 at once, then one every 10 seconds, so that codes cannot be guessed; one bucket per user across the instances, kept in Redis (each instance its own while Redis is down)",
 		func(c *config) *httpapi.RateLimit { return &c.CodeLimit }),
 }
 

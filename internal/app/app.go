@@ -19,6 +19,7 @@ import (
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/activitycache"
+	"github.com/physiciansnet/capacityd/internal/sharedlimit"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
@@ -94,7 +95,7 @@ type Options struct {
 	PublicWriteLimit httpapi.RateLimit
 	SignupLimit      httpapi.RateLimit
 	// CodeLimit limits the signups with a block code per user (off when
-	// zero).
+	// zero), counted in Redis across the instances when there is one.
 	CodeLimit httpapi.RateLimit
 	// PublicReadLimit limits, per client IP, the public reads that reach
 	// PostgreSQL (note stats, activity reads that miss the activity
@@ -224,14 +225,16 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	queues := onsale.New(st, onsale.Options{Tick: opts.QueueTick, Log: opts.Logger, Metrics: onsale.NewMetrics(reg)})
 	var pingRedis func(context.Context) error
+	var codeAttempts httpapi.SharedLimiter
 	if rdb != nil {
 		pingRedis = counter.Ping
+		codeAttempts = sharedlimit.New(rdb, "block-codes:")
 	}
 	srv := httpapi.New(httpapi.Config{
 		Registrations: regs, Seats: counter.Seats, CachedSeats: counter.CachedSeats, PoolSeats: counter.PoolSeats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
 		Registry: reg, MetricsElsewhere: opts.MetricsElsewhere, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
-		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, CodeLimit: opts.CodeLimit, WaterWindow: opts.WaterWindow,
+		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, CodeLimit: opts.CodeLimit, SharedAttempts: codeAttempts, WaterWindow: opts.WaterWindow,
 		PublicReadLimit: opts.PublicReadLimit, Activities: activities,
 		Streams: streams, PingInterval: opts.StreamPingInterval,
 		StreamsPerAddress: opts.StreamMaxPerAddress, EventWaitsPerUser: opts.EventFeedMaxWaitsPerUser,
