@@ -42,18 +42,26 @@ func (s *Service) expire(ctx context.Context, due []DueHold) (int, error) {
 	})
 }
 
-// ExpireDueBlocks ends the blocks whose expiry is due: it claims them, then
-// applies one expiry per block on its activity's queue, where the seats
-// it returns go to the waiting list. It returns how many it ended.
+// ExpireDueBlocks ends the blocks whose expiry is due: it claims them in
+// batches, then applies one expiry per block on its activity's queue,
+// where the seats it returns go to the waiting list. It returns how many
+// it ended.
 func (s *Service) ExpireDueBlocks(ctx context.Context) (int, error) {
-	due, err := s.store.ClaimDueBlocks(ctx, s.now(), expiryBatch)
-	if err != nil || len(due) == 0 {
-		return 0, err
-	}
 	origin := Origin{Actor: ActorSystem}
-	return s.submitEach(ctx, len(due), func(i int) (string, Command) {
-		return due[i].ActivityID, BlockCommand{Origin: origin, Op: BlockExpire, BlockID: due[i].BlockID}
-	})
+	total := 0
+	for {
+		due, err := s.store.ClaimDueBlocks(ctx, s.now(), expiryBatch)
+		if err != nil || len(due) == 0 {
+			return total, err
+		}
+		n, err := s.submitEach(ctx, len(due), func(i int) (string, Command) {
+			return due[i].ActivityID, BlockCommand{Origin: origin, Op: BlockExpire, BlockID: due[i].BlockID}
+		})
+		total += n
+		if err != nil || len(due) < expiryBatch || n == 0 {
+			return total, err
+		}
+	}
 }
 
 // submitEach submits the n commands command gives (each with its

@@ -12,6 +12,7 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 func appWithTTL(ttl time.Duration) app.Options { return app.Options{SeatCacheTTL: ttl} }
@@ -360,4 +361,40 @@ func TestConcurrentLookupsEachGetTheirOwnAnswer(t *testing.T) {
 		t.Error(err)
 	}
 	require.Equal(t, users/2, inst.AuthorityTaken(t, id))
+}
+
+// TestBlockExpiryEndsEveryDueBlockInOnePass: more blocks fall due at once
+// than one claim takes; one pass of the expiry ends them all, and their
+// seats are the public's again.
+func TestBlockExpiryEndsEveryDueBlockInOnePass(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	inst := apptest.Start(t, apptest.Options{App: app.Options{Now: clock.Now, ExpiryInterval: time.Hour}})
+	svc := inst.App.Registrations
+	const n = 520
+	id := inst.CreateActivity(t, "many blocks", n)
+	until := clock.Now().Add(time.Minute)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, err := svc.CreateBlock(ctx, id, registration.NewBlock{Seats: 1, Code: fmt.Sprintf("CODE-%03d", i), ExpiresAt: &until},
+				registration.Caller{UserID: "chief", Admin: true, RequestID: fmt.Sprintf("req-%d", i)})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	act, err := inst.API(t, "admin", true).GetActivity(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{n, 0}, [2]int{act.Reserved, act.Remaining})
+
+	clock.Advance(time.Minute + time.Second)
+	ended, err := svc.ExpireDueBlocks(ctx)
+	require.NoError(t, err)
+	require.Equal(t, n, ended, "one pass ends every due block")
+	act, err = inst.API(t, "admin", true).GetActivity(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, n}, [2]int{act.Reserved, act.Remaining})
 }
