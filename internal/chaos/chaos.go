@@ -92,6 +92,8 @@ type Result struct {
 	Recoveries []time.Duration
 	// Cluster is what the run ran on (still running until the test ends).
 	Cluster *Cluster
+	// CheckTook is how long the check of the history took.
+	CheckTook time.Duration
 }
 
 // OK reports whether the run kept every promise.
@@ -141,6 +143,7 @@ func (r Result) Summary() string {
 	if len(r.Recoveries) > 0 {
 		fmt.Fprintf(&b, "failovers: first signup answered %v after the primary's SIGKILL\n", r.Recoveries)
 	}
+	fmt.Fprintf(&b, "check: %s\n", r.CheckTook.Round(time.Millisecond))
 	b.WriteString(r.Report.String())
 	if r.Converged != nil {
 		fmt.Fprintf(&b, "display convergence: %v\n", r.Converged)
@@ -262,6 +265,7 @@ func Run(t testing.TB, cfg Config) Result {
 	w.recordAuthority(t, c)
 	res.History = rec.History()
 	res.Recoveries = Recoveries(res.History)
+	checkStart := time.Now()
 	res.Report = histcheck.Check(res.History, histcheck.Options{
 		// A request may run for the flush timeout after its client gave
 		// up, then its hold lives at most a TTL.
@@ -269,6 +273,7 @@ func Run(t testing.TB, cfg Config) Result {
 		FaultSlack:   3 * time.Second,
 		Timeout:      2 * time.Minute,
 	})
+	res.CheckTook = time.Since(checkStart)
 	vmu.Lock()
 	res.Violations = violations
 	vmu.Unlock()
