@@ -57,7 +57,7 @@ const (
 	blockEvery     = 8
 	codeShare      = 2
 	wrongCodeShare = 10
-	blockDeletion  = 60
+	blockDeletion  = 120
 )
 
 // activity is an activity of the workload and what its clients know of it.
