@@ -1,14 +1,16 @@
 // Package chaos runs capacityd as real processes under a concurrent
 // client workload (parties of 1 to 4 seats on half the activities, strict
 // or fill waiting lists, seat reductions, most activities in one or two
-// of three overlapping pools) while it injects faults — instances killed with
-// SIGKILL and restarted, Redis killed, flushed and restarted, PostgreSQL
-// restarted, and latency, bandwidth limits, resets and half-open
-// connections on the instances' links (toxiproxy, in process) — while
-// buyers follow two on-sales' admission queues, records what the clients
-// observe (internal/history) and checks it
-// (internal/histcheck): a linearizable authority, pools never over their
-// capacity and lines left with nothing that fits, admission in position
+// of three overlapping pools, some with a block of seats for a code, some
+// in series that limit each user's registrations) while it injects
+// faults — instances killed with SIGKILL and restarted, Redis killed,
+// flushed and restarted, PostgreSQL restarted, and latency, bandwidth
+// limits, resets and half-open connections on the instances' links
+// (toxiproxy, in process) — while buyers follow two on-sales' admission
+// queues, records what the clients observe (internal/history) and checks
+// it (internal/histcheck): a linearizable authority (blocks' reserved
+// seats included), pools never over their capacity and lines left with
+// nothing that fits, no user over a series' limit, admission in position
 // order with single-use tokens, a display that errs only by changes in
 // flight and converges within its TTL once quiet, and exact note
 // counters.
@@ -92,6 +94,8 @@ type Result struct {
 	Recoveries []time.Duration
 	// Cluster is what the run ran on (still running until the test ends).
 	Cluster *Cluster
+	// CheckTook is how long the check of the history took.
+	CheckTook time.Duration
 }
 
 // OK reports whether the run kept every promise.
@@ -126,6 +130,12 @@ func (r Result) Summary() string {
 	pl := PoolsOf(r.History)
 	fmt.Fprintf(&b, "\npools: %d created; %d activities in one pool, %d in two; %d signups on them answered (%d seated, %d waitlisted, %d full); %d pool reads answered (%d of a full pool)",
 		pl.Pools, pl.InOne, pl.InTwo, pl.Signups, pl.Seated, pl.Waitlisted, pl.Full, pl.Reads, pl.FullReads)
+	bl := BlocksOf(r.History)
+	fmt.Fprintf(&b, "\nblocks: %d created (%d refused full), %d deleted (%d found gone); %d signups with a code answered (%d seated, %d waitlisted, %d full, %d refused for a code no live block has); %d activity reads with reserved seats",
+		bl.Created, bl.Full, bl.Deleted, bl.Gone, bl.Signups, bl.Seated, bl.Waitlisted, bl.SignupsFull, bl.BadCode, bl.ReservedReads)
+	se := SeriesOf(r.History)
+	fmt.Fprintf(&b, "\nseries: %d created; %d activities in series; %d signups on them answered (%d taken, %d at the limit)",
+		se.Series, se.Activities, se.Signups, se.Taken, se.LimitReached)
 	sa := SalesOf(r.History)
 	fmt.Fprintf(&b, "\non-sale: %d joins and %d polls answered; %d signups answered (%d taken, %d of them replayed, %d before the opening, %d without a valid token, %d full); %d places (%d admitted, %d of them expired unused; %d lapsed, %d sold out)",
 		sa.Joins, sa.Polls, sa.Signups, sa.Taken, sa.Replayed, sa.Closed, sa.Refused, sa.Full, sa.Places, sa.Admitted, sa.TokensExpired, sa.Lapsed, sa.SoldOut)
@@ -141,6 +151,7 @@ func (r Result) Summary() string {
 	if len(r.Recoveries) > 0 {
 		fmt.Fprintf(&b, "failovers: first signup answered %v after the primary's SIGKILL\n", r.Recoveries)
 	}
+	fmt.Fprintf(&b, "check: %s\n", r.CheckTook.Round(time.Millisecond))
 	b.WriteString(r.Report.String())
 	if r.Converged != nil {
 		fmt.Fprintf(&b, "display convergence: %v\n", r.Converged)
@@ -167,7 +178,7 @@ func Run(t testing.TB, cfg Config) Result {
 	ttl := cfg.SeatTTL
 	top := Topology{HA: cfg.HA, Formation: testenv.AutoFailoverOptions{Async: cfg.Async}, Proxies: cfg.Proxies}
 	c := StartCluster(t, cfg.Nodes, Binary(t, cfg.Tags...), top,
-		"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_PUBLIC_READS=0", "NOTE_WATER_WINDOW=0s", "SEAT_CACHE_TTL="+ttl.String(),
+		"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_BLOCK_CODES=0", "RATE_LIMIT_PUBLIC_WRITES=0", "RATE_LIMIT_PUBLIC_READS=0", "NOTE_WATER_WINDOW=0s", "SEAT_CACHE_TTL="+ttl.String(),
 		"RECONCILE_INTERVAL=1s", "REQUEST_TIMEOUT=5s", "DB_MAX_CONNS=8", "MIGRATE_ON_START=false", "LOG_LEVEL=warn")
 	rec := history.New()
 	rec.Set("seat_cache_ttl", ttl.String())
@@ -262,6 +273,7 @@ func Run(t testing.TB, cfg Config) Result {
 	w.recordAuthority(t, c)
 	res.History = rec.History()
 	res.Recoveries = Recoveries(res.History)
+	checkStart := time.Now()
 	res.Report = histcheck.Check(res.History, histcheck.Options{
 		// A request may run for the flush timeout after its client gave
 		// up, then its hold lives at most a TTL.
@@ -269,6 +281,7 @@ func Run(t testing.TB, cfg Config) Result {
 		FaultSlack:   3 * time.Second,
 		Timeout:      2 * time.Minute,
 	})
+	res.CheckTook = time.Since(checkStart)
 	vmu.Lock()
 	res.Violations = violations
 	vmu.Unlock()
@@ -415,6 +428,91 @@ func PoolsOf(h history.History) Pools {
 		}
 	}
 	return p
+}
+
+// Blocks counts what a history did with blocks.
+type Blocks struct {
+	// Created blocks (201), and creations refused as Full; Deleted
+	// (204), and deletions that found the block Gone (404).
+	Created, Full, Deleted, Gone int
+	// Signups with a code that were answered, and how: Seated (201),
+	// Waitlisted (202), SignupsFull (409 activity_full), or BadCode (400:
+	// no live block has the code).
+	Signups, Seated, Waitlisted, SignupsFull, BadCode int
+	// ReservedReads are authoritative activity reads that showed reserved
+	// seats.
+	ReservedReads int
+}
+
+// BlocksOf counts the blocks of h.
+func BlocksOf(h history.History) Blocks {
+	var b Blocks
+	for _, op := range h.Ops {
+		if op.Result != history.Answered {
+			continue
+		}
+		switch o := op.Output; {
+		case op.Kind == history.CreateBlock && o.Status == http.StatusCreated:
+			b.Created++
+		case op.Kind == history.CreateBlock && o.Code == "activity_full":
+			b.Full++
+		case op.Kind == history.DeleteBlock && o.Status == http.StatusNoContent:
+			b.Deleted++
+		case op.Kind == history.DeleteBlock && o.Status == http.StatusNotFound:
+			b.Gone++
+		case op.Kind == history.Signup && op.Input.Code != "" && o.Status < 500:
+			b.Signups++
+			switch {
+			case o.Status == http.StatusCreated:
+				b.Seated++
+			case o.Status == http.StatusAccepted:
+				b.Waitlisted++
+			case o.Code == "activity_full":
+				b.SignupsFull++
+			case o.Status == http.StatusBadRequest:
+				b.BadCode++
+			}
+		case op.Kind == history.ReadActivity && o.Status == http.StatusOK && o.Reserved > 0:
+			b.ReservedReads++
+		}
+	}
+	return b
+}
+
+// SeriesCounts counts what a history did with series.
+type SeriesCounts struct {
+	// Series created, and Activities created in one.
+	Series, Activities int
+	// Signups on activities in series that were answered, Taken of them
+	// (201 or 202), LimitReached of them refused at the user's limit.
+	Signups, Taken, LimitReached int
+}
+
+// SeriesOf counts the series of h.
+func SeriesOf(h history.History) SeriesCounts {
+	var c SeriesCounts
+	inSeries := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Result != history.Answered {
+			continue
+		}
+		switch o := op.Output; {
+		case op.Kind == history.CreateSeries && o.Status == http.StatusCreated:
+			c.Series++
+		case op.Kind == history.CreateActivity && o.Status == http.StatusCreated && op.Input.Series != "":
+			inSeries[op.Input.Key] = true
+			c.Activities++
+		case op.Kind == history.Signup && inSeries[op.Input.Key] && o.Status < 500:
+			c.Signups++
+			switch {
+			case o.Status == http.StatusCreated || o.Status == http.StatusAccepted:
+				c.Taken++
+			case o.Code == "limit_reached":
+				c.LimitReached++
+			}
+		}
+	}
+	return c
 }
 
 // jitter returns a duration between d/2 and 3d/2.

@@ -33,12 +33,16 @@ const writesBackWithin = 30 * time.Second
 // primary and a synchronous standby), under a workload of signups (parties
 // of 1 to 4 seats on activities with a strict or a fill waiting list, one
 // seat on the others; most activities in one or two of three overlapping
-// pools; buyers following two on-sales' admission queues), cancellations,
+// pools; some with a block for a code, which signups send, right or
+// wrong, and which is deleted; some in series of 1 or 2 registrations per
+// user; buyers following two on-sales' admission queues), cancellations,
 // seat reductions, status and capacity changes, authority, pool and seat
 // reads, and note views, waters and reads, while every fault class is
-// injected in turn, and checks the history: linearizable activities and
-// notes, no pool over its capacity and no line left with a party that
-// fits, admission in position order with single-use tokens, a display that
+// injected in turn, and checks the history: linearizable activities
+// (blocks' seats included) and notes, no pool over its capacity and no
+// line left with a party that fits, no user over a series' limit and no
+// refusal at it without reason, admission in position order with
+// single-use tokens, a display that
 // exceeds the authority only by changes in flight and converges once
 // quiet. A failure writes the history and the visualization of what has no
 // linearization to artifacts/.
@@ -77,6 +81,12 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, pl.Seated, "no signup seated in a pool")
 	require.Positive(t, pl.Reads, "no pool read answered")
 	require.Positive(t, res.Report.Pools.Registrations, "no registration of a pool's activities seen occupying")
+	bl := BlocksOf(res.History)
+	require.Positive(t, bl.Created, "no block created")
+	require.Positive(t, bl.Seated+bl.Waitlisted, "no signup with a code taken")
+	require.Positive(t, bl.BadCode, "no signup refused for a code no live block has")
+	require.Positive(t, res.Report.Series.Registrations, "no registration of a series' activities seen active")
+	require.Positive(t, res.Report.Series.Refusals, "no signup refused at a series' limit")
 	sa := SalesOf(res.History)
 	require.Positive(t, sa.Places, "the authority's queue places were not recorded")
 	require.Positive(t, sa.Admitted, "no queue place admitted")

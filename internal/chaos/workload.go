@@ -36,6 +36,30 @@ const (
 	poolJoins = 4
 )
 
+// seriesJoins is the number of activities that join a series before a
+// fresh one takes its place; one activity in seriesEvery joins one, in
+// turn, the first two of the run among them. The series allow each user
+// 1 and 2 active registrations in turn, so the workload's users, who sign
+// up for all of a series' activities, meet the limit.
+const (
+	seriesJoins = 3
+	seriesEvery = 4
+)
+
+// blockEvery: one activity in blockEvery, in turn (the second of the run
+// among them), joins no pool and gets a block of 1 or 2 seats for a code
+// of its own when it is created (a pool's read does not show its
+// activities' reserved seats, which the pool check would need). About one
+// signup in codeShare on it carries the code, one in wrongCodeShare a
+// code no block has (400); one operation on it in blockDeletion deletes
+// the block while it lives.
+const (
+	blockEvery     = 8
+	codeShare      = 2
+	wrongCodeShare = 10
+	blockDeletion  = 120
+)
+
 // activity is an activity of the workload and what its clients know of it.
 type activity struct {
 	id string
@@ -43,12 +67,34 @@ type activity struct {
 	// activities that take parties (whose waiting list is strict or fill).
 	maxSeats int
 	// pools are the ids of the pools it belongs to: none, one or two.
-	pools    []string
+	pools []string
+	// series is the id of the series it belongs to ("": none); code the
+	// code of its block ("": none), which the signups keep sending after
+	// the block's deletion.
+	series   string
+	code     string
 	ops      atomic.Int64
 	retiring atomic.Bool
 
-	mu   sync.Mutex
-	regs [users]known // each user's registration as last answered
+	mu    sync.Mutex
+	regs  [users]known // each user's registration as last answered
+	block string       // the id of its block while it lives ("": none known)
+}
+
+// liveBlock returns the id of the activity's block while it lives.
+func (a *activity) liveBlock() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.block
+}
+
+// blockGone forgets the activity's block if it is still id.
+func (a *activity) blockGone(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.block == id {
+		a.block = ""
+	}
 }
 
 // known is what the clients know of a user's registration: its id ("":
@@ -116,6 +162,14 @@ type pool struct {
 	retiring atomic.Bool
 }
 
+// series is a series of the workload: activities of which each user
+// holds at most a few registrations.
+type series struct {
+	id       string
+	joins    atomic.Int64
+	retiring atomic.Bool
+}
+
 // workload runs clients against the nodes and records what they observe.
 type workload struct {
 	rec    *history.Recorder
@@ -139,6 +193,9 @@ type workload struct {
 	activities []*activity
 	pools      []*pool
 	allPools   []*pool
+	series     *series
+	seriesMade int // series created, which take turns at limits
+	blocks     int // blocks asked for, which name their codes
 	sales      []*sale
 	notes      []*note
 	nextNote   int
@@ -162,14 +219,15 @@ func (w *workload) attempt(rng *rand.Rand, worker, logical, n int, kind history.
 	switch {
 	case err == nil:
 	case errors.As(err, &ce):
-		out = history.Output{Status: ce.Status, Code: ce.Code, Registration: ce.RegistrationID, Remaining: ce.Remaining}
+		out = history.Output{Status: ce.Status, Code: ce.Code, Registration: ce.RegistrationID, Remaining: ce.Remaining,
+			Registrations: ce.RegistrationIDs}
 	case errors.Is(err, syscall.ECONNREFUSED) && !wrote.Load():
 		res, out = history.Refused, history.Output{Error: err.Error()}
 	default:
 		res, out = history.Unknown, history.Output{Error: err.Error()}
 	}
 	p.End(res, out)
-	if (kind == history.CreateActivity || kind == history.CreatePool) && res == history.Answered && out.Status == http.StatusCreated {
+	if (kind == history.CreateActivity || kind == history.CreatePool || kind == history.CreateSeries) && res == history.Answered && out.Status == http.StatusCreated {
 		p.SetKey(out.ID)
 	}
 	return out, res
@@ -211,25 +269,38 @@ func (w *workload) retriedAs(rng *rand.Rand, worker, logical int, kind history.K
 // In turn, one of one seat per registration, one that takes parties of up
 // to maxParty seats with a strict waiting list, and one with a fill
 // waiting list; those that take parties have a few more seats and mostly
-// keep a waiting list. Most join one or two of the workload's pools.
+// keep a waiting list. Most join one or two of the workload's pools; in
+// turn, some join the workload's series, and some no pool but a block.
 func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) {
 	in := history.Input{Capacity: 2 + rng.IntN(2), Waitlist: rng.IntN(2) == 0, Users: users}
-	if kind := w.created.Add(1) % 3; kind > 0 {
+	n := w.created.Add(1)
+	if kind := n % 3; kind > 0 {
 		in.MaxSeats, in.Policy = maxParty, []string{"", "strict", "fill"}[kind]
 		in.Capacity, in.Waitlist = 4+rng.IntN(3), rng.IntN(4) > 0
 	}
-	in.Pools = w.choosePools(rng, worker)
+	blocked := n%blockEvery == 2
+	if !blocked {
+		in.Pools = w.choosePools(rng, worker)
+	}
+	if n%seriesEvery == 1 {
+		if s := w.seriesToJoin(rng, worker); s != nil {
+			in.Series = s.id
+		}
+	}
 	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
 		// Each attempt is an operation of its own: one without an answer
 		// may have created an activity that no operation names.
 		out, ok := w.once(rng, worker, history.CreateActivity, in, func(ctx context.Context, base string) (history.Output, error) {
 			a, err := client.New(base, w.admin, w.hc).CreateActivity(ctx, client.NewActivity{
 				Title: "chaos", Capacity: in.Capacity, Waitlist: in.Waitlist, HoldSeconds: 86400,
-				MaxSeatsPerRegistration: in.MaxSeats, WaitlistPolicy: in.Policy, Pools: in.Pools})
+				MaxSeatsPerRegistration: in.MaxSeats, WaitlistPolicy: in.Policy, Pools: in.Pools, SeriesID: in.Series})
 			return history.Output{Status: http.StatusCreated, ID: a.ID, Capacity: a.Capacity, Waitlist: a.Waitlist}, err
 		})
 		if ok && out.Status == http.StatusCreated {
-			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1), pools: in.Pools}
+			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1), pools: in.Pools, series: in.Series}
+			if blocked {
+				w.createBlock(rng, worker, a)
+			}
 			w.mu.Lock()
 			w.activities = append(w.activities, a)
 			w.mu.Unlock()
@@ -292,6 +363,89 @@ func (w *workload) createPool(rng *rand.Rand, worker int) (*pool, bool) {
 	return nil, false
 }
 
+// seriesToJoin returns the series for a new activity to join, replacing
+// one that seriesJoins activities joined already; nil when none could be
+// created.
+func (w *workload) seriesToJoin(rng *rand.Rand, worker int) *series {
+	w.mu.Lock()
+	s := w.series
+	w.mu.Unlock()
+	if s == nil || (s.joins.Add(1) > seriesJoins && s.retiring.CompareAndSwap(false, true)) {
+		n, ok := w.createSeries(rng, worker)
+		if !ok {
+			if s != nil {
+				s.retiring.Store(false)
+			}
+			return s
+		}
+		n.joins.Add(1)
+		w.mu.Lock()
+		w.series = n
+		w.mu.Unlock()
+		return n
+	}
+	return s
+}
+
+// createSeries creates a series allowing each user 1 or 2 active
+// registrations (in turn), retrying on another node until one is created.
+func (w *workload) createSeries(rng *rand.Rand, worker int) (*series, bool) {
+	w.mu.Lock()
+	in := history.Input{MaxPerUser: 1 + w.seriesMade%2}
+	w.seriesMade++
+	w.mu.Unlock()
+	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
+		// Each attempt is an operation of its own, as for activities.
+		out, ok := w.once(rng, worker, history.CreateSeries, in, func(ctx context.Context, base string) (history.Output, error) {
+			s, err := client.New(base, w.admin, w.hc).CreateSeries(ctx, client.NewSeries{Title: "chaos", MaxPerUser: in.MaxPerUser})
+			return history.Output{Status: http.StatusCreated, ID: s.ID}, err
+		})
+		if ok && out.Status == http.StatusCreated {
+			return &series{id: out.ID}, true
+		}
+		sleep(w.ctx, 300*time.Millisecond)
+	}
+	return nil, false
+}
+
+// createBlock holds 1 or 2 seats of a's (before any signup) for a code
+// of its own, retrying on another node until one is created: each
+// attempt an operation of its own, since one without an answer may have
+// made a block of the same code, which the model allows.
+func (w *workload) createBlock(rng *rand.Rand, worker int, a *activity) {
+	w.mu.Lock()
+	w.blocks++
+	code := fmt.Sprintf("chaos-%s-%d", w.run, w.blocks)
+	w.mu.Unlock()
+	a.code = code
+	in := history.Input{Key: a.id, Seats: 1 + rng.IntN(2), Code: code}
+	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
+		out, ok := w.once(rng, worker, history.CreateBlock, in, func(ctx context.Context, base string) (history.Output, error) {
+			b, err := client.New(base, w.admin, w.hc).CreateBlock(ctx, a.id, client.NewBlock{Seats: in.Seats, Code: code})
+			return history.Output{Status: http.StatusCreated, ID: b.ID, Seats: b.Seats}, err
+		})
+		if ok {
+			if out.Status == http.StatusCreated {
+				a.block = out.ID
+			}
+			return
+		}
+		sleep(w.ctx, 300*time.Millisecond)
+	}
+}
+
+// deleteBlock deletes a's block, retried until answered (a retry may find
+// it gone by the hand of an attempt without an answer).
+func (w *workload) deleteBlock(rng *rand.Rand, worker int, a *activity, id string) {
+	in := history.Input{Key: a.id, Block: id}
+	out, ok := w.retried(rng, worker, history.DeleteBlock, in, func(ctx context.Context, base string) (history.Output, error) {
+		return history.Output{Status: http.StatusNoContent}, client.New(base, w.admin, w.hc).DeleteBlock(ctx, id)
+	})
+	if ok && (out.Status == http.StatusNoContent || out.Status == http.StatusNotFound) {
+		a.blockGone(id)
+	}
+}
+
 // pickActivity returns a live activity, replacing one that has served
 // its share of operations.
 func (w *workload) pickActivity(rng *rand.Rand, worker int) *activity {
@@ -332,6 +486,10 @@ func (w *workload) worker(id int, seed uint64) {
 			continue
 		}
 		a := w.pickActivity(rng, id)
+		if b := a.liveBlock(); b != "" && rng.IntN(blockDeletion) == 0 {
+			w.deleteBlock(rng, id, a, b)
+			continue
+		}
 		switch p := rng.IntN(100); {
 		case p < 33:
 			w.signup(rng, id, a, a.newcomer(rng))
@@ -355,11 +513,20 @@ func (w *workload) worker(id int, seed uint64) {
 
 // signup signs user u up, for 1 to maxParty seats where the activity
 // takes parties (else sending none: one); three in four carry an
-// Idempotency-Key and are retried until answered.
+// Idempotency-Key and are retried until answered. On an activity with a
+// block, some carry its code and a few a code no block has.
 func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 	in := history.Input{Key: a.id, User: u}
 	if a.maxSeats > 1 {
 		in.Seats = 1 + rng.IntN(a.maxSeats)
+	}
+	if a.code != "" {
+		switch p := rng.IntN(wrongCodeShare); {
+		case p == 0:
+			in.Code = a.code + "-wrong"
+		case p <= wrongCodeShare/codeShare:
+			in.Code = a.code
+		}
 	}
 	if rng.IntN(4) > 0 {
 		in.IdempotencyKey = fmt.Sprintf("%s-%d-%d", w.run, worker, rng.Uint64())
@@ -444,7 +611,7 @@ func (w *workload) reduceSeats(rng *rand.Rand, worker int, a *activity) {
 func (w *workload) signupCall(bearer string, in history.Input) do {
 	return func(ctx context.Context, base string) (history.Output, error) {
 		r, err := client.New(base, bearer, w.hc).Signup(ctx, in.Key, client.SignupOptions{IdempotencyKey: in.IdempotencyKey,
-			Seats: in.Seats, AdmissionToken: in.AdmissionToken})
+			Seats: in.Seats, Code: in.Code, AdmissionToken: in.AdmissionToken})
 		out := history.Output{Status: http.StatusCreated, Registration: r.Registration.ID, RegStatus: string(r.Registration.Status),
 			Seats: r.Registration.Seats}
 		if r.Waitlisted {
@@ -486,7 +653,7 @@ func (w *workload) setCapacity(rng *rand.Rand, worker int, a *activity) {
 
 func activityOutput(a client.Activity) history.Output {
 	return history.Output{Status: http.StatusOK, Capacity: a.Capacity, Taken: a.Taken, Waiting: a.Waiting, Waitlist: a.Waitlist,
-		Remaining: new(a.Remaining)}
+		Reserved: a.Reserved, Remaining: new(a.Remaining)}
 }
 
 // readActivity reads the authority's counts: as an admin, since anyone

@@ -203,3 +203,39 @@ func TestPooledBlocksAreChecked(t *testing.T) {
 		require.Contains(t, r.Pools.Violations[0], "remaining 4 with capacity 4, taken 0 and reserved 2")
 	}
 }
+
+func TestBlockCreationRetriedAfterNoAnswerMayHoldTwoBlocks(t *testing.T) {
+	// The chaos workload sends a creation again, as an operation of its
+	// own, when one got no answer: the activity may hold two blocks of the
+	// code, 1 seat each, and its code may seat two signups; never a third
+	// past its capacity.
+	retried := func() *builder {
+		b := createdGroups(&builder{}, 4, true, "strict")
+		b.add(history.CreateBlock, blockOf(1), 2, 3, history.Unknown, history.Output{Error: "timeout"})
+		b.add(history.CreateBlock, blockOf(1), 4, 5, history.Answered, blockMade("b1", 1))
+		b.add(history.Signup, party(0, 2), 10, 20, history.Answered, seated("r0", 2))
+		b.add(history.Signup, withCode(1, 1, "x"), 21, 30, history.Answered, seated("r1", 1))
+		return b.add(history.Signup, withCode(2, 1, "x"), 31, 40, history.Answered, seated("r2", 1))
+	}
+	b := retried()
+	b.add(history.ReadActivity, history.Input{Key: act}, 41, 42, history.Answered, readReserved(4, 0, 0, 4, 0))
+	r := Check(b.h, opts)
+	require.True(t, r.OK(), "%s", r)
+
+	b = retried()
+	b.add(history.Signup, withCode(3, 1, "x"), 41, 50, history.Answered, seated("r3", 1))
+	require.Equal(t, porcupine.Illegal, Check(b.h, opts).Authority.Result, "a third seat of a code past the capacity")
+}
+
+func TestCodeNoBlockHasIsRefused(t *testing.T) {
+	for out, legal := range map[*history.Output]bool{
+		{Status: 400, Code: "invalid_request"}: true,
+		new(seated("r1", 1)):                   false,
+		new(waiting("r1", 1, 1)):               false,
+	} {
+		b := reservedActivity()
+		b.add(history.Signup, withCode(1, 1, "x-wrong"), 30, 40, history.Answered, *out)
+		r := Check(b.h, opts)
+		require.Equal(t, legal, r.OK(), "%+v: %s", *out, r)
+	}
+}

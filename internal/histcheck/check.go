@@ -226,7 +226,7 @@ func Check(h history.History, o Options) Report {
 		Display:   checkModel("display", activityModel(true), display, o),
 		Notes:     checkModel("notes", noteModel(), notes, o),
 		Pools:     checkPools(h),
-		Series:    checkSeries(h),
+		Series:    checkSeries(h, ops),
 		Queue:     checkQueues(h),
 	}
 	for _, op := range h.Ops {

@@ -69,8 +69,9 @@ type person struct {
 // span is when a registration is (surely or maybe) active.
 type span struct{ from, until int64 }
 
-// checkSeries runs the series check on h.
-func checkSeries(h history.History) SeriesVerdict {
+// checkSeries runs the series check on h, whose logical operations are
+// ops (fold(h)).
+func checkSeries(h history.History, ops []logical) SeriesVerdict {
 	var v SeriesVerdict
 	limit := map[string]int{}
 	var order []string
@@ -107,8 +108,8 @@ func checkSeries(h history.History) SeriesVerdict {
 			v.Violations = append(v.Violations, fmt.Sprintf("user %d of series %s (at most %d): %s", p.user, p.series, limit[p.series], first))
 		}
 	}
-	maybe := maybeActive(h, inSeries)
-	for _, l := range fold(h) {
+	maybe := maybeActive(ops, inSeries)
+	for _, l := range ops {
 		if l.kind != history.Signup || l.unknown || inSeries[l.input.Key] == "" || !refused(l.out, "limit_reached") {
 			continue
 		}
@@ -213,8 +214,7 @@ func active(status string) bool { return occupying(status) || status == waitlist
 // maybeActive returns, for each person, when each signup's registration
 // may have been active: from the signup's call, unless it was surely
 // refused, until the answer of a cancellation of it.
-func maybeActive(h history.History, inSeries map[string]string) map[person][]span {
-	ops := fold(h)
+func maybeActive(ops []logical, inSeries map[string]string) map[person][]span {
 	cancelledAt := map[string]int64{}
 	for _, l := range ops {
 		if l.kind == history.Cancel && !l.unknown && ok(l.out, http.StatusOK) && l.out.RegStatus == cancelled {

@@ -142,3 +142,46 @@ func TestBlockSignupInASeriesMayMeetTheLimit(t *testing.T) {
 	r := Check(b.h, opts)
 	require.True(t, r.OK(), "%s", r)
 }
+
+func TestCodeSignupOverTheSeriesLimitIsCaught(t *testing.T) {
+	// A block's code does not lift the limit: a seat from it over the
+	// limit is caught by the series check, each activity on its own being
+	// right.
+	b := inSeries(1)
+	b.add(history.CreateBlock, history.Input{Key: act2, Seats: 2, Code: "x"}, 4, 5, history.Answered, blockMade("b1", 2))
+	b.add(history.Signup, partyOn(act, 0, 1), 10, 20, history.Answered, seated("r1", 1))
+	in := partyOn(act2, 0, 1)
+	in.Code = "x"
+	b.add(history.Signup, in, 30, 40, history.Answered, seated("r2", 1))
+	r := Check(b.h, opts)
+	require.Equal(t, porcupine.Ok, r.Authority.Result, "%s", r)
+	require.False(t, r.Series.OK())
+	require.Contains(t, r.Series.Violations[0], "user 0 of series s_1 (at most 1): at 40 2 registrations were surely active: r1, r2")
+}
+
+func TestPooledSeriesActivitiesAreChecked(t *testing.T) {
+	// a_1 and a_2 share pool p_1 and series s_1 (at most 1 per user).
+	inBoth := func() *builder {
+		b := (&builder{}).add(history.CreateSeries, history.Input{Key: series, MaxPerUser: 1}, 0, 1, history.Answered,
+			history.Output{Status: 201, ID: series})
+		createdPool(b, pool, 4)
+		for _, key := range []string{act, act2} {
+			b.add(history.CreateActivity, history.Input{Key: key, Capacity: 5, Waitlist: true, Users: 5, MaxSeats: 4, Policy: "strict",
+				Pools: []string{pool}, Series: series}, 2, 3, history.Answered, history.Output{Status: 201, Capacity: 5, Waitlist: true})
+		}
+		return b.add(history.Signup, partyOn(act, 0, 2), 10, 20, history.Answered, seated("r1", 2))
+	}
+	b := inBoth()
+	b.add(history.Signup, partyOn(act2, 0, 1), 30, 40, history.Answered, limitReached("r1"))
+	b.add(history.Signup, partyOn(act2, 1, 2), 41, 50, history.Answered, seated("t1", 2))
+	r := Check(b.h, opts)
+	require.True(t, r.OK(), "%s", r)
+	require.Equal(t, SeriesVerdict{Series: 1, Activities: 2, Registrations: 2, Refusals: 1}, r.Series)
+
+	b = inBoth()
+	b.add(history.Signup, partyOn(act2, 0, 1), 30, 40, history.Answered, seated("r2", 1))
+	r = Check(b.h, opts)
+	require.Equal(t, porcupine.Ok, r.Authority.Result, "%s", r)
+	require.True(t, r.Pools.OK(), "%s", r)
+	require.False(t, r.Series.OK(), "over the limit across a pool's activities")
+}
