@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/launch"
 )
@@ -84,12 +85,15 @@ type bench struct {
 	log    io.Writer
 	auth   *httpapi.Authenticator
 	admin  string
-	nonce  string
-	rdb    *redis.Client
-	db     *pgx.Conn
-	mon    *Monitor
-	server *launch.Process
-	api    *API
+	// limitedBlock is the block signup_hot_limited made on the hot
+	// activity.
+	limitedBlock client.Block
+	nonce        string
+	rdb          *redis.Client
+	db           *pgx.Conn
+	mon          *Monitor
+	server       *launch.Process
+	api          *API
 	// sseActivity is the stream scenario's activity, made ahead of time.
 	sseActivity string
 }
