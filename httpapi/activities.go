@@ -90,6 +90,9 @@ func (s *Server) createActivity(c echo.Context) error {
 	if s.cfg.Activities != nil {
 		s.cfg.Activities.Created(a)
 	}
+	if s.cfg.Pools != nil && len(a.Pools) > 0 {
+		s.cfg.Pools.Forget(a.Pools...) // they list their activities
+	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/activities/"+a.ID)
 	return writeJSON(c, http.StatusCreated, activityAnswer(a))
 }

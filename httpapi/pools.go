@@ -48,6 +48,9 @@ func (s *Server) createPool(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Pools != nil {
+		s.cfg.Pools.Created(p)
+	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/pools/"+p.ID)
 	return writeJSON(c, http.StatusCreated, poolAnswer(p))
 }
@@ -62,18 +65,16 @@ func (s *Server) getPool(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	admin := s.optionalAdmin(c)
-	if !admin {
-		if err := s.allowPublicRead(c); err != nil {
+	if s.optionalAdmin(c) || s.cfg.PoolSeats == nil {
+		p, err := s.regs.GetPool(ctx, id)
+		if err != nil {
 			return err
 		}
+		return writeJSON(c, http.StatusOK, poolRead{Pool: poolAnswer(p), Source: registration.SourceDatabase})
 	}
-	p, err := s.regs.GetPool(ctx, id)
+	p, err := s.publicPool(c, id)
 	if err != nil {
 		return err
-	}
-	if admin || s.cfg.PoolSeats == nil {
-		return writeJSON(c, http.StatusOK, poolRead{Pool: poolAnswer(p), Source: registration.SourceDatabase})
 	}
 	st, source, err := s.cfg.PoolSeats(ctx, id)
 	if err != nil {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -282,23 +283,88 @@ func TestActivitiesJoinAndLeavePools(t *testing.T) {
 	require.Equal(t, map[string][]string{talk.ID: {}, workshop.ID: {hall.ID}, plain: {}}, pools)
 }
 
-func TestPublicPoolReadsAreRateLimitedPerAddress(t *testing.T) {
+// TestPublicPoolReadsThatReachPostgresAreRateLimitedPerAddress: the
+// public reads of pools that the instance does not know (ids that name
+// nothing, here) reach PostgreSQL within the address's public-read limit;
+// a known pool's reads are answered without it.
+func TestPublicPoolReadsThatReachPostgresAreRateLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
 		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2},
 	}})
 	pool := createPool(t, inst, "limited", 10).ID
-	for range 2 {
-		_, err := inst.Public().GetPool(t.Context(), pool)
-		require.NoError(t, err)
+	for i := range 2 {
+		r := inst.MustDo(t, http.MethodGet, fmt.Sprintf("/v1/pools/p_%026d", i), "", nil)
+		requireErrorShape(t, r, http.StatusNotFound, "not_found")
 	}
-	r := inst.MustDo(t, http.MethodGet, "/v1/pools/"+pool, "", nil)
+	r := inst.MustDo(t, http.MethodGet, "/v1/pools/p_00000000000000000000000099", "", nil)
 	requireErrorShape(t, r, http.StatusTooManyRequests, "rate_limited")
 	require.NotEmpty(t, r.Header.Get("Retry-After"))
+	for range 5 {
+		got, err := inst.Public().GetPool(t.Context(), pool)
+		require.NoError(t, err, "a known pool is read without the database")
+		require.Equal(t, "limited", got.Title)
+	}
 	// An admin's read is not a public read.
 	for range 3 {
 		got, err := inst.API(t, "admin", true).GetPool(t.Context(), pool)
 		require.NoError(t, err)
 		require.Equal(t, "database", got.Source)
 	}
+}
+
+// TestPublicPoolReadsSendNoStatementOnceCached: a pool's public reads
+// take its settings from the instance's pool cache and its seats from the
+// display, so that a page of many readers sends PostgreSQL nothing; a
+// change made through the instance (the pool's title, an activity joining
+// it) shows at once, and an id that names no pool is refused from the
+// cache after one lookup.
+func TestPublicPoolReadsSendNoStatementOnceCached(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	// The instance's background work is put off, so that its statements
+	// are the reads' alone.
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: time.Hour,
+		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour,
+		QueueTick: time.Hour}})
+	admin := inst.API(t, "admin", true)
+	pool := createPool(t, inst, "hall", 5).ID
+	first, err := admin.CreateActivity(ctx, client.NewActivity{Title: "talk", Capacity: 10, Pools: []string{pool}})
+	require.NoError(t, err)
+	inst.MustSignup(t, first.ID, "u1") // the commit builds the pool's counter
+	got, err := inst.Public().GetPool(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, []string{first.ID}, got.Activities, "an activity created in the pool through this instance shows at once")
+
+	queries := inst.Queries.Count()
+	for range 20 {
+		got, err := inst.Public().GetPool(ctx, pool)
+		require.NoError(t, err)
+		require.Equal(t, "cache", got.Source)
+		require.Equal(t, [4]int{5, 1, 4, 1}, [4]int{got.Capacity, got.Taken, got.Remaining, len(got.Activities)})
+		require.Equal(t, "hall", got.Title)
+	}
+	require.Equal(t, queries, inst.Queries.Count(), "public reads of a cached pool with a warm display send no statement")
+
+	title := "main hall"
+	_, err = admin.UpdatePool(ctx, pool, client.PoolPatch{Title: &title})
+	require.NoError(t, err)
+	second, err := admin.CreateActivity(ctx, client.NewActivity{Title: "dinner", Capacity: 10})
+	require.NoError(t, err)
+	_, err = admin.UpdateActivity(ctx, second.ID, client.ActivityPatch{Pools: &[]string{pool}})
+	require.NoError(t, err)
+	got, err = inst.Public().GetPool(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, "main hall", got.Title, "a change through this instance shows at once")
+	require.ElementsMatch(t, []string{first.ID, second.ID}, got.Activities)
+
+	unknown := "p_00000000000000000000000042"
+	r := inst.MustDo(t, http.MethodGet, "/v1/pools/"+unknown, "", nil)
+	requireErrorShape(t, r, http.StatusNotFound, "not_found")
+	queries = inst.Queries.Count()
+	for range 5 {
+		r := inst.MustDo(t, http.MethodGet, "/v1/pools/"+unknown, "", nil)
+		requireErrorShape(t, r, http.StatusNotFound, "not_found")
+	}
+	require.Equal(t, queries, inst.Queries.Count(), "an unknown pool is refused from the cache")
 }

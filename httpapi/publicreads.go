@@ -50,6 +50,19 @@ func (s *Server) publicActivity(c echo.Context, id string) (registration.Activit
 	return s.cfg.Activities.Get(ctx, id, func() error { return s.allowPublicRead(c) })
 }
 
+// publicPool returns the settings of the pool id for a public read, from
+// the pool cache as publicActivity does for activities: within the
+// client's public-read limit when they must be read from the database.
+func (s *Server) publicPool(c echo.Context, id string) (registration.Pool, error) {
+	if s.cfg.Pools == nil {
+		if err := s.allowPublicRead(c); err != nil {
+			return registration.Pool{}, err
+		}
+		return s.regs.GetPool(c.Request().Context(), id)
+	}
+	return s.cfg.Pools.Get(c.Request().Context(), id, func() error { return s.allowPublicRead(c) })
+}
+
 // requireActivity answers not_found (or rate_limited) before a public
 // read of an activity's seats goes on, the way publicActivity does. A warm
 // display counter shows that the activity exists: then it is not asked.

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/physiciansnet/capacityd/internal/activitycache"
+	"github.com/physiciansnet/capacityd/internal/settingscache"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
@@ -94,7 +94,9 @@ type Config struct {
 	PublicReadLimit RateLimit
 	// Activities caches the settings of activities, and the ids that name
 	// none, for the public reads; nil: those read the database every time.
-	Activities *activitycache.Cache
+	Activities *settingscache.Cache[registration.Activity]
+	// Pools does the same for the public reads of pools.
+	Pools *settingscache.Cache[registration.Pool]
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address (rate limits, access log); empty: the peer's.
 	TrustedProxies []*net.IPNet

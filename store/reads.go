@@ -36,6 +36,21 @@ func (s *Store) ActivityRows(ctx context.Context, ids []string) ([]registration.
 	return out, interpret(err)
 }
 
+// PoolRows returns the pools among ids that exist, with their settings
+// and activities (Taken, Remaining and Reserved zero), in one statement.
+func (s *Store) PoolRows(ctx context.Context, ids []string) ([]registration.Pool, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+poolColumns+`, 0, 0 FROM pool p WHERE p.public_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Pool, error) {
+		p, err := scanPool(row)
+		p.Remaining = 0
+		return p, err
+	})
+	return out, interpret(err)
+}
+
 // NotesStats returns the counters of the notes among ids that were ever
 // counted, in one statement; a note never seen has no entry.
 func (s *Store) NotesStats(ctx context.Context, ids []string) ([]note.Stats, error) {

@@ -327,7 +327,7 @@ var serveSettings = []setting{
 		func(c *config) *time.Duration { return &c.WebhookBacklog }),
 	rateLimitSetting("RATE_LIMIT_PUBLIC_WRITES", "50:100", "note views and waters per second per client IP, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.PublicWriteLimit }),
-	rateLimitSetting("RATE_LIMIT_PUBLIC_READS", httpapi.DefaultPublicReadLimit, "public reads that reach PostgreSQL (note stats; activity, seat and seat-stream reads that miss the activity cache) per second per client IP, as RATE or RATE:BURST (0: off)",
+	rateLimitSetting("RATE_LIMIT_PUBLIC_READS", httpapi.DefaultPublicReadLimit, "public reads that reach PostgreSQL (note stats; activity, seat and seat-stream reads that miss the activity cache; pool reads that miss the pool cache) per second per client IP, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.PublicReadLimit }),
 	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",
 		func(c *config) *httpapi.RateLimit { return &c.SignupLimit }),

@@ -18,7 +18,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/httpapi"
-	"github.com/physiciansnet/capacityd/internal/activitycache"
+	"github.com/physiciansnet/capacityd/internal/settingscache"
 	"github.com/physiciansnet/capacityd/internal/sharedlimit"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/onsale"
@@ -101,9 +101,9 @@ type Options struct {
 	// PostgreSQL (note stats, activity reads that miss the activity
 	// cache); the zero value is off.
 	PublicReadLimit httpapi.RateLimit
-	// ActivityCacheTTL is how long this instance keeps an activity's
-	// settings, and an id found to name no activity, for public reads;
-	// zero: the activitycache package's defaults.
+	// ActivityCacheTTL is how long this instance keeps an activity's (or
+	// a pool's) settings, and an id found to name none, for public reads;
+	// zero: the settingscache package's defaults.
 	ActivityCacheTTL time.Duration
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address; empty: the connection's peer.
@@ -139,7 +139,8 @@ type App struct {
 	Seats         *capacity.Counter
 	Registrations *registration.Service
 	Notes         *note.Service
-	Activities    *activitycache.Cache
+	Activities    *settingscache.Cache[registration.Activity]
+	Pools         *settingscache.Cache[registration.Pool]
 	Changes       *stream.Notifier
 	Streams       *stream.Hub
 	Server        *httpapi.Server
@@ -201,15 +202,19 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		BacklogInterval: opts.WebhookBacklogInterval,
 		Logger:          opts.Logger, Registerer: reg,
 	})
-	activities := activitycache.New(activitycache.Config{
-		Load: st.ActivityRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL, Registerer: reg,
-		LoadTimeout: opts.RequestTimeout,
+	activities := settingscache.New(settingscache.Config[registration.Activity]{
+		Kind: settingscache.Activities, Load: st.ActivityRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL,
+		Registerer: reg, LoadTimeout: opts.RequestTimeout,
+	})
+	pools := settingscache.New(settingscache.Config[registration.Pool]{
+		Kind: settingscache.Pools, Load: st.PoolRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL,
+		Registerer: reg, LoadTimeout: opts.RequestTimeout,
 	})
 	regs := registration.NewService(registration.Config{
 		Store: st, Gate: gate,
 		// The caches first, so that announced changes read new numbers;
 		// webhook delivery last.
-		Observers: []registration.Observer{activities, counter, changes, deliveries},
+		Observers: []registration.Observer{activities, pools, counter, changes, deliveries},
 		Changes:   changes, Now: opts.Now,
 		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
 		MaxTransactions: opts.AdmissionMaxTransactions, ChangeTimeout: opts.RequestTimeout,
@@ -235,7 +240,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Registry: reg, MetricsElsewhere: opts.MetricsElsewhere, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
 		Notes:            notes,
 		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, CodeLimit: opts.CodeLimit, SharedAttempts: codeAttempts, WaterWindow: opts.WaterWindow,
-		PublicReadLimit: opts.PublicReadLimit, Activities: activities,
+		PublicReadLimit: opts.PublicReadLimit, Activities: activities, Pools: pools,
 		Streams: streams, PingInterval: opts.StreamPingInterval,
 		StreamsPerAddress: opts.StreamMaxPerAddress, EventWaitsPerUser: opts.EventFeedMaxWaitsPerUser,
 		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
@@ -245,7 +250,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	})
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
-		Activities: activities, Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
+		Activities: activities, Pools: pools, Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
 		Queues: queues, opts: opts,
 	}, nil
 }
@@ -296,7 +301,7 @@ func (a *App) sealClearSecrets(ctx context.Context) {
 func (a *App) Shutdown(ctx context.Context) error {
 	a.Streams.Close()
 	defer a.Changes.Close()
-	err := errors.Join(a.Registrations.Close(ctx), a.Notes.Close(ctx), a.Activities.Close(ctx))
+	err := errors.Join(a.Registrations.Close(ctx), a.Notes.Close(ctx), a.Activities.Close(ctx), a.Pools.Close(ctx))
 	if a.stop != nil {
 		a.stop()
 	}

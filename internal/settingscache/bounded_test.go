@@ -1,4 +1,4 @@
-package activitycache
+package settingscache
 
 import (
 	"strconv"
