@@ -269,7 +269,7 @@ func signupAs(s activityState, u, seats int, code string, roles []string, d deci
 	switch {
 	case (d == admit || d == fromBlock) && ok(r, http.StatusCreated) && r.RegStatus == pending && r.Registration != "" && r.Seats == seats:
 		n.users[u].reg = r.Registration
-		return true, n
+		return n.seatedFrom(u, r.Block), n
 	case d == waitlist && ok(r, http.StatusAccepted) && r.RegStatus == waitlisted && r.Position == len(s.queue)+1 && r.Seats == seats:
 		n.users[u].reg = r.Registration
 		return true, n
@@ -448,6 +448,9 @@ func describeOutput(k history.Kind, o history.Output, unknown bool) string {
 	case history.Signup, history.Cancel, history.SetStatus, history.ReduceSeats:
 		if o.Position > 0 {
 			return fmt.Sprintf("%d %s %s%s #%d", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats), o.Position)
+		}
+		if o.Block != "" {
+			return fmt.Sprintf("%d %s %s%s from block %s", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats), o.Block)
 		}
 		return fmt.Sprintf("%d %s %s%s", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats))
 	case history.ReadSeats:

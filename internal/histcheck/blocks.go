@@ -81,6 +81,18 @@ func (s activityState) blockFor(code string, roles []string, seats int) (int, bo
 	return -1, true
 }
 
+// seatedFrom reports whether a signup's answer, that user u was seated
+// from the block id ("": not said), fits the block the model seated u
+// from: none for public seats; the same one when its id is known.
+func (s activityState) seatedFrom(u int, id string) bool {
+	if id == "" {
+		return true
+	}
+	serial := s.users[u].block
+	k := slices.IndexFunc(s.blocks, func(b block) bool { return b.serial == serial })
+	return serial > 0 && k >= 0 && (s.blocks[k].id == unknownID || s.blocks[k].id == id)
+}
+
 // giveBack returns seats of user u's registration to its block, if it
 // was made from one that still lives (the caller cloned s).
 func (s *activityState) giveBack(u, seats int) {

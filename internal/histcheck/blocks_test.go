@@ -398,3 +398,30 @@ func TestPooledRoleBlocksAreChecked(t *testing.T) {
 	b.add(history.Signup, withRoles(1, 3, "", "visitor"), 21, 30, history.Answered, seated("r1", 3))
 	require.Equal(t, porcupine.Illegal, Check(b.h, opts).Authority.Result, "the public seated in reserved seats")
 }
+
+func TestSignupAnswerNamesTheBlockItTookSeatsFrom(t *testing.T) {
+	// With a role block (b1) and then a code block (b2), a resident with
+	// the code is answered from b1; public seats name no block.
+	from := func(o history.Output, block string) history.Output {
+		o.Block = block
+		return o
+	}
+	for _, c := range []struct {
+		in    history.Input
+		out   history.Output
+		legal bool
+	}{
+		{withRoles(1, 1, "x", "resident"), from(seated("r1", 1), "b1"), true},
+		{withRoles(1, 1, "x", "resident"), seated("r1", 1), true}, // not recorded
+		{withRoles(1, 1, "x", "resident"), from(seated("r1", 1), "b2"), false},
+		{withRoles(1, 1, "x"), from(seated("r1", 1), "b2"), true},
+		{withRoles(1, 1, "x"), from(seated("r1", 1), "b1"), false},
+		{party(1, 1), from(seated("r1", 1), "b1"), false},
+	} {
+		b := codeAndRoleActivity(1, 1)
+		b.add(history.Cancel, history.Input{Key: act, User: 0, Registration: "r0", Held: 3}, 21, 22, history.Answered, cancelledWith("r0", 3))
+		b.add(history.Signup, c.in, 30, 40, history.Answered, c.out)
+		r := Check(b.h, opts)
+		require.Equal(t, c.legal, r.OK(), "%+v → %+v: %s", c.in, c.out, r)
+	}
+}

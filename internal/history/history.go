@@ -142,6 +142,9 @@ type Output struct {
 	Registration string `json:"registration,omitempty"`
 	// RegStatus is the registration's status in the answer.
 	RegStatus string `json:"reg_status,omitempty"`
+	// Block is the block a signup's registration took its seats from, in
+	// the answer ("": public seats, or not recorded).
+	Block string `json:"block,omitempty"`
 	// Seats is the registration's seats in such an answer.
 	Seats int `json:"seats,omitempty"`
 	// Position is a waitlisted signup's place in line.
