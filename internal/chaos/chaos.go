@@ -1,7 +1,8 @@
 // Package chaos runs capacityd as real processes under a concurrent
 // client workload (parties of 1 to 4 seats on half the activities, strict
 // or fill waiting lists, seat reductions, most activities in one or two
-// of three overlapping pools, some with a block of seats for a code, some
+// of three overlapping pools, some with blocks of seats for a code or for
+// a role of the users' tokens, some
 // in series that limit each user's registrations) while it injects
 // faults — instances killed with SIGKILL and restarted, Redis killed,
 // flushed and restarted, PostgreSQL restarted, and latency, bandwidth
@@ -21,11 +22,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
@@ -133,6 +137,9 @@ func (r Result) Summary() string {
 	bl := BlocksOf(r.History)
 	fmt.Fprintf(&b, "\nblocks: %d created (%d refused full), %d deleted (%d found gone); %d signups with a code answered (%d seated, %d waitlisted, %d full, %d refused for a code no live block has); %d activity reads with reserved seats",
 		bl.Created, bl.Full, bl.Deleted, bl.Gone, bl.Signups, bl.Seated, bl.Waitlisted, bl.SignupsFull, bl.BadCode, bl.ReservedReads)
+	fmt.Fprintf(&b, "\n  roles: %d blocks for a role created; %d signups with the role answered (%d with a code too): %d seated from a block of the role, %d from a block of a code, %d on public seats, %d waitlisted, %d full; %d signups with another role answered (%d seated from a block)",
+		bl.RoleBlocks, bl.RoleSignups, bl.RoleAndCode, bl.FromRoleBlock, bl.RoleFromCodeBlock, bl.RolePublic, bl.RoleWaitlisted, bl.RoleFull,
+		bl.OtherRoleSignups, bl.OtherRoleFromBlock)
 	se := SeriesOf(r.History)
 	fmt.Fprintf(&b, "\nseries: %d created; %d activities in series; %d signups on them answered (%d taken, %d at the limit)",
 		se.Series, se.Activities, se.Signups, se.Taken, se.LimitReached)
@@ -221,8 +228,20 @@ func Run(t testing.TB, cfg Config) Result {
 	defer cancel()
 	w := &workload{rec: rec, nodes: c.Entries(), hc: hc, admin: sign("admin", true), run: fmt.Sprintf("%x", seed&0xffffff),
 		opsPer: int64(cfg.OpsPerObject), ctx: hard}
+	signRoles := func(sub string, roles []string) string {
+		now := time.Now()
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, httpapi.Claims{Roles: roles, RegisteredClaims: jwt.RegisteredClaims{
+			Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(cfg.Duration + time.Hour))}}).
+			SignedString([]byte(apptest.Secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
 	for u := range users {
-		w.tokens[u] = sign(fmt.Sprintf("user-%d", u), false)
+		sub := fmt.Sprintf("user-%d", u)
+		w.tokens[u] = sign(sub, false)
+		w.memberTokens[u], w.otherTokens[u] = signRoles(sub, memberRoles), signRoles(sub, otherRoles)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for range poolSlots {
@@ -442,14 +461,34 @@ type Blocks struct {
 	// ReservedReads are authoritative activity reads that showed reserved
 	// seats.
 	ReservedReads int
+	// RoleBlocks are the blocks for a role created. RoleSignups are the
+	// answered signups whose token holds blockRole (RoleAndCode of them
+	// with a code too): seated FromRoleBlock, RoleFromCodeBlock, or on
+	// RolePublic seats, RoleWaitlisted, or RoleFull (409 activity_full).
+	RoleBlocks, RoleSignups, RoleAndCode                                   int
+	FromRoleBlock, RoleFromCodeBlock, RolePublic, RoleWaitlisted, RoleFull int
+	// OtherRoleSignups are the answered signups whose token holds other
+	// roles only, OtherRoleFromBlock of them seated from a block (of
+	// their code).
+	OtherRoleSignups, OtherRoleFromBlock int
 }
 
 // BlocksOf counts the blocks of h.
 func BlocksOf(h history.History) Blocks {
 	var b Blocks
+	roleBlocks := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Result == history.Answered && op.Kind == history.CreateBlock && op.Output.Status == http.StatusCreated && op.Input.Role != "" {
+			roleBlocks[op.Output.ID] = true
+		}
+	}
+	b.RoleBlocks = len(roleBlocks)
 	for _, op := range h.Ops {
 		if op.Result != history.Answered {
 			continue
+		}
+		if op.Kind == history.Signup && len(op.Input.Roles) > 0 && op.Output.Status < 500 {
+			b.countRoles(op, roleBlocks[op.Output.Block])
 		}
 		switch o := op.Output; {
 		case op.Kind == history.CreateBlock && o.Status == http.StatusCreated:
@@ -477,6 +516,35 @@ func BlocksOf(h history.History) Blocks {
 		}
 	}
 	return b
+}
+
+// countRoles counts an answered signup with roles; fromRole: its
+// registration took seats of a block for a role.
+func (b *Blocks) countRoles(op history.Op, fromRole bool) {
+	o := op.Output
+	if !slices.Contains(op.Input.Roles, blockRole) {
+		b.OtherRoleSignups++
+		if o.Block != "" {
+			b.OtherRoleFromBlock++
+		}
+		return
+	}
+	b.RoleSignups++
+	if op.Input.Code != "" {
+		b.RoleAndCode++
+	}
+	switch {
+	case o.Status == http.StatusCreated && fromRole:
+		b.FromRoleBlock++
+	case o.Status == http.StatusCreated && o.Block != "":
+		b.RoleFromCodeBlock++
+	case o.Status == http.StatusCreated:
+		b.RolePublic++
+	case o.Status == http.StatusAccepted:
+		b.RoleWaitlisted++
+	case o.Code == "activity_full":
+		b.RoleFull++
+	}
 }
 
 // SeriesCounts counts what a history did with series.

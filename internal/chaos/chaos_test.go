@@ -34,7 +34,8 @@ const writesBackWithin = 30 * time.Second
 // of 1 to 4 seats on activities with a strict or a fill waiting list, one
 // seat on the others; most activities in one or two of three overlapping
 // pools; some with a block for a code, which signups send, right or
-// wrong, and which is deleted; some in series of 1 or 2 registrations per
+// wrong, or for a role, which some signups' tokens hold, or both, and
+// which are deleted; some in series of 1 or 2 registrations per
 // user; buyers following two on-sales' admission queues), cancellations,
 // seat reductions, status and capacity changes, authority, pool and seat
 // reads, and note views, waters and reads, while every fault class is
@@ -85,6 +86,8 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, bl.Created, "no block created")
 	require.Positive(t, bl.Seated+bl.Waitlisted, "no signup with a code taken")
 	require.Positive(t, bl.BadCode, "no signup refused for a code no live block has")
+	require.Positive(t, bl.RoleBlocks, "no block for a role created")
+	require.Positive(t, bl.FromRoleBlock, "no signup seated from a block for its token's role")
 	require.Positive(t, res.Report.Series.Registrations, "no registration of a series' activities seen active")
 	require.Positive(t, res.Report.Series.Refusals, "no signup refused at a series' limit")
 	sa := SalesOf(res.History)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,17 +48,32 @@ const (
 )
 
 // blockEvery: one activity in blockEvery, in turn (the second of the run
-// among them), joins no pool and gets a block of 1 or 2 seats for a code
-// of its own when it is created (a pool's read does not show its
-// activities' reserved seats, which the pool check would need). About one
-// signup in codeShare on it carries the code, one in wrongCodeShare a
-// code no block has (400); one operation on it in blockDeletion deletes
-// the block while it lives.
+// among them), joins no pool and gets blocks of 1 or 2 seats when it is
+// created (a pool's read does not show its activities' reserved seats,
+// which the pool check would need): in turn, one for a code of its own,
+// one for blockRole, or both in either order. About one signup in
+// codeShare on an activity with a code carries it, one in wrongCodeShare
+// a code no block has (400); about one in roleShare on an activity with
+// a role block carries a token whose roles hold blockRole, one in
+// otherRoleShare a token of another role only. One operation on it in
+// blockDeletion deletes one of its blocks while one lives.
 const (
 	blockEvery     = 8
 	codeShare      = 2
 	wrongCodeShare = 10
+	roleShare      = 3
+	otherRoleShare = 10
 	blockDeletion  = 120
+)
+
+// blockRole is the role of the workload's role blocks; memberRoles the
+// roles of the tokens of its members, otherRoles of the tokens of
+// another role.
+const blockRole = "resident"
+
+var (
+	memberRoles = []string{"staff", blockRole}
+	otherRoles  = []string{"visitor"}
 )
 
 // activity is an activity of the workload and what its clients know of it.
@@ -68,33 +84,42 @@ type activity struct {
 	maxSeats int
 	// pools are the ids of the pools it belongs to: none, one or two.
 	pools []string
-	// series is the id of the series it belongs to ("": none); code the
-	// code of its block ("": none), which the signups keep sending after
-	// the block's deletion.
-	series   string
-	code     string
-	ops      atomic.Int64
-	retiring atomic.Bool
+	// series is the id of the series it belongs to ("": none); code and
+	// role the audiences of its blocks ("": none), which the signups keep
+	// sending after the blocks' deletion.
+	series     string
+	code, role string
+	ops        atomic.Int64
+	retiring   atomic.Bool
 
-	mu    sync.Mutex
-	regs  [users]known // each user's registration as last answered
-	block string       // the id of its block while it lives ("": none known)
+	mu     sync.Mutex
+	regs   [users]known // each user's registration as last answered
+	blocks []string     // the ids of its blocks while they live
 }
 
-// liveBlock returns the id of the activity's block while it lives.
-func (a *activity) liveBlock() string {
+// liveBlock returns the id of one of the activity's live blocks, picked
+// by rng ("": none known).
+func (a *activity) liveBlock(rng *rand.Rand) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.block
+	if len(a.blocks) == 0 {
+		return ""
+	}
+	return a.blocks[rng.IntN(len(a.blocks))]
 }
 
-// blockGone forgets the activity's block if it is still id.
+// blockMade records a live block of the activity.
+func (a *activity) blockMade(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.blocks = append(a.blocks, id)
+}
+
+// blockGone forgets the activity's block id.
 func (a *activity) blockGone(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.block == id {
-		a.block = ""
-	}
+	a.blocks = slices.DeleteFunc(a.blocks, func(b string) bool { return b == id })
 }
 
 // known is what the clients know of a user's registration: its id ("":
@@ -172,12 +197,14 @@ type series struct {
 
 // workload runs clients against the nodes and records what they observe.
 type workload struct {
-	rec    *history.Recorder
-	nodes  []*Node
-	hc     *http.Client
-	admin  string
-	tokens [users]string
-	run    string // names this run's notes
+	rec   *history.Recorder
+	nodes []*Node
+	hc    *http.Client
+	admin string
+	// tokens are the users' bearer tokens: without roles, with
+	// memberRoles, and with otherRoles.
+	tokens, memberTokens, otherTokens [users]string
+	run                               string // names this run's notes
 	// opsPer is how many operations an activity or note serves before a
 	// fresh one takes its place, which keeps every checked partition small.
 	opsPer int64
@@ -195,7 +222,7 @@ type workload struct {
 	allPools   []*pool
 	series     *series
 	seriesMade int // series created, which take turns at limits
-	blocks     int // blocks asked for, which name their codes
+	blocked    int // activities with blocks asked for, which name their codes
 	sales      []*sale
 	notes      []*note
 	nextNote   int
@@ -299,7 +326,7 @@ func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) 
 		if ok && out.Status == http.StatusCreated {
 			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1), pools: in.Pools, series: in.Series}
 			if blocked {
-				w.createBlock(rng, worker, a)
+				w.createBlocks(rng, worker, a)
 			}
 			w.mu.Lock()
 			w.activities = append(w.activities, a)
@@ -408,25 +435,46 @@ func (w *workload) createSeries(rng *rand.Rand, worker int) (*series, bool) {
 	return nil, false
 }
 
-// createBlock holds 1 or 2 seats of a's (before any signup) for a code
-// of its own, retrying on another node until one is created: each
-// attempt an operation of its own, since one without an answer may have
-// made a block of the same code, which the model allows.
-func (w *workload) createBlock(rng *rand.Rand, worker int, a *activity) {
+// createBlocks gives a new activity (before any signup) its blocks, in
+// turn: one for a code of its own, one for blockRole, or both, the older
+// picked by rng (a signup with the code and the role takes the older's
+// seats while it has room).
+func (w *workload) createBlocks(rng *rand.Rand, worker int, a *activity) {
 	w.mu.Lock()
-	w.blocks++
-	code := fmt.Sprintf("chaos-%s-%d", w.run, w.blocks)
+	w.blocked++
+	n := w.blocked
 	w.mu.Unlock()
-	a.code = code
-	in := history.Input{Key: a.id, Seats: 1 + rng.IntN(2), Code: code}
+	if n%3 != 2 {
+		a.code = fmt.Sprintf("chaos-%s-%d", w.run, n)
+	}
+	if n%3 != 1 {
+		a.role = blockRole
+	}
+	audiences := []history.Input{{Code: a.code}, {Role: a.role}}
+	if rng.IntN(2) == 0 {
+		slices.Reverse(audiences)
+	}
+	for _, in := range audiences {
+		if in.Code != "" || in.Role != "" {
+			w.createBlock(rng, worker, a, in)
+		}
+	}
+}
+
+// createBlock holds 1 or 2 seats of a's for aud's code or role, retrying
+// on another node until one is created: each attempt an operation of its
+// own, since one without an answer may have made a block of the same
+// audience, which the model allows.
+func (w *workload) createBlock(rng *rand.Rand, worker int, a *activity, aud history.Input) {
+	in := history.Input{Key: a.id, Seats: 1 + rng.IntN(2), Code: aud.Code, Role: aud.Role}
 	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
 		out, ok := w.once(rng, worker, history.CreateBlock, in, func(ctx context.Context, base string) (history.Output, error) {
-			b, err := client.New(base, w.admin, w.hc).CreateBlock(ctx, a.id, client.NewBlock{Seats: in.Seats, Code: code})
+			b, err := client.New(base, w.admin, w.hc).CreateBlock(ctx, a.id, client.NewBlock{Seats: in.Seats, Code: in.Code, Role: in.Role})
 			return history.Output{Status: http.StatusCreated, ID: b.ID, Seats: b.Seats}, err
 		})
 		if ok {
 			if out.Status == http.StatusCreated {
-				a.block = out.ID
+				a.blockMade(out.ID)
 			}
 			return
 		}
@@ -486,7 +534,7 @@ func (w *workload) worker(id int, seed uint64) {
 			continue
 		}
 		a := w.pickActivity(rng, id)
-		if b := a.liveBlock(); b != "" && rng.IntN(blockDeletion) == 0 {
+		if b := a.liveBlock(rng); b != "" && rng.IntN(blockDeletion) == 0 {
 			w.deleteBlock(rng, id, a, b)
 			continue
 		}
@@ -514,7 +562,9 @@ func (w *workload) worker(id int, seed uint64) {
 // signup signs user u up, for 1 to maxParty seats where the activity
 // takes parties (else sending none: one); three in four carry an
 // Idempotency-Key and are retried until answered. On an activity with a
-// block, some carry its code and a few a code no block has.
+// block for a code, some carry its code and a few a code no block has; on
+// one with a block for a role, some carry a token with the role and a few
+// one of another role.
 func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 	in := history.Input{Key: a.id, User: u}
 	if a.maxSeats > 1 {
@@ -528,10 +578,20 @@ func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 			in.Code = a.code
 		}
 	}
+	bearer := w.tokens[u]
+	if a.role != "" {
+		// One in roleShare of the draws, and one in otherRoleShare.
+		switch p := rng.IntN(otherRoleShare * roleShare); {
+		case p < otherRoleShare:
+			in.Roles, bearer = memberRoles, w.memberTokens[u]
+		case p < otherRoleShare+roleShare:
+			in.Roles, bearer = otherRoles, w.otherTokens[u]
+		}
+	}
 	if rng.IntN(4) > 0 {
 		in.IdempotencyKey = fmt.Sprintf("%s-%d-%d", w.run, worker, rng.Uint64())
 	}
-	f := w.signupCall(w.tokens[u], in)
+	f := w.signupCall(bearer, in)
 	var out history.Output
 	var ok bool
 	if in.IdempotencyKey != "" {
@@ -606,14 +666,17 @@ func (w *workload) reduceSeats(rng *rand.Rand, worker int, a *activity) {
 	}
 }
 
-// signupCall is a signup of in's user, as bearer, with in's key, seats
-// and admission token.
+// signupCall is a signup of in's user, as bearer (whose token's roles are
+// in's), with in's key, seats, code and admission token.
 func (w *workload) signupCall(bearer string, in history.Input) do {
 	return func(ctx context.Context, base string) (history.Output, error) {
 		r, err := client.New(base, bearer, w.hc).Signup(ctx, in.Key, client.SignupOptions{IdempotencyKey: in.IdempotencyKey,
 			Seats: in.Seats, Code: in.Code, AdmissionToken: in.AdmissionToken})
 		out := history.Output{Status: http.StatusCreated, Registration: r.Registration.ID, RegStatus: string(r.Registration.Status),
 			Seats: r.Registration.Seats}
+		if r.Registration.BlockID != nil {
+			out.Block = *r.Registration.BlockID
+		}
 		if r.Waitlisted {
 			out.Status = http.StatusAccepted
 		}

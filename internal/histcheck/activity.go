@@ -180,7 +180,7 @@ func stepActivity(display bool) func(st, in, out any) (bool, any) {
 		case history.DeleteBlock:
 			return stepDeleteBlock(s, op.Input.Block, o)
 		case history.Signup:
-			return stepSignup(s, u, max(op.Input.Seats, 1), op.Input.Code, o)
+			return stepSignup(s, u, max(op.Input.Seats, 1), op.Input.Code, op.Input.Roles, o)
 		case history.Cancel:
 			return stepCancel(s, u, op.Input.Registration, o)
 		case history.SetStatus:
@@ -227,15 +227,17 @@ func remainingFits(s activityState, o history.Output) bool {
 	return s.quietAt(r)
 }
 
-// stepSignup is user u's signup for seats seats, with code ("": none).
-func stepSignup(s activityState, u, seats int, code string, o activityOutput) (bool, any) {
-	return signupAs(s, u, seats, code, s.decide(u, seats, code), o)
+// stepSignup is user u's signup for seats seats, with code ("": none)
+// and the roles of its token.
+func stepSignup(s activityState, u, seats int, code string, roles []string, o activityOutput) (bool, any) {
+	return signupAs(s, u, seats, code, roles, s.decide(u, seats, code, roles), o)
 }
 
-// signupAs is user u's signup for seats seats with code, decided d. In a
+// signupAs is user u's signup for seats seats with code and roles,
+// decided d. In a
 // series, any signup the activity would not refuse first (already
 // registered, too many seats) may be refused at the user's limit.
-func signupAs(s activityState, u, seats int, code string, d decision, o activityOutput) (bool, activityState) {
+func signupAs(s activityState, u, seats int, code string, roles []string, d decision, o activityOutput) (bool, activityState) {
 	n := s
 	if !o.unknown && s.series && d != already && d != tooMany && refused(o.out, "limit_reached") {
 		return true, s
@@ -248,7 +250,7 @@ func signupAs(s activityState, u, seats int, code string, d decision, o activity
 	}
 	switch d {
 	case fromBlock:
-		k, _ := s.blockFor(code, seats)
+		k, _ := s.blockFor(code, roles, seats)
 		n = s.clone()
 		n.blocks[k].used += seats
 		n.users[u] = holder{reg: unknownID, status: pending, seats: seats, block: n.blocks[k].serial}
@@ -267,7 +269,7 @@ func signupAs(s activityState, u, seats int, code string, d decision, o activity
 	switch {
 	case (d == admit || d == fromBlock) && ok(r, http.StatusCreated) && r.RegStatus == pending && r.Registration != "" && r.Seats == seats:
 		n.users[u].reg = r.Registration
-		return true, n
+		return n.seatedFrom(u, r.Block), n
 	case d == waitlist && ok(r, http.StatusAccepted) && r.RegStatus == waitlisted && r.Position == len(s.queue)+1 && r.Seats == seats:
 		n.users[u].reg = r.Registration
 		return true, n
@@ -361,7 +363,7 @@ func describeActivity(a any) string {
 		b.WriteString(", behind a queue")
 	}
 	for _, k := range s.blocks {
-		fmt.Fprintf(&b, "; block #%d %s (code %s) %d of %d used", k.serial, k.id, k.code, k.used, k.seats)
+		fmt.Fprintf(&b, "; block #%d %s (%s) %d of %d used", k.serial, k.id, k.audience(), k.used, k.seats)
 	}
 	for i, u := range s.users {
 		if u.status != "" {
@@ -387,9 +389,9 @@ func describeActivityOp(in, out any) string {
 		call = fmt.Sprintf("create(capacity %d, waitlist %v, %s, up to %d seats each%s)", op.Input.Capacity, op.Input.Waitlist,
 			policyName(op.Input.Policy == policyFill), max(op.Input.MaxSeats, 1), poolsNote(op.Input.Pools))
 	case history.Signup:
-		call = fmt.Sprintf("signup(u%d%s%s%s)", op.Input.User, seatsNote(op.Input.Seats), codeNote(op.Input.Code), keyNote(op.Input.IdempotencyKey))
+		call = fmt.Sprintf("signup(u%d%s%s%s)", op.Input.User, seatsNote(op.Input.Seats), codeNote(op.Input.Code, op.Input.Roles), keyNote(op.Input.IdempotencyKey))
 	case history.CreateBlock:
-		call = fmt.Sprintf("block(%d seats, code %s)", max(op.Input.Seats, 1), op.Input.Code)
+		call = fmt.Sprintf("block(%d seats, %s)", max(op.Input.Seats, 1), blockNote(op.Input))
 	case history.DeleteBlock:
 		call = fmt.Sprintf("delete block(%s)", op.Input.Block)
 	case history.Cancel:
@@ -446,6 +448,9 @@ func describeOutput(k history.Kind, o history.Output, unknown bool) string {
 	case history.Signup, history.Cancel, history.SetStatus, history.ReduceSeats:
 		if o.Position > 0 {
 			return fmt.Sprintf("%d %s %s%s #%d", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats), o.Position)
+		}
+		if o.Block != "" {
+			return fmt.Sprintf("%d %s %s%s from block %s", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats), o.Block)
 		}
 		return fmt.Sprintf("%d %s %s%s", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats))
 	case history.ReadSeats:

@@ -3,25 +3,27 @@ package histcheck
 import (
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/physiciansnet/capacityd/internal/history"
 )
 
-// Reserved seats. A block holds seats of an activity for the signups
-// with its code; its unused seats are the activity's reserved, taken for
-// everyone else (free counts them). A signup with a code takes its seats
-// from the oldest live block of the code with room for all of them
-// (nothing besides it overdrawn), whoever waits; else it is public. A code
-// that names no live block is refused (400). What a block registration
-// gives back (a cancellation, fewer seats) returns to its block while the
-// block lives: nobody is promoted. Creating a block needs its seats free,
-// else activity_full; deleting one returns its unused seats to the public
-// and promotes the line.
+// Reserved seats. A block holds seats of an activity for its audience:
+// the signups with its code, or those whose token's roles hold its role.
+// Its unused seats are the activity's reserved, taken for everyone else
+// (free counts them). A signup takes its seats from the oldest live block
+// it is the audience of (by its code or by one of its roles) with room
+// for all of them (nothing besides it overdrawn), whoever waits; else it
+// is public. A code that names no live block is refused (400), whatever
+// the signup's roles; roles that no block has are no refusal. What a
+// block registration gives back (a cancellation, fewer seats) returns to
+// its block while the block lives: nobody is promoted. Creating a block
+// needs its seats free, else activity_full; deleting one returns its
+// unused seats to the public and promotes the line.
 //
-// The model knows blocks by their codes (signups) and by the ids their
-// creation answered (deletions): one whose creation got no answer cannot
-// be named by a deletion. Blocks for token roles and block expiry are
-// not modelled.
+// The model knows blocks by their codes and roles (signups) and by the
+// ids their creation answered (deletions): one whose creation got no
+// answer cannot be named by a deletion. Block expiry is not modelled.
 
 // block is a live block of the activity.
 type block struct {
@@ -29,9 +31,27 @@ type block struct {
 	// the registrations made from it name it so.
 	serial int
 	// id is the id its creation answered; unknownID when none came.
-	id          string
-	code        string
+	id string
+	// code or role is its audience: exactly one is set.
+	code, role  string
 	seats, used int
+}
+
+// serves reports whether a signup with code and roles is the block's
+// audience.
+func (b block) serves(code string, roles []string) bool {
+	if b.code != "" {
+		return code == b.code
+	}
+	return b.role != "" && slices.Contains(roles, b.role)
+}
+
+// audience describes the block's audience.
+func (b block) audience() string {
+	if b.code != "" {
+		return "code " + b.code
+	}
+	return "role " + b.role
 }
 
 func (b block) unused() int { return max(0, b.seats-b.used) }
@@ -45,24 +65,32 @@ func (s activityState) reserved() int {
 	return n
 }
 
-// blockFor returns the index of the block a signup with code for seats
-// seats takes them from (-1: none, a public signup), and whether code
-// names a live block ("" always does).
-func (s activityState) blockFor(code string, seats int) (int, bool) {
-	if code == "" {
-		return -1, true
+// blockFor returns the index of the block a signup with code and roles
+// for seats seats takes them from (-1: none, a public signup), and
+// whether code names a live block ("" always does): the oldest block the
+// signup is the audience of with room for all the seats.
+func (s activityState) blockFor(code string, roles []string, seats int) (int, bool) {
+	if code != "" && !slices.ContainsFunc(s.blocks, func(b block) bool { return b.code == code }) {
+		return -1, false
 	}
-	known := false
 	for k, b := range s.blocks {
-		if b.code != code {
-			continue
-		}
-		known = true
-		if b.unused() >= seats && s.free()+b.unused() >= seats {
+		if b.serves(code, roles) && b.unused() >= seats && s.free()+b.unused() >= seats {
 			return k, true
 		}
 	}
-	return -1, known
+	return -1, true
+}
+
+// seatedFrom reports whether a signup's answer, that user u was seated
+// from the block id ("": not said), fits the block the model seated u
+// from: none for public seats; the same one when its id is known.
+func (s activityState) seatedFrom(u int, id string) bool {
+	if id == "" {
+		return true
+	}
+	serial := s.users[u].block
+	k := slices.IndexFunc(s.blocks, func(b block) bool { return b.serial == serial })
+	return serial > 0 && k >= 0 && (s.blocks[k].id == unknownID || s.blocks[k].id == id)
 }
 
 // giveBack returns seats of user u's registration to its block, if it
@@ -80,8 +108,8 @@ func (s *activityState) giveBack(u, seats int) {
 	}
 }
 
-// createBlockAs is the creation of a block of in.Seats seats for
-// in.Code: made, or refused as full.
+// createBlockAs is the creation of a block of in.Seats seats for in.Code
+// or in.Role: made, or refused as full.
 func createBlockAs(s activityState, in history.Input, made bool, o activityOutput) (bool, activityState) {
 	seats := max(in.Seats, 1)
 	r := o.out
@@ -90,7 +118,7 @@ func createBlockAs(s activityState, in history.Input, made bool, o activityOutpu
 	}
 	n := s.clone()
 	n.made++
-	b := block{serial: n.made, id: unknownID, code: in.Code, seats: seats}
+	b := block{serial: n.made, id: unknownID, code: in.Code, role: in.Role, seats: seats}
 	if !o.unknown {
 		b.id = r.ID
 	}
@@ -113,10 +141,22 @@ func stepDeleteBlock(s activityState, id string, o activityOutput) (bool, any) {
 	return o.unknown || ok(r, http.StatusNoContent), n
 }
 
-// codeNote notes a signup's code.
-func codeNote(code string) string {
-	if code == "" {
-		return ""
+// codeNote notes a signup's code and roles.
+func codeNote(code string, roles []string) string {
+	var note string
+	if code != "" {
+		note = ", code " + code
 	}
-	return ", code " + code
+	if len(roles) > 0 {
+		note += ", roles " + strings.Join(roles, " ")
+	}
+	return note
+}
+
+// blockNote describes a block's creation.
+func blockNote(in history.Input) string {
+	if in.Role != "" {
+		return "role " + in.Role
+	}
+	return "code " + in.Code
 }

@@ -164,7 +164,7 @@ func stepPooled(s activityState, in activityInput, o activityOutput, display boo
 	u := op.Input.User
 	switch op.Kind {
 	case history.Signup:
-		return signupPooled(s, u, max(op.Input.Seats, 1), op.Input.Code, o)
+		return signupPooled(s, u, max(op.Input.Seats, 1), op.Input.Code, op.Input.Roles, o)
 	case history.CreateBlock:
 		// One that fits the activity may find a pool without the seats.
 		seats := max(op.Input.Seats, 1)
@@ -197,8 +197,8 @@ func stepPooled(s activityState, in activityInput, o activityOutput, display boo
 
 // signupPooled is user u's signup for seats seats on an activity in pools:
 // one that fits the activity may find a pool without the seats.
-func signupPooled(s activityState, u, seats int, code string, o activityOutput) []activityState {
-	d := s.decide(u, seats, code)
+func signupPooled(s activityState, u, seats int, code string, roles []string, o activityOutput) []activityState {
+	d := s.decide(u, seats, code, roles)
 	options := []decision{d}
 	if d == admit {
 		options = append(options, full)
@@ -208,7 +208,7 @@ func signupPooled(s activityState, u, seats int, code string, o activityOutput) 
 	}
 	var out []activityState
 	for _, d := range options {
-		if good, n := signupAs(s, u, seats, code, d, o); good {
+		if good, n := signupAs(s, u, seats, code, roles, d, o); good {
 			out = append(out, n)
 		}
 	}

@@ -29,19 +29,20 @@ const (
 	full
 	already
 	tooMany
-	// fromBlock: seated from the block of its code; badCode: its code
-	// names no live block.
+	// fromBlock: seated from a block of its code or of one of its roles;
+	// badCode: its code names no live block.
 	fromBlock
 	badCode
 )
 
-// decide decides user u's signup for seats seats with code ("": none). A
-// signup the block of its code has room for takes its seats from it,
-// whoever waits; else it joins the end of the line and the policy's
-// promotion decides: strict admits it only when nobody waits and seats
-// are free, fill whenever seats are free.
-func (s activityState) decide(u, seats int, code string) decision {
-	k, known := s.blockFor(code, seats)
+// decide decides user u's signup for seats seats with code ("": none)
+// and roles. A signup that a block of its code or of one of its roles has
+// room for takes its seats from the oldest such block, whoever waits;
+// else it joins the end of the line and the policy's promotion decides:
+// strict admits it only when nobody waits and seats are free, fill
+// whenever seats are free.
+func (s activityState) decide(u, seats int, code string, roles []string) decision {
+	k, known := s.blockFor(code, roles, seats)
 	switch {
 	case s.users[u].status != "":
 		return already

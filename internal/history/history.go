@@ -33,8 +33,8 @@ const (
 	CreatePool Kind = "create_pool"
 	ReadPool   Kind = "read_pool"
 	// CreateBlock and DeleteBlock hold seats of an activity for the
-	// signups with a code and end the hold; their Key is the activity's
-	// id, a deletion's Block the block's id.
+	// signups with a code, or whose token holds a role, and end the hold;
+	// their Key is the activity's id, a deletion's Block the block's id.
 	CreateBlock Kind = "create_block"
 	DeleteBlock Kind = "delete_block"
 	// CreateSeries is a series' creation; its Key is the series' id.
@@ -100,6 +100,11 @@ type Input struct {
 	Pools []string `json:"pools,omitempty"`
 	// Code of a signup ("": none), or of a block being created.
 	Code string `json:"code,omitempty"`
+	// Role of a block being created ("": a block for a code).
+	Role string `json:"role,omitempty"`
+	// Roles are the "roles" claim of the token a signup carries (nil:
+	// none).
+	Roles []string `json:"roles,omitempty"`
 	// Block is the id of the block a deletion names.
 	Block string `json:"block,omitempty"`
 	// Series is the id of the series an activity is created in ("":
@@ -137,6 +142,9 @@ type Output struct {
 	Registration string `json:"registration,omitempty"`
 	// RegStatus is the registration's status in the answer.
 	RegStatus string `json:"reg_status,omitempty"`
+	// Block is the block a signup's registration took its seats from, in
+	// the answer ("": public seats, or not recorded).
+	Block string `json:"block,omitempty"`
 	// Seats is the registration's seats in such an answer.
 	Seats int `json:"seats,omitempty"`
 	// Position is a waitlisted signup's place in line.
