@@ -216,6 +216,23 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	defer rec.mu.Unlock()
 	require.GreaterOrEqual(t, len(rec.sql), 10, "the statements of a change transaction and the lookup: %v", rec.sql)
 	t.Logf("%d statements run with their generic plans", len(rec.sql))
+	// Where the server can compile plans, the threshold below makes it
+	// compile any plan whose JIT is not turned off.
+	var jit bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_jit_available()`).Scan(&jit))
+	if jit {
+		var raw []byte
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL jit_above_cost = 0"); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT count(*) FROM registration").Scan(&raw)
+		})
+		require.NoError(t, err)
+		require.Contains(t, string(raw), `"JIT"`, "without the service's setting the plan is compiled")
+	} else {
+		t.Log("this PostgreSQL cannot compile plans (pg_jit_available() is false): the JIT check cannot fail here")
+	}
 	param := regexp.MustCompile(`\$(\d+)`)
 	for q := range rec.sql {
 		n := 0
@@ -229,7 +246,9 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 		}
 		var raw []byte
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan; PREPARE generic AS "+q, pgx.QueryExecModeSimpleProtocol)
+			// The service's settings, then a JIT threshold that any plan
+			// passes: the plan must still not be compiled.
+			_, err := tx.Exec(ctx, store.GenericPlans+"; SET LOCAL jit_above_cost = 0; PREPARE generic AS "+q, pgx.QueryExecModeSimpleProtocol)
 			if err != nil {
 				return err
 			}
@@ -244,6 +263,7 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 			Plan planNode `json:"Plan"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &explained))
+		require.NotContains(t, string(raw), `"JIT"`, "a generic plan is compiled at every execution:\n%s", q)
 		for _, sc := range scans(explained[0].Plan) {
 			if largeTables[sc.RelationName] {
 				require.NotEqual(t, "Seq Scan", sc.NodeType, "a generic plan reads %s whole:\n%s\n%s", sc.RelationName, q, raw)
