@@ -50,8 +50,8 @@ const (
 // blockEvery: one activity in blockEvery, in turn (the second of the run
 // among them), joins no pool and gets blocks of 1 or 2 seats when it is
 // created (a pool's read does not show its activities' reserved seats,
-// which the pool check would need): in turn, one for a code of its own,
-// one for blockRole, or both in either order. About one signup in
+// which the pool check would need): in turn, both one for a code of its
+// own and one for blockRole in either order, the code's, or the role's. About one signup in
 // codeShare on an activity with a code carries it, one in wrongCodeShare
 // a code no block has (400); about one in roleShare on an activity with
 // a role block carries a token whose roles hold blockRole, one in
@@ -214,6 +214,9 @@ type workload struct {
 	stop atomic.Bool
 	// created counts the activities asked for, which take turns at kinds.
 	created atomic.Int64
+	// pooled counts the activities that may join pools, which take turns
+	// at how many they join.
+	pooled atomic.Int64
 
 	mu         sync.Mutex
 	slots      []*activity
@@ -307,7 +310,7 @@ func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) 
 	}
 	blocked := n%blockEvery == 2
 	if !blocked {
-		in.Pools = w.choosePools(rng, worker)
+		in.Pools = w.choosePools(rng, worker, w.pooled.Add(1))
 	}
 	if n%seriesEvery == 1 {
 		if s := w.seriesToJoin(rng, worker); s != nil {
@@ -338,10 +341,12 @@ func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) 
 	return nil, false
 }
 
-// choosePools picks the pools of a new activity: none one time in four,
-// else one or two distinct pools of the workload's.
-func (w *workload) choosePools(rng *rand.Rand, worker int) []string {
-	n := []int{0, 1, 1, 2}[rng.IntN(4)]
+// choosePools picks the pools of the turn-th activity that may join
+// pools: two distinct pools of the workload's, then one, none, one, in
+// turn, so that the activities created before any fault already hold
+// every shape.
+func (w *workload) choosePools(rng *rand.Rand, worker int, turn int64) []string {
+	n := []int{2, 1, 0, 1}[(turn-1)%4]
 	var ids []string
 	for _, i := range rng.Perm(poolSlots)[:n] {
 		ids = append(ids, w.poolIn(rng, worker, i).id)
@@ -436,18 +441,19 @@ func (w *workload) createSeries(rng *rand.Rand, worker int) (*series, bool) {
 }
 
 // createBlocks gives a new activity (before any signup) its blocks, in
-// turn: one for a code of its own, one for blockRole, or both, the older
-// picked by rng (a signup with the code and the role takes the older's
-// seats while it has room).
+// turn: both one for a code of its own and one for blockRole (so that the
+// first, made before any fault, has every kind), the code's only, or the
+// role's only; the older of two is picked by rng (a signup with the code
+// and the role takes the older's seats while it has room).
 func (w *workload) createBlocks(rng *rand.Rand, worker int, a *activity) {
 	w.mu.Lock()
 	w.blocked++
 	n := w.blocked
 	w.mu.Unlock()
-	if n%3 != 2 {
+	if n%3 != 0 {
 		a.code = fmt.Sprintf("chaos-%s-%d", w.run, n)
 	}
-	if n%3 != 1 {
+	if n%3 != 2 {
 		a.role = blockRole
 	}
 	audiences := []history.Input{{Code: a.code}, {Role: a.role}}
