@@ -419,6 +419,10 @@ func (f *AutoFailover) stopAll() {
 	if f.monitor != nil {
 		f.monitor.kill()
 	}
+	// PostgreSQL's children leave the process group (each starts a
+	// session of its own), and the monitor's healthcheck worker outlives
+	// its postmaster: whatever still works in the formation's data dies.
+	killWorkingIn(f.dir)
 }
 
 // keepLogs copies the keepers' logs to the artifacts folder when the test

@@ -355,3 +355,23 @@ func PrivatePostgres(t T) *PostgresServer {
 	t.Cleanup(s.Kill)
 	return s
 }
+
+// killWorkingIn kills (SIGKILL) every process whose working directory is
+// dir or below it, as PostgreSQL's processes work in their data
+// directory, even those that left the process group.
+func killWorkingIn(dir string) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, d := range procs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", d.Name(), "cwd"))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
