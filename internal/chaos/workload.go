@@ -51,12 +51,13 @@ const (
 // among them), joins no pool and gets blocks of 1 or 2 seats when it is
 // created (a pool's read does not show its activities' reserved seats,
 // which the pool check would need): in turn, both one for a code of its
-// own and one for blockRole in either order, the code's, or the role's. About one signup in
-// codeShare on an activity with a code carries it, one in wrongCodeShare
-// a code no block has (400); about one in roleShare on an activity with
-// a role block carries a token whose roles hold blockRole, one in
-// otherRoleShare a token of another role only. One operation on it in
-// blockDeletion deletes one of its blocks while one lives.
+// own and one for blockRole in either order, the code's, or the role's.
+// Its first signup carries a code no block has and its second a token
+// with blockRole; after those, about one signup in codeShare carries its
+// code, one in wrongCodeShare a code no block has (400), about one in
+// roleShare a token whose roles hold blockRole and one in otherRoleShare
+// a token of another role only. One operation on it in blockDeletion
+// deletes one of its blocks while one lives.
 const (
 	blockEvery     = 8
 	codeShare      = 2
@@ -90,7 +91,11 @@ type activity struct {
 	series     string
 	code, role string
 	ops        atomic.Int64
-	retiring   atomic.Bool
+	// signups counts the signups asked for on it: on an activity with
+	// blocks, the first carries a code no block has and the second a
+	// token with the role, so that every run has both.
+	signups  atomic.Int64
+	retiring atomic.Bool
 
 	mu     sync.Mutex
 	regs   [users]known // each user's registration as last answered
@@ -576,11 +581,15 @@ func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 	if a.maxSeats > 1 {
 		in.Seats = 1 + rng.IntN(a.maxSeats)
 	}
+	var turn int64
+	if a.code != "" || a.role != "" {
+		turn = a.signups.Add(1)
+	}
 	if a.code != "" {
 		switch p := rng.IntN(wrongCodeShare); {
-		case p == 0:
+		case turn == 1 || (turn > 2 && p == 0):
 			in.Code = a.code + "-wrong"
-		case p <= wrongCodeShare/codeShare:
+		case turn > 2 && p <= wrongCodeShare/codeShare:
 			in.Code = a.code
 		}
 	}
@@ -588,7 +597,8 @@ func (w *workload) signup(rng *rand.Rand, worker int, a *activity, u int) {
 	if a.role != "" {
 		// One in roleShare of the draws, and one in otherRoleShare.
 		switch p := rng.IntN(otherRoleShare * roleShare); {
-		case p < otherRoleShare:
+		case turn == 1:
+		case turn == 2 || p < otherRoleShare:
 			in.Roles, bearer = memberRoles, w.memberTokens[u]
 		case p < otherRoleShare+roleShare:
 			in.Roles, bearer = otherRoles, w.otherTokens[u]
