@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,5 +210,69 @@ func TestHAProxyAnswersItsOwnErrorsInTheAPIShape(t *testing.T) {
 	logged := h.Log(t)
 	for _, line := range []string{`"GET /metrics HTTP/1.1"`, `"GET /junk HTTP/1.1"`, `"GET /v1/activities/x/seats HTTP/1.1"`, "capacityd/a is DOWN"} {
 		require.Contains(t, logged, line, "the proxy logs its requests and the instances' states")
+	}
+}
+
+// hangingUpInstance starts a fake instance that is ready (/readyz) and
+// closes the connection of every other request unanswered, as an instance
+// that crashed after doing it; arrivals counts the requests it got.
+func hangingUpInstance(t *testing.T) (addr string, arrivals *atomic.Int64) {
+	t.Helper()
+	arrivals = new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		arrivals.Add(1)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), arrivals
+}
+
+// TestHAProxyResendsOnlyWhatIsSafeToDoTwice sends requests through the
+// documented HAProxy to instances that close each connection unanswered,
+// as a crash after the work was done: a note view, a signup without an
+// Idempotency-Key or a PATCH reaches one instance once and gets the
+// proxy's 502, since doing it again could count it twice; a read, a
+// DELETE or a signup with a key is sent again to another instance.
+func TestHAProxyResendsOnlyWhatIsSafeToDoTwice(t *testing.T) {
+	t.Parallel()
+	a, arrivedA := hangingUpInstance(t)
+	b, arrivedB := hangingUpInstance(t)
+	h := testenv.StartHAProxy(t, a, b)
+	h.WaitServersUp(t, 2)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		method, path, key string
+		resent            bool
+	}{
+		{http.MethodPost, "/v1/notes/n1/views", "", false},
+		{http.MethodPost, "/v1/notes/n1/waters", "", false},
+		{http.MethodPost, "/v1/activities/a_1/registrations", "", false},
+		{http.MethodPatch, "/v1/activities/a_1", "", false},
+		{http.MethodPost, "/v1/activities/a_1/registrations", "k1", true},
+		{http.MethodGet, "/v1/activities/a_1/seats", "", true},
+		{http.MethodDelete, "/v1/blocks/b_1", "", true},
+	} {
+		before := arrivedA.Load() + arrivedB.Load()
+		req, err := http.NewRequest(tc.method, h.URL+tc.path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if tc.key != "" {
+			req.Header.Set("Idempotency-Key", tc.key)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		proxyError(t, resp, http.StatusBadGateway, "unavailable")
+		sent := arrivedA.Load() + arrivedB.Load() - before
+		if tc.resent {
+			require.Greater(t, sent, int64(1), "%s %s (key %q) is sent again to another instance", tc.method, tc.path, tc.key)
+		} else {
+			require.Equal(t, int64(1), sent, "%s %s (key %q) reaches one instance once", tc.method, tc.path, tc.key)
+		}
 	}
 }
