@@ -41,6 +41,8 @@ var scenarioDescriptions = map[string]string{
 	ScenarioProduction:        productionDescription,
 	ScenarioSignupHotWebhooks: "signup_hot with two webhooks for every event, delivered to a fast receiver in the load test, 64 clients",
 	ScenarioSignupHotLimited:  "signup_hot on the hot activity with a code block of 10 reserved seats and in a series of at most 2 per user, 64 clients",
+	ScenarioSignupHotBefore:   "signup_hot again just before signup_hot_limited, on the same capacityd: half of its baseline",
+	ScenarioSignupHotAfter:    "signup_hot again just after signup_hot_limited (the block deleted, the activity out of the series): the other half",
 	ScenarioOnSaleJoin:        "POST queue join, distinct users, to an activity of 2,000 seats with an admission queue (500 admitted a second) before it opens, 64 clients",
 	ScenarioOnSalePoll:        "GET queue/me of those users round-robin once it opened, 64 clients; the admitted sign up with their tokens on the side",
 	ScenarioCancelHot:         "POST cancel (as an admin) of the registrations signup_hot made on the hot activity, 64 clients",
@@ -157,7 +159,7 @@ var checkDescriptions = map[string]string{
 
 // scenarioOrder is the order of the page's table; others follow sorted.
 var scenarioOrder = []string{ScenarioSignupHot, ScenarioProduction, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks,
-	ScenarioSignupHotLimited, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
+	ScenarioSignupHotBefore, ScenarioSignupHotLimited, ScenarioSignupHotAfter, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush,
 	ScenarioOnSaleJoin, ScenarioOnSalePoll, ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 

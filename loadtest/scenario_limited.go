@@ -14,8 +14,29 @@ import (
 // the activity's lock, the (series, user) lock and the count of the
 // user's registrations in the series). The block and the series are made
 // through the API, as an organiser would; the block is deleted and the
-// activity leaves the series after.
+// activity leaves the series after. Plain signup_hot runs just before and
+// just after it, on the same capacityd, as its baseline.
 func (b *bench) signupHotLimited(ctx context.Context) error {
+	if err := b.signupHotPlain(ctx, ScenarioSignupHotBefore); err != nil {
+		return err
+	}
+	if err := b.driveLimited(ctx); err != nil {
+		return err
+	}
+	return b.signupHotPlain(ctx, ScenarioSignupHotAfter)
+}
+
+// signupHotPlain is one of signup_hot_limited's baselines: signup_hot's
+// load, reported as name, the hot activity reset after.
+func (b *bench) signupHotPlain(ctx context.Context, name string) error {
+	if err := b.driveSignupHot(ctx, name, 64, nil); err != nil {
+		return err
+	}
+	return b.resetHot(ctx)
+}
+
+// driveLimited is signup_hot_limited's own load, between its baselines.
+func (b *bench) driveLimited(ctx context.Context) error {
 	admin := b.api.WithToken(b.admin)
 	series, err := admin.CreateSeries(ctx, client.NewSeries{Title: "load test", MaxPerUser: 2})
 	if err != nil {
