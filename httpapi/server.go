@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -117,7 +118,15 @@ type Server struct {
 	limits *rateLimits
 	// waters limits waters per address and note; nil is off.
 	waters *waterLimit
+	// draining is set once the instance is stopping (Drain): /readyz
+	// answers 503 while requests are still served.
+	draining atomic.Bool
 }
+
+// Drain makes /readyz answer 503 with "draining": true from now on, while
+// every route is still served, so that a load balancer stops sending the
+// instance requests before it stops accepting them.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // DefaultRequestTimeout is the deadline of every request but streams
 // (REQUEST_TIMEOUT).
@@ -261,8 +270,13 @@ func (s *Server) healthz(c echo.Context) error {
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	body := map[string]string{"postgres": "ok", "redis": "ok"}
+	body := map[string]any{"postgres": "ok", "redis": "ok"}
 	status := http.StatusOK
+	if s.draining.Load() {
+		body["draining"] = true
+		status = http.StatusServiceUnavailable
+		c.Response().Header().Set("Retry-After", "1")
+	}
 	if err := s.cfg.PingPostgres(ctx); err != nil {
 		body["postgres"] = "unavailable"
 		status = http.StatusServiceUnavailable

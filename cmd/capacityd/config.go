@@ -35,6 +35,7 @@ type config struct {
 	JWTSecret         string
 	SeatCacheTTL      time.Duration
 	ShutdownTimeout   time.Duration
+	ShutdownDrain     time.Duration
 	Dev               bool
 
 	DBMaxConns         int
@@ -197,6 +198,14 @@ var serveSettings = []setting{
 	}},
 	durationSetting("SEAT_CACHE_TTL", defaultDuration(capacity.DefaultTTL), "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
 	durationSetting("SHUTDOWN_TIMEOUT", "15s", "how long SIGTERM waits for in-flight work", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
+	{"SHUTDOWN_DRAIN", "0s", "how long SIGTERM keeps the instance serving while /readyz answers 503, before it stops accepting (0s: at once): behind a load balancer, more than its health check's interval times its fall count", func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > 5*time.Minute {
+			return fmt.Errorf("want a duration from 0s (none) to 5m such as 1s, got %q", v)
+		}
+		c.ShutdownDrain = d
+		return nil
+	}},
 	{"LOG_LEVEL", "info", "least severe log level written: debug, info, warn or error", func(c *config, v string) error {
 		l, err := parseLogLevel(v)
 		c.LogLevel = l

@@ -204,6 +204,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
+	if cfg.ShutdownDrain > 0 {
+		// A load balancer that still sends requests would find the
+		// listener closed with a connection it had just opened: it
+		// learns from /readyz first, while every request is served.
+		a.Server.Drain()
+		log.Info("draining", "for", cfg.ShutdownDrain)
+		time.Sleep(cfg.ShutdownDrain)
+	}
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 	shutStart := time.Now()
 	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

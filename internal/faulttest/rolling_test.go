@@ -154,7 +154,7 @@ func startRollingClusterOn(t *testing.T, db string) *rollingCluster {
 	t.Helper()
 	c := &rollingCluster{db: db, redis: testenv.RedisURL(),
 		env: []string{"RATE_LIMIT_SIGNUPS=0", "RATE_LIMIT_PUBLIC_WRITES=0", "NOTE_WATER_WINDOW=0s", "SHUTDOWN_TIMEOUT=10s",
-			"MIGRATE_ON_START=false", "TRUSTED_PROXIES=127.0.0.1/32"}}
+			"SHUTDOWN_DRAIN=1s", "MIGRATE_ON_START=false", "TRUSTED_PROXIES=127.0.0.1/32"}}
 	for range 3 {
 		addr := "127.0.0.1:" + fmt.Sprint(testenv.FreePort(t))
 		c.addrs = append(c.addrs, addr)
@@ -261,10 +261,11 @@ func restartHook(t *testing.T) (url string, requests <-chan restartRequest) {
 //     instance is drained through the proxy's runtime API, restarted once
 //     it has no session left (SIGTERM, then started again) and made ready
 //     again once /readyz answers; no request fails at all, not even once;
-//   - with SIGTERM alone, no drain: no view or read fails (what an
-//     instance refuses while it stops, the proxy sends to another), a
-//     signup fails only to be sent again by the client with the same
-//     Idempotency-Key.
+//   - with SIGTERM alone, no drain by the script (the instances drain
+//     themselves for SHUTDOWN_DRAIN, as docs/deploy.md has them): no view
+//     or read fails (what an instance refuses while it stops, the proxy
+//     sends to another), a signup fails only to be sent again by the
+//     client with the same Idempotency-Key.
 //
 // Either way every acknowledged signup and view is in the database, once.
 func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
