@@ -111,6 +111,9 @@ type Dispatcher struct {
 	ctx context.Context
 
 	mu sync.Mutex
+	// activations counts Activate calls, so that a backlog refresh that
+	// began before a webhook was added does not turn the dispatcher off.
+	activations uint64
 	// hooks are the webhooks with deliveries held by this instance.
 	hooks map[string]*held
 	// next is the earliest retry this instance scheduled and has not
@@ -194,7 +197,10 @@ func (d *Dispatcher) Committed(_ context.Context, commits []registration.Commit)
 
 // Activate tells the dispatcher that a webhook was added, and wakes it.
 func (d *Dispatcher) Activate() {
+	d.mu.Lock()
+	d.activations++
 	d.active.Store(true)
+	d.mu.Unlock()
 	d.Wake()
 }
 
@@ -518,12 +524,22 @@ func (d *Dispatcher) done(a Attempt) {
 	}
 }
 
+// refreshBacklog counts the backlog for the gauges, and turns the
+// dispatcher off while no webhook is enabled. A count read before a
+// webhook was added on this instance leaves it on: it is stale.
 func (d *Dispatcher) refreshBacklog(ctx context.Context) error {
+	d.mu.Lock()
+	since := d.activations
+	d.mu.Unlock()
 	b, err := d.cfg.Store.Backlog(ctx)
 	if err != nil {
 		return err
 	}
 	d.metrics.setBacklog(b, time.Now())
-	d.active.Store(b.Webhooks > 0)
+	d.mu.Lock()
+	if b.Webhooks > 0 || d.activations == since {
+		d.active.Store(b.Webhooks > 0)
+	}
+	d.mu.Unlock()
 	return nil
 }
