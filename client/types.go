@@ -156,7 +156,10 @@ type Pool struct {
 	Capacity int    `json:"capacity"`
 	// Taken is the seats of the occupying registrations of all its
 	// activities.
-	Taken     int `json:"taken"`
+	Taken int `json:"taken"`
+	// Reserved is the unused seats of its activities' blocks, held for
+	// their audiences in the pool too.
+	Reserved  int `json:"reserved"`
 	Remaining int `json:"remaining"`
 	// Activities are the ids of the activities that belong to it, sorted.
 	Activities []string  `json:"activities"`

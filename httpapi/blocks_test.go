@@ -307,11 +307,25 @@ func TestBlockOverTheFreeSeatsIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = admin.CreateBlock(ctx, pooled.ID, client.NewBlock{Seats: 4, Role: "resident"})
 	require.Equal(t, client.CodeActivityFull, apptest.Refusal(t, err).Code, "the pool has 3 seats")
-	_, err = admin.CreateBlock(ctx, pooled.ID, client.NewBlock{Seats: 3, Role: "resident"})
+	blk, err := admin.CreateBlock(ctx, pooled.ID, client.NewBlock{Seats: 3, Role: "resident"})
 	require.NoError(t, err)
-	p, err := admin.GetPool(ctx, pool.ID)
+	// The pool shows the seats its activities' blocks hold, to an admin
+	// (the authority) and to the public (the display tier).
+	pools := func(want [3]int, why string) {
+		t.Helper()
+		for _, api := range []*client.Client{admin, inst.Public()} {
+			p, err := api.GetPool(ctx, pool.ID)
+			require.NoError(t, err)
+			require.Equal(t, want, [3]int{p.Taken, p.Reserved, p.Remaining}, "%s (taken, reserved, remaining; %s)", why, p.Source)
+		}
+	}
+	pools([3]int{0, 3, 0}, "the pool holds the block's seats too")
+	res, err := client.New(inst.URL, roleToken(t, "r1", "resident"), apptest.Client).Signup(ctx, pooled.ID, client.SignupOptions{})
 	require.NoError(t, err)
-	require.Equal(t, 0, p.Remaining, "the pool holds the block's seats too")
+	require.Equal(t, blk.ID, *res.Registration.BlockID)
+	pools([3]int{1, 2, 0}, "a resident's seat comes from the block")
+	require.NoError(t, admin.DeleteBlock(ctx, blk.ID))
+	pools([3]int{1, 0, 2}, "deleting the block returns its unused seats to the pool")
 }
 
 func TestBlockBadInputGetsTheErrorShape(t *testing.T) {

@@ -80,7 +80,7 @@ func (s *Server) getPool(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p.Capacity, p.Taken, p.Remaining = st.Capacity, st.Taken, st.Remaining()
+	p.Capacity, p.Taken, p.Reserved, p.Remaining = st.Capacity, st.Taken, st.Reserved, st.Remaining()
 	return writeJSON(c, http.StatusOK, poolRead{Pool: poolAnswer(p), Source: source})
 }
 

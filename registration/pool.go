@@ -20,17 +20,17 @@ type Pool struct {
 	// Seq orders pools by creation for keyset pagination.
 	Seq int64 `json:"-"`
 
-	ID         string   `json:"id"`
-	Title      string   `json:"title"`
-	Capacity   int      `json:"capacity"`
-	Taken      int      `json:"taken"`
-	Remaining  int      `json:"remaining"`
-	Activities []string `json:"activities"`
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Capacity int    `json:"capacity"`
+	Taken    int    `json:"taken"`
 	// Reserved is the unused seats of its activities' blocks: no signup
 	// outside a block's audience may take them.
-	Reserved  int       `json:"-"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Reserved   int       `json:"reserved"`
+	Remaining  int       `json:"remaining"`
+	Activities []string  `json:"activities"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // PoolPage is one page of the pool listing.
