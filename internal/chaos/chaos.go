@@ -132,8 +132,8 @@ func (r Result) Summary() string {
 	fmt.Fprintf(&b, "\nparties: %d activities take parties (%d strict, %d fill); %d signups for 2-%d seats answered (%d seated, %d waitlisted, %d full); %d seat reductions answered (%d to fewer seats than known)",
 		p.Activities, p.Strict, p.Activities-p.Strict, p.Signups, maxParty, p.Seated, p.Waitlisted, p.Full, p.Reductions, p.Reduced)
 	pl := PoolsOf(r.History)
-	fmt.Fprintf(&b, "\npools: %d created; %d activities in one pool, %d in two; %d signups on them answered (%d seated, %d waitlisted, %d full); %d pool reads answered (%d of a full pool)",
-		pl.Pools, pl.InOne, pl.InTwo, pl.Signups, pl.Seated, pl.Waitlisted, pl.Full, pl.Reads, pl.FullReads)
+	fmt.Fprintf(&b, "\npools: %d created; %d activities in one pool, %d in two; %d signups on them answered (%d seated, %d waitlisted, %d full); %d pool reads answered (%d of a full pool, %d with reserved seats); %d activities in pools with blocks",
+		pl.Pools, pl.InOne, pl.InTwo, pl.Signups, pl.Seated, pl.Waitlisted, pl.Full, pl.Reads, pl.FullReads, pl.ReservedReads, pl.Blocked)
 	bl := BlocksOf(r.History)
 	fmt.Fprintf(&b, "\nblocks: %d created (%d refused full), %d deleted (%d found gone); %d signups with a code answered (%d seated, %d waitlisted, %d full, %d refused for a code no live block has); %d activity reads with reserved seats",
 		bl.Created, bl.Full, bl.Deleted, bl.Gone, bl.Signups, bl.Seated, bl.Waitlisted, bl.SignupsFull, bl.BadCode, bl.ReservedReads)
@@ -407,14 +407,18 @@ type Pools struct {
 	// Signups on activities in pools that were answered, and how: Seated
 	// (201), Waitlisted (202) or Full (409 activity_full).
 	Signups, Seated, Waitlisted, Full int
-	// Reads of pools answered 200, FullReads of them with no seat left.
-	Reads, FullReads int
+	// Reads of pools answered 200, FullReads of them with no seat left,
+	// and ReservedReads of them that showed seats its activities' blocks
+	// hold.
+	Reads, FullReads, ReservedReads int
+	// Blocked are the activities in pools that got a block at creation.
+	Blocked int
 }
 
 // PoolsOf counts the pools of h.
 func PoolsOf(h history.History) Pools {
 	var p Pools
-	pooled := map[string]bool{}
+	pooled, blocked := map[string]bool{}, map[string]bool{}
 	for _, op := range h.Ops {
 		if op.Result != history.Answered {
 			continue
@@ -444,6 +448,12 @@ func PoolsOf(h history.History) Pools {
 			if o.Taken >= o.Capacity {
 				p.FullReads++
 			}
+			if o.Reserved > 0 {
+				p.ReservedReads++
+			}
+		case op.Kind == history.CreateBlock && o.Status == http.StatusCreated && pooled[op.Input.Key] && !blocked[op.Input.Key]:
+			blocked[op.Input.Key] = true
+			p.Blocked++
 		}
 	}
 	return p

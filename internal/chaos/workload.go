@@ -48,10 +48,9 @@ const (
 )
 
 // blockEvery: one activity in blockEvery, in turn (the second of the run
-// among them), joins no pool and gets blocks of 1 or 2 seats when it is
-// created (a pool's read does not show its activities' reserved seats,
-// which the pool check would need): in turn, both one for a code of its
-// own and one for blockRole in either order, the code's, or the role's.
+// among them), gets blocks of 1 or 2 seats when it is created, whose
+// seats its pools hold too: in turn, both one for a code of its own and
+// one for blockRole in either order, the code's, or the role's.
 // Its first signup carries a code no block has and its second a token
 // with blockRole; after those, about one signup in codeShare carries its
 // code, one in wrongCodeShare a code no block has (400), about one in
@@ -217,11 +216,9 @@ type workload struct {
 	// ends the workers' loops.
 	ctx  context.Context
 	stop atomic.Bool
-	// created counts the activities asked for, which take turns at kinds.
+	// created counts the activities asked for, which take turns at kinds
+	// and at how many pools they join.
 	created atomic.Int64
-	// pooled counts the activities that may join pools, which take turns
-	// at how many they join.
-	pooled atomic.Int64
 
 	mu         sync.Mutex
 	slots      []*activity
@@ -305,7 +302,7 @@ func (w *workload) retriedAs(rng *rand.Rand, worker, logical int, kind history.K
 // to maxParty seats with a strict waiting list, and one with a fill
 // waiting list; those that take parties have a few more seats and mostly
 // keep a waiting list. Most join one or two of the workload's pools; in
-// turn, some join the workload's series, and some no pool but a block.
+// turn, some join the workload's series, and some get blocks.
 func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) {
 	in := history.Input{Capacity: 2 + rng.IntN(2), Waitlist: rng.IntN(2) == 0, Users: users}
 	n := w.created.Add(1)
@@ -314,9 +311,7 @@ func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) 
 		in.Capacity, in.Waitlist = 4+rng.IntN(3), rng.IntN(4) > 0
 	}
 	blocked := n%blockEvery == 2
-	if !blocked {
-		in.Pools = w.choosePools(rng, worker, w.pooled.Add(1))
-	}
+	in.Pools = w.choosePools(rng, worker, n, blocked)
 	if n%seriesEvery == 1 {
 		if s := w.seriesToJoin(rng, worker); s != nil {
 			in.Series = s.id
@@ -346,14 +341,18 @@ func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) 
 	return nil, false
 }
 
-// choosePools picks the pools of the turn-th activity that may join
-// pools: two distinct pools of the workload's, then one, none, one, in
-// turn, so that the activities created before any fault already hold
-// every shape.
-func (w *workload) choosePools(rng *rand.Rand, worker int, turn int64) []string {
-	n := []int{2, 1, 0, 1}[(turn-1)%4]
+// choosePools picks the pools of the n-th activity: two distinct pools of
+// the workload's, then one, none, one, in turn, so that the activities
+// created before any fault already hold every shape; the activities with
+// blocks (every blockEvery-th, which would always fall on the same turn)
+// take turns of their own at one, two and none.
+func (w *workload) choosePools(rng *rand.Rand, worker int, n int64, blocked bool) []string {
+	count := []int{2, 1, 0, 1}[(n-1)%4]
+	if blocked {
+		count = []int{1, 2, 0}[(n/blockEvery)%3]
+	}
 	var ids []string
-	for _, i := range rng.Perm(poolSlots)[:n] {
+	for _, i := range rng.Perm(poolSlots)[:count] {
 		ids = append(ids, w.poolIn(rng, worker, i).id)
 	}
 	return ids
@@ -748,7 +747,7 @@ func (w *workload) readActivity(rng *rand.Rand, worker int, id string) (history.
 func (w *workload) readPool(rng *rand.Rand, worker int, id string) (history.Output, bool) {
 	return w.once(rng, worker, history.ReadPool, history.Input{Key: id}, func(ctx context.Context, base string) (history.Output, error) {
 		p, err := client.New(base, w.admin, w.hc).GetPool(ctx, id)
-		return history.Output{Status: http.StatusOK, Capacity: p.Capacity, Taken: p.Taken, Remaining: new(p.Remaining)}, err
+		return history.Output{Status: http.StatusOK, Capacity: p.Capacity, Taken: p.Taken, Reserved: p.Reserved, Remaining: new(p.Remaining)}, err
 	})
 }
 
