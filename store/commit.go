@@ -11,10 +11,17 @@ import (
 )
 
 // currentXactSQL returns the id of the transaction it runs in, which it
-// assigns, and the identity of the server (serverIdentitySQL): asked
-// before COMMIT is sent, they let the outcome of a commit whose reply was
-// lost be learnt afterwards (see commitOutcome).
-const currentXactSQL = `SELECT pg_current_xact_id()::text::bigint, ` + serverIdentitySQL
+// assigns, the identity of the server (serverIdentitySQL) and its
+// timeline (timelineSQL): asked before COMMIT is sent, they let the
+// outcome of a commit whose reply was lost be learnt afterwards (see
+// commitOutcome).
+const currentXactSQL = `SELECT pg_current_xact_id()::text::bigint, ` + serverIdentitySQL + `, ` + timelineSQL
+
+// timelineSQL names the timeline of the server's write-ahead log (the
+// first part of its current segment's name). A standby promoted in a
+// failover starts a new one; a server restarted after a crash goes on
+// with its own.
+const timelineSQL = `substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8)`
 
 // serverIdentitySQL names the running PostgreSQL server: its address, port
 // and start time. A standby promoted in a failover, or the same server
@@ -124,16 +131,21 @@ func inDoubt(err error) bool {
 // transaction committed if the new server replayed its commit; it did not
 // if the new server's replay stopped before the transaction's writes (wal,
 // the log's position after them): what the old server alone had is
-// discarded when it rejoins.
+// discarded when it rejoins. The old server restarted after a crash (on
+// its own timeline, tli) replayed its own log, where a commit may stand
+// that never reached the synchronous standby: the server died while the
+// commit waited for it. There a commit counts only if the server
+// requires no synchronous standby (then its log is all there is); else
+// the outcome is the promoted standby's, or unknown.
 //
 // known is false when PostgreSQL cannot tell within commitWait (no
 // writable server can be reached, or the backend was not found, as behind
 // a pooler): the outcome stays unknown.
-func (s *Store) commitOutcome(ctx context.Context, xid int64, server, wal string, pid uint32) (committed, known bool) {
+func (s *Store) commitOutcome(ctx context.Context, xid int64, server, tli, wal string, pid uint32) (committed, known bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitWait)
 	defer cancel()
 	for ended := false; ; {
-		status, err := s.ask(ctx, xid, server, wal, pid, &ended)
+		status, err := s.ask(ctx, xid, server, tli, wal, pid, &ended)
 		switch {
 		case err == nil && status == "committed":
 			return true, true
@@ -158,12 +170,17 @@ func (s *Store) commitOutcome(ctx context.Context, xid int64, server, wal string
 // the transaction's; if it is before them, nothing of the transaction
 // reached it. A server that never replayed a log (NULL) cannot tell, nor
 // can one asked without the position ($3 ”; NULLIF keeps a plan that
-// folds the cast from failing on it).
+// folds the cast from failing on it). The transaction's own server
+// restarted after a crash is on the transaction's timeline ($4): what it
+// replayed is its own log, whose commit is final only if it requires no
+// synchronous standby; else it cannot tell.
 const outcomeSQL = `SELECT id, CASE
 		WHEN id = $2 THEN pg_xact_status($1::bigint::text::xid8)
 		WHEN $3 = '' OR pg_last_wal_replay_lsn() IS NULL THEN NULL
-		WHEN pg_last_wal_replay_lsn() >= NULLIF($3, '')::pg_lsn THEN pg_xact_status($1::bigint::text::xid8)
-		ELSE 'aborted' END
+		WHEN pg_last_wal_replay_lsn() < NULLIF($3, '')::pg_lsn THEN 'aborted'
+		WHEN ` + timelineSQL + ` = $4 AND current_setting('synchronous_standby_names') <> ''
+			AND pg_xact_status($1::bigint::text::xid8) = 'committed' THEN NULL
+		ELSE pg_xact_status($1::bigint::text::xid8) END
 	FROM (SELECT ` + serverIdentitySQL + ` AS id) AS server`
 
 // ask asks once for transaction xid's status (see outcomeSQL); while it
@@ -171,12 +188,12 @@ const outcomeSQL = `SELECT id, CASE
 // standby, it ends the backend pid that holds it (once: ended records it).
 // Each question gets a second of its own: a connection of the pool may be
 // as broken as the one that sent the COMMIT.
-func (s *Store) ask(ctx context.Context, xid int64, server, wal string, pid uint32, ended *bool) (string, error) {
+func (s *Store) ask(ctx context.Context, xid int64, server, tli, wal string, pid uint32, ended *bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var reached string
 	var status *string
-	if err := s.pool.QueryRow(ctx, outcomeSQL, xid, server, wal).Scan(&reached, &status); err != nil || status == nil {
+	if err := s.pool.QueryRow(ctx, outcomeSQL, xid, server, wal, tli).Scan(&reached, &status); err != nil || status == nil {
 		return "", err
 	}
 	if reached != server {

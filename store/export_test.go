@@ -28,6 +28,24 @@ func (s *Store) InsertNoteThenCommit(ctx context.Context, id string, between fun
 	})
 }
 
+// InsertNoteWithCommit runs one pipelined transaction that inserts a note
+// in the batch that commits it, as a change transaction sends its writes:
+// the log's position after them is known when COMMIT is sent.
+func (s *Store) InsertNoteWithCommit(ctx context.Context, id string, commitWithin time.Duration) error {
+	return s.pipelined(ctx, func(tx *txn) error {
+		b := &pgx.Batch{}
+		tx.begin(b, s.timeouts)
+		if err := tx.conn.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		w := &pgx.Batch{}
+		w.Queue(`INSERT INTO note_stats (note_id, views) VALUES ($1, 1)`, id)
+		cctx, cancel := context.WithTimeout(ctx, commitWithin)
+		defer cancel()
+		return tx.commit(cctx, w)
+	})
+}
+
 // GenericPlans is the statement after which a transaction's statements run
 // with their generic plans.
 const GenericPlans = genericPlans

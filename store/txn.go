@@ -13,9 +13,11 @@ import (
 type txn struct {
 	conn *pgx.Conn
 	xid  int64
-	// server names the PostgreSQL server the transaction runs on (see
-	// currentXactSQL): a transaction id means nothing on another one.
-	server string
+	// server names the PostgreSQL server the transaction runs on, and tli
+	// its timeline (see currentXactSQL): a transaction id means nothing on
+	// another server, and a log on the same timeline may hold a commit no
+	// standby has.
+	server, tli string
 	// walAfterWrites is the write-ahead log's insert position once the
 	// transaction's writes were made, before COMMIT.
 	walAfterWrites string
@@ -31,7 +33,7 @@ func (t *txn) begin(b *pgx.Batch, timeouts []string) {
 	for _, q := range timeouts {
 		b.Queue(q)
 	}
-	b.Queue(currentXactSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid, &t.server) })
+	b.Queue(currentXactSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&t.xid, &t.server, &t.tli) })
 }
 
 // commit sends the writes of b, if any, with the query of the position
@@ -79,7 +81,7 @@ func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 		}
 	}
 	if t.committing && t.xid != 0 && inDoubt(err) {
-		if committed, known := s.commitOutcome(ctx, t.xid, t.server, t.walAfterWrites, pid); known && committed {
+		if committed, known := s.commitOutcome(ctx, t.xid, t.server, t.tli, t.walAfterWrites, pid); known && committed {
 			return nil
 		}
 	}

@@ -279,6 +279,9 @@ func (s *PostgresServer) Stop() { s.p.stop(syscall.SIGINT) }
 // Kill stops the cluster at once, like a crash.
 func (s *PostgresServer) Kill() { s.p.kill() }
 
+// DataDir is the cluster's data directory.
+func (s *PostgresServer) DataDir() string { return filepath.Join(s.dir, "data") }
+
 // Start starts the cluster again on the same port.
 func (s *PostgresServer) Start(t T) {
 	t.Helper()
