@@ -108,6 +108,19 @@ func durationSetting(env, def, usage string, dst func(*config) *time.Duration) s
 	}}
 }
 
+// boundedDurationSetting is a duration from 0s (zero meaning what zero
+// says in usage) to hi; example is one a user could write.
+func boundedDurationSetting(env, def, usage, zero string, hi time.Duration, example string, dst func(*config) *time.Duration) setting {
+	return setting{env, def, usage, func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > hi {
+			return fmt.Errorf("want a duration from 0s%s to %s such as %s, got %q", zero, shortDuration(hi), example, v)
+		}
+		*dst(c) = d
+		return nil
+	}}
+}
+
 func intSetting(env, def, usage string, lo, hi int, dst func(*config) *int) setting {
 	return setting{env, def, usage, func(c *config, v string) error {
 		n, err := strconv.Atoi(v)
@@ -198,14 +211,8 @@ var serveSettings = []setting{
 	}},
 	durationSetting("SEAT_CACHE_TTL", defaultDuration(capacity.DefaultTTL), "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
 	durationSetting("SHUTDOWN_TIMEOUT", "15s", "how long SIGTERM waits for in-flight work", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
-	{"SHUTDOWN_DRAIN", "0s", "how long SIGTERM keeps the instance serving while /readyz answers 503, before it stops accepting (0s: at once): behind a load balancer, more than its health check's interval times its fall count", func(c *config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > 5*time.Minute {
-			return fmt.Errorf("want a duration from 0s (none) to 5m such as 1s, got %q", v)
-		}
-		c.ShutdownDrain = d
-		return nil
-	}},
+	boundedDurationSetting("SHUTDOWN_DRAIN", "0s", "how long SIGTERM keeps the instance serving while /readyz answers 503, before it stops accepting (0s: at once): behind a load balancer, more than its health check's interval times its fall count",
+		" (none)", 5*time.Minute, "1s", func(c *config) *time.Duration { return &c.ShutdownDrain }),
 	{"LOG_LEVEL", "info", "least severe log level written: debug, info, warn or error", func(c *config, v string) error {
 		l, err := parseLogLevel(v)
 		c.LogLevel = l
@@ -233,14 +240,8 @@ var serveSettings = []setting{
 	intSetting("ADMISSION_MAX_ACTIVITIES", strconv.Itoa(registration.DefaultMaxActivities), "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.AdmissionMaxActs }),
 	intSetting("ADMISSION_MAX_TRANSACTIONS", strconv.Itoa(registration.DefaultMaxTransactions), "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.AdmissionMaxTx }),
 	intSetting("ADMISSION_GATHER_AT", strconv.Itoa(registration.DefaultGatherAt), "a change transaction that took at least this many commands of one activity makes the activity's next one gather (see ADMISSION_GATHER)", 1, 100000, func(c *config) *int { return &c.AdmissionGatherAt }),
-	{"ADMISSION_GATHER", defaultDuration(registration.DefaultGatherFor), "longest a crowded activity's next change transaction waits for as many commands as its last one took (0s: never waits)", func(c *config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > time.Second {
-			return fmt.Errorf("want a duration from 0s to 1s such as 50ms, got %q", v)
-		}
-		c.AdmissionGather = d
-		return nil
-	}},
+	boundedDurationSetting("ADMISSION_GATHER", defaultDuration(registration.DefaultGatherFor), "longest a crowded activity's next change transaction waits for as many commands as its last one took (0s: never waits)",
+		"", time.Second, "50ms", func(c *config) *time.Duration { return &c.AdmissionGather }),
 	{"DEBUG_ADDR", "", "host:port of a separate listener serving Go's /debug/pprof profiles (empty: none; keep it private)", func(c *config, v string) error {
 		if v != "" {
 			if _, _, err := net.SplitHostPort(v); err != nil {
@@ -276,14 +277,8 @@ var serveSettings = []setting{
 		c.NotesMode = m
 		return err
 	}},
-	{"NOTE_WATER_WINDOW", strconv.Itoa(int(httpapi.DefaultWaterWindow/time.Second)) + "s", "one water per client address per note per this long, per instance (0s: no limit)", func(c *config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > 24*time.Hour {
-			return fmt.Errorf("want a duration from 0s (off) to 24h such as 60s, got %q", v)
-		}
-		c.WaterWindow = d
-		return nil
-	}},
+	boundedDurationSetting("NOTE_WATER_WINDOW", strconv.Itoa(int(httpapi.DefaultWaterWindow/time.Second))+"s", "one water per client address per note per this long, per instance (0s: no limit)",
+		" (off)", 24*time.Hour, "60s", func(c *config) *time.Duration { return &c.WaterWindow }),
 	intSetting("STREAM_MAX_CLIENTS", "10000", "most seat streams open on this instance (503 beyond)", 1, 1000000, func(c *config) *int { return &c.StreamMaxClients }),
 	intSetting("STREAM_MAX_PER_ADDRESS", strconv.Itoa(httpapi.DefaultStreamsPerAddress), "most seat streams one client address holds open on this instance (429 beyond; 0: no cap)", 0, 1000000,
 		func(c *config) *int { return &c.StreamMaxPerAddr }),
@@ -466,6 +461,19 @@ func settingsNamed(names ...string) []setting {
 // defaultDuration writes a package's default duration as the settings
 // table shows it: whole seconds as "60s", anything else as Go writes it
 // ("50ms").
+// shortDuration writes d as Go does, without zero trailing units: 5m,
+// 24h, 1s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
 func defaultDuration(d time.Duration) string {
 	if d >= time.Second && d%time.Second == 0 {
 		return strconv.Itoa(int(d/time.Second)) + "s"
