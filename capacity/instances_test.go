@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -31,7 +32,7 @@ func TestReadsOfTwoInstancesConvergeAfterFlushesAndLostAnnouncements(t *testing.
 	t.Parallel()
 	const ttl = 3 * time.Second
 	rs := testenv.PrivateRedis(t)
-	opts := app.Options{SeatCacheTTL: ttl}
+	opts := app.Options{Seats: capacity.Config{TTL: ttl}}
 	a := apptest.Start(t, apptest.Options{RedisURL: rs.URL(), App: opts})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, RedisURL: rs.URL(), App: opts})
 	insts := []*apptest.Instance{a, b}

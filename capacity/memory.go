@@ -190,10 +190,14 @@ type Memory struct {
 }
 
 // NewMemory returns a Memory of at most size activities and size pools,
-// whose entries live for life.
+// whose entries live for life (zero or less: DefaultTTL, a counter's
+// default lifetime).
 func NewMemory(size int, life time.Duration, now func() time.Time) *Memory {
 	if size <= 0 {
 		size = DefaultMemorySize
+	}
+	if life <= 0 {
+		life = DefaultTTL
 	}
 	if now == nil {
 		now = time.Now

@@ -31,8 +31,7 @@ import (
 func exportedMetrics(t *testing.T) (scraped, registered map[string]bool) {
 	t.Helper()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		PublicWriteLimit: httpapi.RateLimit{PerSecond: 100, Burst: 100},
-		SignupLimit:      httpapi.RateLimit{PerSecond: 100, Burst: 100},
+		HTTP: httpapi.Config{PublicWriteLimit: httpapi.RateLimit{PerSecond: 100, Burst: 100}, SignupLimit: httpapi.RateLimit{PerSecond: 100, Burst: 100}},
 	}})
 	id := inst.CreateActivity(t, "metrics", 5)
 	require.Equal(t, http.StatusCreated, inst.MustDo(t, http.MethodPost, "/v1/activities/"+id+"/registrations", inst.Token(t, "alice", false), `{}`).Status)

@@ -24,6 +24,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // roleToken returns a token of sub whose roles are roles, signed like the
@@ -425,7 +426,7 @@ func TestBlockCodesCannotBeGuessed(t *testing.T) {
 	t.Parallel()
 	redisSrv := testenv.PrivateRedis(t)
 	opts := apptest.Options{RedisURL: "redis://" + redisSrv.Addr,
-		App: app.Options{CodeLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 3}}}
+		App: app.Options{HTTP: httpapi.Config{CodeLimit: httpapi.RateLimit{PerSecond: 0.001, Burst: 3}}}}
 	a := apptest.Start(t, opts)
 	opts.DatabaseURL = a.DatabaseURL
 	b := apptest.Start(t, opts)
@@ -476,8 +477,10 @@ func TestBlockCodesNeverLeak(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	logs := &apptest.SyncBuffer{}
-	inst := apptest.Start(t, apptest.Options{App: app.Options{WebhookAllowPrivate: true,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{
+		Logger:       slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		WebhookGuard: webhook.Guard{AllowPrivate: true},
+	}})
 	admin := inst.API(t, "admin", true)
 	id := inst.CreateActivity(t, "guarded", 10)
 	_, err := admin.CreateWebhook(ctx, client.NewWebhook{URL: hook.URL, Events: []string{"*"}, ActivityID: &id})

@@ -24,9 +24,8 @@ func proxiedInstance(t *testing.T, trusted string) (*apptest.Instance, *apptest.
 	require.NoError(t, err)
 	logs := &apptest.SyncBuffer{}
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		PublicWriteLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2},
-		TrustedProxies:   nets,
-		Logger:           slog.New(slog.NewJSONHandler(logs, nil)),
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		HTTP:   httpapi.Config{PublicWriteLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2}, TrustedProxies: nets},
 	}})
 	return inst, logs
 }

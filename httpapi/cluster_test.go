@@ -63,7 +63,7 @@ func TestSeatStreamOnARedisClusterCrossesInstancesWithinASecond(t *testing.T) {
 // oversold, the seat stream resumes and the display converges.
 func TestRedisClusterFailoverMidBurst(t *testing.T) {
 	t.Parallel()
-	cluster, a, b := onCluster(t, app.Options{StreamRefreshInterval: 200 * time.Millisecond, ReconcileInterval: 500 * time.Millisecond})
+	cluster, a, b := onCluster(t, app.Options{ReconcileInterval: 500 * time.Millisecond, Notifier: stream.NotifierConfig{RefreshInterval: 200 * time.Millisecond}})
 	id := a.CreateActivity(t, "failover", 150)
 	c := openStream(t, b.URL, id)
 	require.Equal(t, 0, c.Next(t, time.Second).seats(t).Taken)

@@ -15,7 +15,7 @@ import (
 
 func TestCORSReadsFromAnyOriginWritesFromAllowedOnes(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{"https://notes.example"}}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{CORSAllowedOrigins: []string{"https://notes.example"}}}})
 	id := inst.CreateActivity(t, "cors", 3)
 
 	// Reads: any origin.
@@ -113,7 +113,7 @@ func TestDemoPageAndSignups(t *testing.T) {
 	r = off.MustDo(t, http.MethodGet, "/demo?waitlist="+id, "", nil)
 	require.NotContains(t, string(r.Body), `data-seats-activity="`+newest+`"`, "only the activities it names")
 
-	on := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
+	on := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{DemoSignups: true}}})
 	id = on.CreateActivity(t, "demo", 1)
 	r = on.MustDo(t, http.MethodPost, "/demo/signups", "", map[string]string{"activity_id": id})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
@@ -210,7 +210,7 @@ func TestDemoPageAndSignups(t *testing.T) {
 func TestDemoPagePoolReadsAreRateLimited(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2},
+		HTTP: httpapi.Config{PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2}},
 	}})
 	pool := createPool(t, inst, "limited", 10).ID
 	for range 2 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
@@ -41,7 +42,7 @@ func TestMetricsHaveNoCORSHeaders(t *testing.T) {
 // without CORS headers, and nothing else.
 func TestMetricsElsewhereLeavesThemOffTheAPI(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{MetricsElsewhere: true}})
+	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{HTTP: httpapi.Config{MetricsElsewhere: true}}})
 	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip"} {
 		r := inst.MustDo(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example", h, "for=203.0.113.7")
 		requireErrorShape(t, r, http.StatusNotFound, "not_found")

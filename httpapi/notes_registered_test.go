@@ -24,7 +24,8 @@ import (
 func startRegistered(t *testing.T, waterWindow time.Duration) *apptest.Instance {
 	t.Helper()
 	return behindLoopbackProxy(t, apptest.Options{NoRedis: true, App: app.Options{
-		NotesMode: note.Registered, WaterWindow: waterWindow,
+		Notes: note.Config{Mode: note.Registered},
+		HTTP:  httpapi.Config{WaterWindow: waterWindow},
 	}})
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/onsale"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // createOnSale creates an activity through the API and returns it.
@@ -372,8 +374,12 @@ func TestQueuePollsCostNoStatementWhileNothingChanged(t *testing.T) {
 	a := apptest.Start(t, apptest.Options{})
 	// Every background loop of the polling instance idle, so that every
 	// statement it sends is a poll's.
-	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: app.Options{QueueTick: time.Hour,
-		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour}})
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, App: app.Options{
+		ExpiryInterval:    time.Hour,
+		ReconcileInterval: time.Hour,
+		OnSale:            onsale.Options{Tick: time.Hour},
+		Webhooks:          webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
+	}})
 	opens := time.Now().Add(time.Hour)
 	act := createOnSale(t, a, client.NewActivity{Title: "polled", Capacity: 10, OpensAt: &opens,
 		Queue: &client.QueueSettings{AdmitPerSecond: 10, MaxAdmitted: 10}})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/api"
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
@@ -40,7 +41,7 @@ var param = regexp.MustCompile(`:[^/.]+|\{[^/}]*\}`)
 // in the description, with the same method.
 func TestEveryRouteIsDescribed(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{DemoSignups: true}}})
 	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI)
 	require.NoError(t, err)
 	described := map[string]bool{}

@@ -13,7 +13,9 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // createPool creates a pool through the API and returns it.
@@ -290,7 +292,7 @@ func TestActivitiesJoinAndLeavePools(t *testing.T) {
 func TestPublicPoolReadsThatReachPostgresAreRateLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2},
+		HTTP: httpapi.Config{PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2}},
 	}})
 	pool := createPool(t, inst, "limited", 10).ID
 	for i := range 2 {
@@ -324,9 +326,13 @@ func TestPublicPoolReadsSendNoStatementOnceCached(t *testing.T) {
 	ctx := t.Context()
 	// The instance's background work is put off, so that its statements
 	// are the reads' alone.
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: time.Hour,
-		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour,
-		QueueTick: time.Hour}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{
+		ActivityCacheTTL:  time.Hour,
+		ExpiryInterval:    time.Hour,
+		ReconcileInterval: time.Hour,
+		Webhooks:          webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
+		OnSale:            onsale.Options{Tick: time.Hour},
+	}})
 	admin := inst.API(t, "admin", true)
 	pool := createPool(t, inst, "hall", 5).ID
 	first, err := admin.CreateActivity(ctx, client.NewActivity{Title: "talk", Capacity: 10, Pools: []string{pool}})

@@ -20,16 +20,22 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/stream"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 func TestPublicActivityReadComesFromTheDisplayAndAnAdminsFromTheAuthority(t *testing.T) {
 	t.Parallel()
 	// The instance's background work (expiry, reconciliation, webhook
 	// polls) is put off, so that its statements are the reads' alone.
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ActivityCacheTTL: time.Hour,
-		ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour,
-		QueueTick: time.Hour}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{
+		ActivityCacheTTL:  time.Hour,
+		ExpiryInterval:    time.Hour,
+		ReconcileInterval: time.Hour,
+		Webhooks:          webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
+		OnSale:            onsale.Options{Tick: time.Hour},
+	}})
 	id := inst.CreateActivity(t, "display", 10)
 	inst.MustSignup(t, id, "u1")
 	inst.MustSignup(t, id, "u2") // the commits build the display counter
@@ -144,8 +150,13 @@ func TestUnknownActivityReadsReachPostgresAHandfulOfTimes(t *testing.T) {
 	// -race on a machine busy with the rest of the suite can take longer
 	// than the default 10 s, and a read past its deadline is a 503 by
 	// design; what is measured here is the statements.
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
-		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour, QueueTick: time.Hour, RequestTimeout: time.Minute}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{
+		ExpiryInterval:    time.Hour,
+		ReconcileInterval: time.Hour,
+		RequestTimeout:    time.Minute,
+		Webhooks:          webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
+		OnSale:            onsale.Options{Tick: time.Hour},
+	}})
 	// The documented shape, through the checked client; the statement
 	// counter sees the lookup of an unknown id.
 	before := inst.Queries.Count()
@@ -209,7 +220,8 @@ func TestUnknownActivityReadsReachPostgresAHandfulOfTimes(t *testing.T) {
 func TestPublicReadsThatReachPostgresAreRateLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 3}, ActivityCacheTTL: time.Hour,
+		ActivityCacheTTL: time.Hour,
+		HTTP:             httpapi.Config{PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 3}},
 	}})
 	known := inst.CreateActivity(t, "known", 10)
 	rng := rand.New(rand.NewPCG(3, 3))
@@ -238,7 +250,7 @@ func TestPublicReadsThatReachPostgresAreRateLimitedPerAddress(t *testing.T) {
 func TestNoteStatsReadsAreLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{
-		PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2},
+		HTTP: httpapi.Config{PublicReadLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 2}},
 	}})
 	for range 2 {
 		requireNoteStats(t, inst.MustDo(t, http.MethodGet, "/v1/notes/limited/stats", "", nil), "limited", 0, 0)

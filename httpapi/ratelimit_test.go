@@ -17,7 +17,7 @@ import (
 func TestSignupsAreRateLimitedPerUser(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		SignupLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 3},
+		HTTP: httpapi.Config{SignupLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 3}},
 	}})
 	var ids []string
 	for i := range 5 {
@@ -48,7 +48,7 @@ func TestSignupsAreRateLimitedPerUser(t *testing.T) {
 func TestNoteWritesAreRateLimitedPerIP(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		PublicWriteLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 4},
+		HTTP: httpapi.Config{PublicWriteLimit: httpapi.RateLimit{PerSecond: 0.01, Burst: 4}},
 	}})
 	statuses := map[int]int{}
 	for i := range 6 {

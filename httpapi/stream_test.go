@@ -16,10 +16,14 @@ import (
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/stream"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // sseEvent is one server-sent event, or a comment when Comment is set.
@@ -281,7 +285,7 @@ func TestSeatStreamSlowClientDoesNotDelayOthers(t *testing.T) {
 
 func TestSeatStreamPings(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{StreamPingInterval: 50 * time.Millisecond}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{PingInterval: 50 * time.Millisecond}}})
 	id := inst.CreateActivity(t, "ping", 1)
 	c := openStream(t, inst.URL, id)
 	c.Next(t, time.Second)
@@ -301,7 +305,7 @@ func TestSeatStreamPings(t *testing.T) {
 
 func TestSeatStreamsAreCappedPerInstance(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{StreamMaxClients: 2}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{Streams: stream.HubConfig{MaxStreams: 2}}})
 	id := inst.CreateActivity(t, "cap", 1)
 	openStream(t, inst.URL, id)
 	openStream(t, inst.URL, id)
@@ -316,7 +320,7 @@ func TestSeatStreamsAreCappedPerInstance(t *testing.T) {
 // than the stream, and streams ended when shutdown starts.
 func TestSeatStreamOutlivesServerTimeoutsAndEndsOnShutdown(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{StreamPingInterval: 100 * time.Millisecond}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{PingInterval: 100 * time.Millisecond}}})
 	id := inst.CreateActivity(t, "shutdown", 5)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -345,8 +349,12 @@ func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 	t.Parallel()
 	// The instance's background work is put off, so that its statements
 	// would be the streams' alone.
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
-		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour, QueueTick: time.Hour}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{
+		ExpiryInterval:    time.Hour,
+		ReconcileInterval: time.Hour,
+		Webhooks:          webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
+		OnSale:            onsale.Options{Tick: time.Hour},
+	}})
 	id := inst.CreateActivity(t, "quiet", 100)
 	inst.MustSignup(t, id, "u0") // builds the display counter
 	before := inst.Queries.Count()
@@ -370,7 +378,7 @@ func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 
 func TestSeatStreamWithoutRedisStillServesAndRefreshes(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{StreamRefreshInterval: 200 * time.Millisecond}})
+	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{Notifier: stream.NotifierConfig{RefreshInterval: 200 * time.Millisecond}}})
 	id := inst.CreateActivity(t, "no redis", 3)
 	c := openStream(t, inst.URL, id)
 	ev := c.Next(t, time.Second)
@@ -382,7 +390,7 @@ func TestSeatStreamWithoutRedisStillServesAndRefreshes(t *testing.T) {
 func TestSeatStreamFollowsRedisOutages(t *testing.T) {
 	t.Parallel()
 	rs := testenv.PrivateRedis(t)
-	inst := apptest.Start(t, apptest.Options{RedisURL: rs.URL(), App: app.Options{StreamRefreshInterval: 200 * time.Millisecond}})
+	inst := apptest.Start(t, apptest.Options{RedisURL: rs.URL(), App: app.Options{Notifier: stream.NotifierConfig{RefreshInterval: 200 * time.Millisecond}}})
 	id := inst.CreateActivity(t, "redis outage", 10)
 	c := openStream(t, inst.URL, id)
 	require.Equal(t, 0, c.Next(t, time.Second).seats(t).Taken)

@@ -16,6 +16,7 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 // behindLoopbackProxy starts an instance, with o otherwise, that trusts
@@ -25,7 +26,7 @@ func behindLoopbackProxy(t *testing.T, o apptest.Options) *apptest.Instance {
 	t.Helper()
 	nets, err := httpapi.ParseTrustedProxies("127.0.0.0/8,::1")
 	require.NoError(t, err)
-	o.App.TrustedProxies = nets
+	o.App.HTTP.TrustedProxies = nets
 	return apptest.Start(t, o)
 }
 
@@ -165,7 +166,7 @@ func closeAll(as []attempt) {
 func TestSeatStreamsAreCappedPerAddress(t *testing.T) {
 	t.Parallel()
 	const perAddress = 4
-	inst := cappedInstance(t, app.Options{StreamMaxPerAddress: perAddress})
+	inst := cappedInstance(t, app.Options{HTTP: httpapi.Config{StreamsPerAddress: perAddress}})
 	id := inst.CreateActivity(t, "per address", 10)
 
 	// Asked for all at once, exactly the cap is served.
@@ -202,7 +203,7 @@ func TestSeatStreamsAreCappedPerAddress(t *testing.T) {
 
 func TestSeatStreamsPerAddressOffWithANegativeCap(t *testing.T) {
 	t.Parallel()
-	inst := cappedInstance(t, app.Options{StreamMaxPerAddress: -1, StreamMaxClients: 40})
+	inst := cappedInstance(t, app.Options{HTTP: httpapi.Config{StreamsPerAddress: -1}, Streams: stream.HubConfig{MaxStreams: 40}})
 	id := inst.CreateActivity(t, "no per-address cap", 10)
 	open, refused := tryStreams(t, inst, id, "203.0.113.7", 40, 8)
 	require.Len(t, open, 40, "past the default per-address cap")
@@ -287,7 +288,7 @@ func receive(t *testing.T, answers <-chan attempt, n int) []attempt {
 func TestEventLongPollsAreCappedPerAdmin(t *testing.T) {
 	t.Parallel()
 	const perAdmin = 3
-	inst := cappedInstance(t, app.Options{EventFeedMaxWaitsPerUser: perAdmin})
+	inst := cappedInstance(t, app.Options{HTTP: httpapi.Config{EventWaitsPerUser: perAdmin}})
 	id := inst.CreateActivity(t, "feed", 10)
 	alice := inst.Token(t, "alice", true)
 	path := "/v1/activities/" + id + "/events"

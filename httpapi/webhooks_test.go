@@ -10,6 +10,7 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // TestWebhookDeliveryAttemptsAreChecked: the attempts of a delivery are
@@ -21,7 +22,7 @@ import (
 func TestWebhookDeliveryAttemptsAreChecked(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{WebhookAllowPrivate: true}})
+	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{WebhookGuard: webhook.Guard{AllowPrivate: true}}})
 	admin, user := inst.Token(t, "admin", true), inst.Token(t, "alice", false)
 	api := inst.API(t, "admin", true)
 	actA, actB := inst.CreateActivity(t, "A", 10), inst.CreateActivity(t, "B", 10)

@@ -41,7 +41,7 @@ func BenchmarkViewsHTTP(b *testing.B) {
 		off  bool
 	}{{"combining", false}, {"naive", true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			inst := apptest.Start(b, apptest.Options{NoRedis: true, App: app.Options{NoteCombiningOff: mode.off}})
+			inst := apptest.Start(b, apptest.Options{NoRedis: true, App: app.Options{Notes: note.Config{CombiningOff: mode.off}}})
 			id := fmt.Sprintf("bench-%s-%d", mode.name, b.N)
 			url := inst.URL + "/v1/notes/" + id + "/views"
 			var failed atomic.Int64

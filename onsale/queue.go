@@ -25,10 +25,14 @@ type Ticket struct {
 	PollAfterMS          int64      `json:"poll_after_ms"`
 }
 
+// DefaultTick is how often the admission controller advances an active
+// line when Options.Tick is zero.
+const DefaultTick = 200 * time.Millisecond
+
 // Options tune a Queue.
 type Options struct {
 	// Tick is how often the controller advances an active line (default
-	// 200 ms). Lines this instance does not serve are listed every
+	// DefaultTick). Lines this instance does not serve are listed every
 	// ListEvery (default 30 s): a line is advanced at every tick by the
 	// instances that take its joins or polls, the listing only picks up
 	// the lines of an instance that went away.
@@ -73,7 +77,7 @@ const maxCachedPlaces = 500_000
 // New returns a Queue over the authority.
 func New(auth Authority, opts Options) *Queue {
 	if opts.Tick <= 0 {
-		opts.Tick = 200 * time.Millisecond
+		opts.Tick = DefaultTick
 	}
 	if opts.ListEvery <= 0 {
 		opts.ListEvery = 30 * time.Second

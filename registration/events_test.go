@@ -11,7 +11,9 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // feed reads an activity's events as an admin.
@@ -100,8 +102,12 @@ func TestActivityFeedPagesAndLongPollsAcrossInstances(t *testing.T) {
 	ctx := t.Context()
 	// a's background work is put off, so that its statements are the
 	// feed's alone: that tells when the long poll has read the feed.
-	a := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour,
-		WebhookPollInterval: time.Hour, WebhookBacklogInterval: time.Hour, QueueTick: time.Hour}})
+	a := apptest.Start(t, apptest.Options{App: app.Options{
+		ExpiryInterval:    time.Hour,
+		ReconcileInterval: time.Hour,
+		Webhooks:          webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
+		OnSale:            onsale.Options{Tick: time.Hour},
+	}})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
 	id := a.CreateActivity(t, "feed", 10)
 	for i := range 5 {

@@ -13,6 +13,7 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // crowdOnOneActivity has clients each sign rounds users up, one after the
@@ -55,8 +56,9 @@ func crowdOnOneActivity(t *testing.T, inst *apptest.Instance, clients, rounds in
 func TestACrowdOnOneActivityCommitsInBatchesNearItsSize(t *testing.T) {
 	t.Parallel()
 	const clients, rounds = 160, 12
-	plain := crowdOnOneActivity(t, apptest.Start(t, apptest.Options{App: app.Options{AdmissionGatherFor: -1}}), clients, rounds)
-	inst := apptest.Start(t, apptest.Options{App: app.Options{AdmissionGatherFor: time.Second}})
+	// A zero Change.GatherFor never gathers.
+	plain := crowdOnOneActivity(t, apptest.Start(t, apptest.Options{}), clients, rounds)
+	inst := apptest.Start(t, apptest.Options{App: app.Options{Change: registration.ChangeConfig{GatherFor: time.Second}}})
 	gathered := crowdOnOneActivity(t, inst, clients, rounds)
 	t.Logf("commands per change transaction: %.1f gathering, %.1f not", gathered, plain)
 	require.Greater(t, gathered, float64(clients)/2)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -74,7 +75,7 @@ func TestRandomizedChangesKeepAnExactHistory(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{now: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	rds := testenv.PrivateRedis(t)
-	opts := app.Options{Now: clock.Now, ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, SeatCacheTTL: time.Second}
+	opts := app.Options{Now: clock.Now, ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, Seats: capacity.Config{TTL: time.Second}}
 	a := apptest.Start(t, apptest.Options{RedisURL: rds.URL(), App: opts})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL, RedisURL: rds.URL(), App: opts})
 	insts := []*apptest.Instance{a, b}

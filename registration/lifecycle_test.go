@@ -9,13 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-func appWithTTL(ttl time.Duration) app.Options { return app.Options{SeatCacheTTL: ttl} }
+func appWithTTL(ttl time.Duration) app.Options { return app.Options{Seats: capacity.Config{TTL: ttl}} }
 
 // fakeClock is a settable clock for expiry.
 type fakeClock struct {

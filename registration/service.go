@@ -15,7 +15,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/groupcommit"
 )
 
-// Defaults of the change queue.
+// Defaults of the change transactions (ChangeConfig).
 const (
 	DefaultMaxBatch        = 1000
 	DefaultMaxActivities   = 256
@@ -25,6 +25,40 @@ const (
 	// DefaultChangeTimeout bounds one change transaction (Config.ChangeTimeout).
 	DefaultChangeTimeout = 10 * time.Second
 )
+
+// ChangeConfig sizes the change transactions: the transactions in which
+// the queued changes (signups, cancellations, …) of many activities are
+// applied together at the authority. A zero MaxBatch, MaxActivities,
+// MaxTransactions or GatherAt takes its default; a zero GatherFor never
+// gathers. DefaultChangeConfig returns the defaults.
+type ChangeConfig struct {
+	// MaxBatch caps the commands of one change transaction (default 1000),
+	// MaxActivities the activities it serves (default 256), and
+	// MaxTransactions the change transactions in flight at once (default
+	// 1: the commands that queue while one runs all go into the next, so
+	// that commands of many activities share transactions, and their
+	// commits, as a crowd on one activity does).
+	MaxBatch        int
+	MaxActivities   int
+	MaxTransactions int
+	// GatherAt and GatherFor make a crowded activity gather its next
+	// commands: after a change transaction that took at least GatherAt
+	// (default 64) of its commands, its next one waits until as many more
+	// have queued, or for GatherFor (DefaultGatherFor in
+	// DefaultChangeConfig; zero: never), whichever comes first. A crowd
+	// then commits in fewer, larger transactions instead of batches that
+	// stay near half the crowd (see groupcommit.Options).
+	GatherAt  int
+	GatherFor time.Duration
+}
+
+// DefaultChangeConfig returns the default sizes of change transactions.
+func DefaultChangeConfig() ChangeConfig {
+	return ChangeConfig{
+		MaxBatch: DefaultMaxBatch, MaxActivities: DefaultMaxActivities, MaxTransactions: DefaultMaxTransactions,
+		GatherAt: DefaultGatherAt, GatherFor: DefaultGatherFor,
+	}
+}
 
 // Config configures a Service.
 type Config struct {
@@ -40,24 +74,8 @@ type Config struct {
 	// Now is the clock of holds and expiry; default time.Now. Tests inject
 	// a fake one.
 	Now func() time.Time
-	// MaxBatch caps the commands of one change transaction (default 1000),
-	// MaxActivities the activities it serves (default 256), and
-	// MaxTransactions the change transactions in flight at once (default
-	// 1: the commands that queue while one runs all go into the next, so
-	// that commands of many activities share transactions, and their
-	// commits, as a crowd on one activity does).
-	MaxBatch        int
-	MaxActivities   int
-	MaxTransactions int
-	// GatherAt and GatherFor make a crowded activity gather its next
-	// commands: after a change transaction that took at least GatherAt
-	// (default 64) of its commands, its next one waits until as many more
-	// have queued, or for GatherFor (default 50ms), whichever comes
-	// first. A crowd then commits in fewer, larger transactions instead of
-	// batches that stay near half the crowd (see groupcommit.Options).
-	// A negative GatherFor never gathers.
-	GatherAt  int
-	GatherFor time.Duration
+	// Change sizes the change transactions.
+	Change ChangeConfig
 	// ChangeTimeout bounds one change transaction, from the moment it
 	// takes its commands to their outcome (default 10s). A command whose
 	// request ends while it still waits in its activity's queue is
@@ -104,23 +122,25 @@ func NewService(cfg Config) *Service {
 		metrics:   newMetrics(cfg.Registerer),
 		entropy:   ulid.Monotonic(rand.Reader, 0),
 	}
+	change := cfg.Change
+	maxBatch := cmp.Or(change.MaxBatch, DefaultMaxBatch)
 	s.queue = groupcommit.New(s.apply, groupcommit.Options{
-		MaxBatch:     cmp.Or(cfg.MaxBatch, DefaultMaxBatch),
-		MaxKeys:      cmp.Or(cfg.MaxActivities, DefaultMaxActivities),
-		MaxFlushes:   cmp.Or(cfg.MaxTransactions, DefaultMaxTransactions),
+		MaxBatch:     maxBatch,
+		MaxKeys:      cmp.Or(change.MaxActivities, DefaultMaxActivities),
+		MaxFlushes:   cmp.Or(change.MaxTransactions, DefaultMaxTransactions),
 		FlushTimeout: cmp.Or(cfg.ChangeTimeout, DefaultChangeTimeout),
-		GatherAt:     cmp.Or(cfg.GatherAt, DefaultGatherAt),
-		GatherFor:    max(cmp.Or(cfg.GatherFor, DefaultGatherFor), 0),
+		GatherAt:     cmp.Or(change.GatherAt, DefaultGatherAt),
+		GatherFor:    max(change.GatherFor, 0),
 		GatherEnded:  s.metrics.gatherEnded,
 	})
 	s.checks = groupcommit.New(s.checkFull, groupcommit.Options{
-		MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch), MaxKeys: DefaultMaxActivities, MaxFlushes: 2,
+		MaxBatch: maxBatch, MaxKeys: DefaultMaxActivities, MaxFlushes: 2,
 	})
 	// Registrations are looked up by id in one statement for the lookups
 	// that arrive together (one key: one statement in flight), since a
 	// cancellation or status change must read its registration to find
 	// the activity whose queue it goes to.
-	s.lookups = groupcommit.New(s.lookupBatches, groupcommit.Options{MaxBatch: cmp.Or(cfg.MaxBatch, DefaultMaxBatch)})
+	s.lookups = groupcommit.New(s.lookupBatches, groupcommit.Options{MaxBatch: maxBatch})
 	return s
 }
 

@@ -114,7 +114,7 @@ func newUnitEnv(t *testing.T, o unitOptions) *unitEnv {
 	clock := &unitClock{now: unitEpoch}
 	e := &unitEnv{store: NewMemStore(clock.Now), clock: clock, gate: &unitGate{}, seen: &unitObserver{}}
 	cfg := Config{Store: e.store, Observers: []Observer{e.seen}, Now: clock.Now,
-		MaxActivities: o.maxActivities, GatherFor: -1}
+		Change: ChangeConfig{MaxActivities: o.maxActivities}}
 	if o.gate {
 		cfg.Gate = e.gate
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -77,7 +78,7 @@ var _ = testenv.FreePort
 
 func TestWarmSeatReadsRunNoDatabaseQuery(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, QueueTick: time.Hour}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{ExpiryInterval: time.Hour, ReconcileInterval: time.Hour, OnSale: onsale.Options{Tick: time.Hour}}})
 	id := inst.CreateActivity(t, "reads", 30)
 	signupBurst(t, []*apptest.Instance{inst}, id, "u", 10)
 

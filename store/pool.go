@@ -14,9 +14,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// DefaultMaxConns is the size of a connection pool whose PoolConfig says
+// none.
+const DefaultMaxConns = 16
+
 // PoolConfig tunes the connection pool.
 type PoolConfig struct {
-	// MaxConns caps the pool. Default 16.
+	// MaxConns caps the pool. Default DefaultMaxConns.
 	MaxConns int32
 	// StatementTimeout bounds every statement. Default 10s.
 	StatementTimeout time.Duration
@@ -56,7 +60,7 @@ func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, er
 	}
 	cfg.MaxConns = pc.MaxConns
 	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = 16
+		cfg.MaxConns = DefaultMaxConns
 	}
 	timeout := func(d, def time.Duration) string {
 		if d <= 0 {

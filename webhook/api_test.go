@@ -14,6 +14,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // TestNonPublicURLsAreRefusedAtCreation: without WEBHOOK_ALLOW_PRIVATE,
@@ -200,7 +201,7 @@ func TestWithoutASecretKeySecretsAreKeptInClearThenSealed(t *testing.T) {
 	eventually(t, func() bool { return len(rc.deliveries()) == 1 })
 
 	keyed := apptest.Start(t, apptest.Options{DatabaseURL: plain.DatabaseURL, NoRedis: true,
-		App: app.Options{WebhookAllowPrivate: true, WebhookRetryBase: 100 * time.Millisecond, WebhookPollInterval: 100 * time.Millisecond}})
+		App: app.Options{WebhookGuard: webhook.Guard{AllowPrivate: true}, Webhooks: webhook.DispatcherConfig{RetryBase: 100 * time.Millisecond, PollInterval: 100 * time.Millisecond}}})
 	eventually(t, func() bool { return stored()[0] == 1 })
 	require.NotContains(t, string(stored()), string(key), "sealed")
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // TestDeliveryAttemptsShowEachAttempt: a receiver holds its first request
@@ -25,7 +26,7 @@ import (
 func TestDeliveryAttemptsShowEachAttempt(t *testing.T) {
 	t.Parallel()
 	const base = 200 * time.Millisecond
-	inst := setup(t, app.Options{WebhookRetryBase: base})
+	inst := setup(t, app.Options{Webhooks: webhook.DispatcherConfig{RetryBase: base}})
 	admin := inst.Token(t, "admin", true)
 	release := make(chan struct{})
 	var releaseOnce sync.Once

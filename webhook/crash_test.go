@@ -18,6 +18,7 @@ import (
 	"github.com/physiciansnet/capacityd/internal/apptest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // processEnv runs capacityd processes that deliver to loopback receivers,
@@ -133,7 +134,7 @@ func TestSIGKILLRightAfterCommitsLosesNoDelivery(t *testing.T) {
 func TestTwoInstancesMakeEachAttemptOnce(t *testing.T) {
 	t.Parallel()
 	db := testenv.NewDatabase(t)
-	opts := app.Options{WebhookAllowPrivate: true, WebhookRetryBase: 100 * time.Millisecond, WebhookPollInterval: 100 * time.Millisecond}
+	opts := app.Options{WebhookGuard: webhook.Guard{AllowPrivate: true}, Webhooks: webhook.DispatcherConfig{RetryBase: 100 * time.Millisecond, PollInterval: 100 * time.Millisecond}}
 	a := apptest.Start(t, apptest.Options{DatabaseURL: db, App: opts})
 	b := apptest.Start(t, apptest.Options{DatabaseURL: db, App: opts})
 

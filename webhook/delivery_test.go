@@ -29,11 +29,11 @@ func eventually(t *testing.T, f func() bool) {
 // quick retries and polls.
 func setup(t *testing.T, opts app.Options) *apptest.Instance {
 	t.Helper()
-	opts.WebhookAllowPrivate = true
-	if opts.WebhookRetryBase == 0 {
-		opts.WebhookRetryBase = 100 * time.Millisecond
+	opts.WebhookGuard.AllowPrivate = true
+	if opts.Webhooks.RetryBase == 0 {
+		opts.Webhooks.RetryBase = 100 * time.Millisecond
 	}
-	opts.WebhookPollInterval = 100 * time.Millisecond
+	opts.Webhooks.PollInterval = 100 * time.Millisecond
 	return apptest.Start(t, apptest.Options{App: opts})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/app"
+	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // TestFailedAttemptsAreRetriedWithGrowingDelays: a receiver answers 500
@@ -23,7 +24,7 @@ import (
 func TestFailedAttemptsAreRetriedWithGrowingDelays(t *testing.T) {
 	t.Parallel()
 	const base = 300 * time.Millisecond
-	inst := setup(t, app.Options{WebhookRetryBase: base})
+	inst := setup(t, app.Options{Webhooks: webhook.DispatcherConfig{RetryBase: base}})
 	rc := newReceiver(t, func(n int, _ http.ResponseWriter, _ *http.Request) int {
 		if n < 3 {
 			return http.StatusInternalServerError
@@ -119,7 +120,7 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 // and are retried.
 func TestHangingReceiverDelaysNobodyElse(t *testing.T) {
 	t.Parallel()
-	inst := setup(t, app.Options{WebhookTimeout: 500 * time.Millisecond, WebhookRetryBase: 200 * time.Millisecond})
+	inst := setup(t, app.Options{Webhooks: webhook.DispatcherConfig{Timeout: 500 * time.Millisecond, RetryBase: 200 * time.Millisecond}})
 	release := make(chan struct{})
 	slow := newReceiver(t, func(_ int, _ http.ResponseWriter, r *http.Request) int {
 		select {
@@ -186,7 +187,7 @@ func TestHangingReceiverDelaysNobodyElse(t *testing.T) {
 // delivered.
 func TestAFailingEventHoldsUpNoneAfterIt(t *testing.T) {
 	t.Parallel()
-	inst := setup(t, app.Options{WebhookRetryBase: time.Hour})
+	inst := setup(t, app.Options{Webhooks: webhook.DispatcherConfig{RetryBase: time.Hour}})
 	var refused atomic.Value // the event id refused
 	rc := newReceiver(t, func(_ int, _ http.ResponseWriter, r *http.Request) int {
 		refused.CompareAndSwap(nil, r.Header.Get("webhook-id"))

@@ -16,8 +16,12 @@ import (
 
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/httpapi"
+	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/note"
+	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/store"
+	"github.com/physiciansnet/capacityd/stream"
 	"github.com/physiciansnet/capacityd/webhook"
 )
 
@@ -26,62 +30,30 @@ import (
 const devSecret = "capacityd-development-secret-do-not-use-in-production"
 
 // config is the server's configuration, from the environment with flags of
-// the same names overriding it.
+// the same names overriding it. The settings of the service's packages go
+// straight into their own configuration types (App, DB, Tokens), whose
+// packages own the defaults.
 type config struct {
 	DatabaseURL       string
 	RedisURL          string
 	RedisClusterAddrs []string
 	ListenAddr        string
-	JWTSecret         string
-	SeatCacheTTL      time.Duration
 	ShutdownTimeout   time.Duration
 	ShutdownDrain     time.Duration
 	Dev               bool
+	DebugAddr         string
+	MetricsAddr       string
+	LogLevel          slog.Level
+	LogFormat         string
+	MigrateOnStart    bool
 
-	DBMaxConns         int
-	RequestTimeout     time.Duration
-	ExpiryInterval     time.Duration
-	QueueTick          time.Duration
-	ReconcileInterval  time.Duration
-	AdmissionMaxBatch  int
-	AdmissionMaxActs   int
-	AdmissionMaxTx     int
-	AdmissionGatherAt  int
-	AdmissionGather    time.Duration
-	DebugAddr          string
-	MetricsAddr        string
-	NoteCombining      bool
-	NoteMaxBatch       int
-	NotesMode          note.Mode
-	WaterWindow        time.Duration
-	StreamMaxClients   int
-	StreamPingInterval time.Duration
-	StreamMaxPerAddr   int
-	EventFeedMaxWaits  int
-	CORSAllowedOrigins []string
-	DemoSignups        bool
-	PublicWriteLimit   httpapi.RateLimit
-	SignupLimit        httpapi.RateLimit
-	CodeLimit          httpapi.RateLimit
-	PublicReadLimit    httpapi.RateLimit
-
-	JWTPreviousSecret      string
-	JWTPreviousSecretUntil time.Time
-	JWKSURL                string
-	JWTIssuer              string
-	JWTAudience            string
-
-	LogLevel       slog.Level
-	LogFormat      string
-	TrustedProxies []*net.IPNet
-	MigrateOnStart bool
-
-	WebhookSecretKey    []byte
-	WebhookAllowPrivate bool
-	WebhookRetryBase    time.Duration
-	WebhookTimeout      time.Duration
-	WebhookConcurrency  int
-	WebhookBacklog      time.Duration
+	// DB is the PostgreSQL connection pool's configuration.
+	DB store.PoolConfig
+	// Tokens says how tokens are signed and verified (its Logger is
+	// serve's).
+	Tokens httpapi.TokenConfig
+	// App is the service's configuration (its Auth is serve's).
+	App app.Options
 }
 
 // setting is one configuration value: its environment variable, the flag of
@@ -121,11 +93,28 @@ func boundedDurationSetting(env, def, usage, zero string, hi time.Duration, exam
 	}}
 }
 
-func intSetting(env, def, usage string, lo, hi int, dst func(*config) *int) setting {
+func intSetting[T int | int32](env, def, usage string, lo, hi T, dst func(*config) *T) setting {
 	return setting{env, def, usage, func(c *config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < int64(lo) || n > int64(hi) {
 			return fmt.Errorf("want an integer from %d to %d, got %q", lo, hi, v)
+		}
+		*dst(c) = T(n)
+		return nil
+	}}
+}
+
+// capSetting is a cap from 0 (no cap) to a million of an httpapi.Config
+// field, which spells no cap as a negative number (its zero is its
+// default, def).
+func capSetting(env string, def int, usage string, dst func(*config) *int) setting {
+	return setting{env, strconv.Itoa(def), usage, func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1000000 {
+			return fmt.Errorf("want an integer from 0 to 1000000, got %q", v)
+		}
+		if n == 0 {
+			n = -1
 		}
 		*dst(c) = n
 		return nil
@@ -173,23 +162,23 @@ var serveSettings = []setting{
 		return nil
 	}},
 	{"CAPACITY_JWT_SECRET", "", "HS256 secret, at least 32 bytes (required unless --dev)", func(c *config, v string) error {
-		c.JWTSecret = v
+		c.Tokens.Secret = []byte(v)
 		return nil
 	}},
 	{"CAPACITY_JWT_PREVIOUS_SECRET", "", "the HS256 secret being rotated out: still accepted (never used to sign) until CAPACITY_JWT_PREVIOUS_SECRET_UNTIL", func(c *config, v string) error {
-		c.JWTPreviousSecret = v
+		c.Tokens.PreviousSecret = []byte(v)
 		return nil
 	}},
 	{"CAPACITY_JWT_PREVIOUS_SECRET_UNTIL", "", "end of the previous secret's grace period, RFC 3339 (e.g. 2026-12-01T12:00:00Z)", func(c *config, v string) error {
 		if v == "" {
-			c.JWTPreviousSecretUntil = time.Time{}
+			c.Tokens.PreviousSecretUntil = time.Time{}
 			return nil
 		}
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			return fmt.Errorf("want an RFC 3339 time such as 2026-12-01T12:00:00Z, got %q", v)
 		}
-		c.JWTPreviousSecretUntil = t
+		c.Tokens.PreviousSecretUntil = t
 		return nil
 	}},
 	{"JWT_JWKS_URL", "", "JWK Set URL of an identity provider whose RS256/ES256 tokens are accepted (empty: none)", func(c *config, v string) error {
@@ -198,18 +187,18 @@ var serveSettings = []setting{
 				return fmt.Errorf("want an http(s) URL such as https://idp.example.org/.well-known/jwks.json, got %q", v)
 			}
 		}
-		c.JWKSURL = v
+		c.Tokens.JWKSURL = v
 		return nil
 	}},
 	{"JWT_ISSUER", "", "when set, every token's iss must equal it", func(c *config, v string) error {
-		c.JWTIssuer = v
+		c.Tokens.Issuer = v
 		return nil
 	}},
 	{"JWT_AUDIENCE", "", "when set, every token's aud must contain it", func(c *config, v string) error {
-		c.JWTAudience = v
+		c.Tokens.Audience = v
 		return nil
 	}},
-	durationSetting("SEAT_CACHE_TTL", defaultDuration(capacity.DefaultTTL), "lifetime of a display counter", func(c *config) *time.Duration { return &c.SeatCacheTTL }),
+	durationSetting("SEAT_CACHE_TTL", defaultDuration(capacity.DefaultTTL), "lifetime of a display counter", func(c *config) *time.Duration { return &c.App.Seats.TTL }),
 	durationSetting("SHUTDOWN_TIMEOUT", "15s", "how long SIGTERM waits for in-flight work", func(c *config) *time.Duration { return &c.ShutdownTimeout }),
 	boundedDurationSetting("SHUTDOWN_DRAIN", "0s", "how long SIGTERM keeps the instance serving while /readyz answers 503, before it stops accepting (0s: at once): behind a load balancer, more than its health check's interval times its fall count",
 		" (none)", 5*time.Minute, "1s", func(c *config) *time.Duration { return &c.ShutdownDrain }),
@@ -227,21 +216,21 @@ var serveSettings = []setting{
 	}},
 	{"TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For gives the client address (empty: the peer address)", func(c *config, v string) error {
 		nets, err := httpapi.ParseTrustedProxies(v)
-		c.TrustedProxies = nets
+		c.App.HTTP.TrustedProxies = nets
 		return err
 	}},
 	boolSetting("MIGRATE_ON_START", "true", "apply pending migrations before serving (false: run capacityd migrate as its own step, which a DATABASE_URL through a transaction pooler such as PgBouncer needs: migrating through one is refused)", func(c *config) *bool { return &c.MigrateOnStart }),
-	intSetting("DB_MAX_CONNS", "16", "PostgreSQL pool size", 2, 1000, func(c *config) *int { return &c.DBMaxConns }),
-	durationSetting("REQUEST_TIMEOUT", defaultDuration(httpapi.DefaultRequestTimeout), "deadline of every request but streams; also bounds one change transaction (a change still queued at its deadline is withdrawn: 503, nothing written)", func(c *config) *time.Duration { return &c.RequestTimeout }),
-	durationSetting("EXPIRY_INTERVAL", "1s", "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.ExpiryInterval }),
-	durationSetting("QUEUE_TICK", "200ms", "how often each instance advances an active admission queue (shuffle at opening, lapses, admissions)", func(c *config) *time.Duration { return &c.QueueTick }),
-	durationSetting("RECONCILE_INTERVAL", "15s", "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.ReconcileInterval }),
-	intSetting("ADMISSION_MAX_BATCH", strconv.Itoa(registration.DefaultMaxBatch), "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.AdmissionMaxBatch }),
-	intSetting("ADMISSION_MAX_ACTIVITIES", strconv.Itoa(registration.DefaultMaxActivities), "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.AdmissionMaxActs }),
-	intSetting("ADMISSION_MAX_TRANSACTIONS", strconv.Itoa(registration.DefaultMaxTransactions), "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.AdmissionMaxTx }),
-	intSetting("ADMISSION_GATHER_AT", strconv.Itoa(registration.DefaultGatherAt), "a change transaction that took at least this many commands of one activity makes the activity's next one gather (see ADMISSION_GATHER)", 1, 100000, func(c *config) *int { return &c.AdmissionGatherAt }),
+	intSetting("DB_MAX_CONNS", strconv.Itoa(store.DefaultMaxConns), "PostgreSQL pool size", 2, 1000, func(c *config) *int32 { return &c.DB.MaxConns }),
+	durationSetting("REQUEST_TIMEOUT", defaultDuration(httpapi.DefaultRequestTimeout), "deadline of every request but streams; also bounds one change transaction (a change still queued at its deadline is withdrawn: 503, nothing written)", func(c *config) *time.Duration { return &c.App.RequestTimeout }),
+	durationSetting("EXPIRY_INTERVAL", defaultDuration(app.DefaultExpiryInterval), "how often awaiting_payment holds are expired", func(c *config) *time.Duration { return &c.App.ExpiryInterval }),
+	durationSetting("QUEUE_TICK", defaultDuration(onsale.DefaultTick), "how often each instance advances an active admission queue (shuffle at opening, lapses, admissions)", func(c *config) *time.Duration { return &c.App.OnSale.Tick }),
+	durationSetting("RECONCILE_INTERVAL", defaultDuration(app.DefaultReconcileInterval), "how often display counters are compared with the authority", func(c *config) *time.Duration { return &c.App.ReconcileInterval }),
+	intSetting("ADMISSION_MAX_BATCH", strconv.Itoa(registration.DefaultMaxBatch), "most commands (signups, cancellations, …) in one change transaction", 1, 100000, func(c *config) *int { return &c.App.Change.MaxBatch }),
+	intSetting("ADMISSION_MAX_ACTIVITIES", strconv.Itoa(registration.DefaultMaxActivities), "most activities one change transaction serves", 1, 10000, func(c *config) *int { return &c.App.Change.MaxActivities }),
+	intSetting("ADMISSION_MAX_TRANSACTIONS", strconv.Itoa(registration.DefaultMaxTransactions), "most change transactions in flight at once on this instance", 1, 256, func(c *config) *int { return &c.App.Change.MaxTransactions }),
+	intSetting("ADMISSION_GATHER_AT", strconv.Itoa(registration.DefaultGatherAt), "a change transaction that took at least this many commands of one activity makes the activity's next one gather (see ADMISSION_GATHER)", 1, 100000, func(c *config) *int { return &c.App.Change.GatherAt }),
 	boundedDurationSetting("ADMISSION_GATHER", defaultDuration(registration.DefaultGatherFor), "longest a crowded activity's next change transaction waits for as many commands as its last one took (0s: never waits)",
-		"", time.Second, "50ms", func(c *config) *time.Duration { return &c.AdmissionGather }),
+		"", time.Second, "50ms", func(c *config) *time.Duration { return &c.App.Change.GatherFor }),
 	{"DEBUG_ADDR", "", "host:port of a separate listener serving Go's /debug/pprof profiles (empty: none; keep it private)", func(c *config, v string) error {
 		if v != "" {
 			if _, _, err := net.SplitHostPort(v); err != nil {
@@ -258,35 +247,36 @@ var serveSettings = []setting{
 			}
 		}
 		c.MetricsAddr = v
+		c.App.HTTP.MetricsElsewhere = v != httpapi.MetricsOnAPI
 		return nil
 	}},
 	{"NOTE_COMBINING", "on", "combine concurrent increments of a note into one upsert (on or off)", func(c *config, v string) error {
 		switch v {
 		case "on":
-			c.NoteCombining = true
+			c.App.Notes.CombiningOff = false
 		case "off":
-			c.NoteCombining = false
+			c.App.Notes.CombiningOff = true
 		default:
 			return fmt.Errorf("want on or off, got %q", v)
 		}
 		return nil
 	}},
-	intSetting("NOTE_MAX_BATCH", "1000", "most note increments in one upsert", 1, 100000, func(c *config) *int { return &c.NoteMaxBatch }),
+	intSetting("NOTE_MAX_BATCH", strconv.Itoa(note.DefaultMaxBatch), "most note increments in one upsert", 1, 100000, func(c *config) *int { return &c.App.Notes.MaxBatch }),
 	{"NOTES_MODE", note.DefaultMode.String(), "which note ids count views and waters: open (any; for development) or registered (only those an admin created with PUT /v1/notes/{noteId}; for production)", func(c *config, v string) error {
 		m, err := note.ParseMode(v)
-		c.NotesMode = m
+		c.App.Notes.Mode = m
 		return err
 	}},
 	boundedDurationSetting("NOTE_WATER_WINDOW", strconv.Itoa(int(httpapi.DefaultWaterWindow/time.Second))+"s", "one water per client address per note per this long, per instance (0s: no limit)",
-		" (off)", 24*time.Hour, "60s", func(c *config) *time.Duration { return &c.WaterWindow }),
-	intSetting("STREAM_MAX_CLIENTS", "10000", "most seat streams open on this instance (503 beyond)", 1, 1000000, func(c *config) *int { return &c.StreamMaxClients }),
-	intSetting("STREAM_MAX_PER_ADDRESS", strconv.Itoa(httpapi.DefaultStreamsPerAddress), "most seat streams one client address holds open on this instance (429 beyond; 0: no cap)", 0, 1000000,
-		func(c *config) *int { return &c.StreamMaxPerAddr }),
-	intSetting("EVENT_FEED_MAX_WAITS_PER_USER", strconv.Itoa(httpapi.DefaultEventWaitsPerUser), "most event feed long polls (wait of 1s or more) one admin holds open on this instance (429 beyond; 0: no cap)", 0, 1000000,
-		func(c *config) *int { return &c.EventFeedMaxWaits }),
-	durationSetting("STREAM_PING_INTERVAL", "15s", "time between pings on a seat stream", func(c *config) *time.Duration { return &c.StreamPingInterval }),
+		" (off)", 24*time.Hour, "60s", func(c *config) *time.Duration { return &c.App.HTTP.WaterWindow }),
+	intSetting("STREAM_MAX_CLIENTS", strconv.Itoa(stream.DefaultMaxStreams), "most seat streams open on this instance (503 beyond)", 1, 1000000, func(c *config) *int { return &c.App.Streams.MaxStreams }),
+	capSetting("STREAM_MAX_PER_ADDRESS", httpapi.DefaultStreamsPerAddress, "most seat streams one client address holds open on this instance (429 beyond; 0: no cap)",
+		func(c *config) *int { return &c.App.HTTP.StreamsPerAddress }),
+	capSetting("EVENT_FEED_MAX_WAITS_PER_USER", httpapi.DefaultEventWaitsPerUser, "most event feed long polls (wait of 1s or more) one admin holds open on this instance (429 beyond; 0: no cap)",
+		func(c *config) *int { return &c.App.HTTP.EventWaitsPerUser }),
+	durationSetting("STREAM_PING_INTERVAL", "15s", "time between pings on a seat stream", func(c *config) *time.Duration { return &c.App.HTTP.PingInterval }),
 	{"CORS_ALLOWED_ORIGINS", "", "comma-separated origins allowed to send writes from a browser (* for any; reads are open to all)", func(c *config, v string) error {
-		c.CORSAllowedOrigins = nil
+		c.App.HTTP.CORSAllowedOrigins = nil
 		for _, o := range strings.Split(v, ",") {
 			if o = strings.TrimSpace(o); o == "" {
 				continue
@@ -296,47 +286,47 @@ var serveSettings = []setting{
 					return fmt.Errorf("want origins such as https://example.org, got %q", o)
 				}
 			}
-			c.CORSAllowedOrigins = append(c.CORSAllowedOrigins, o)
+			c.App.HTTP.CORSAllowedOrigins = append(c.App.HTTP.CORSAllowedOrigins, o)
 		}
 		return nil
 	}},
 	{"DEMO_SIGNUPS", "off", "on: the demo page may sign up random users without a token (never in production)", func(c *config, v string) error {
 		switch v {
 		case "on":
-			c.DemoSignups = true
+			c.App.HTTP.DemoSignups = true
 		case "off":
-			c.DemoSignups = false
+			c.App.HTTP.DemoSignups = false
 		default:
 			return fmt.Errorf("want on or off, got %q", v)
 		}
 		return nil
 	}},
 	{"WEBHOOK_SECRET_KEY", "", "32 bytes in base64 (openssl rand -base64 32) that seal webhook signing secrets in the database (empty: stored in clear, sealed at the first start with a key)", func(c *config, v string) error {
-		c.WebhookSecretKey = nil
+		c.App.WebhookSecretKey = nil
 		if v == "" {
 			return nil
 		}
 		k, err := webhook.ParseKey(v)
-		c.WebhookSecretKey = k
+		c.App.WebhookSecretKey = k
 		return err
 	}},
-	boolSetting("WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback, private and link-local addresses", func(c *config) *bool { return &c.WebhookAllowPrivate }),
+	boolSetting("WEBHOOK_ALLOW_PRIVATE", "false", "allow webhook URLs on loopback, private and link-local addresses", func(c *config) *bool { return &c.App.WebhookGuard.AllowPrivate }),
 	durationSetting("WEBHOOK_RETRY_BASE", webhook.DefaultRetryBase.String(), "delay before the first retry of a failed webhook delivery (then doubling, at most 1h apart, for 24h)",
-		func(c *config) *time.Duration { return &c.WebhookRetryBase }),
+		func(c *config) *time.Duration { return &c.App.Webhooks.RetryBase }),
 	durationSetting("WEBHOOK_TIMEOUT", webhook.DefaultTimeout.String(), "time limit of each webhook delivery attempt",
-		func(c *config) *time.Duration { return &c.WebhookTimeout }),
+		func(c *config) *time.Duration { return &c.App.Webhooks.Timeout }),
 	intSetting("WEBHOOK_CONCURRENCY", strconv.Itoa(webhook.DefaultConcurrency), "most webhook delivery attempts in flight per webhook on one instance", 1, 1000,
-		func(c *config) *int { return &c.WebhookConcurrency }),
+		func(c *config) *int { return &c.App.Webhooks.Concurrency }),
 	durationSetting("WEBHOOK_BACKLOG_INTERVAL", webhook.DefaultBacklogInterval.String(), "how often the webhook backlog gauges are refreshed, which is also how soon an instance with no enabled webhook notices one another instance added",
-		func(c *config) *time.Duration { return &c.WebhookBacklog }),
+		func(c *config) *time.Duration { return &c.App.Webhooks.BacklogInterval }),
 	rateLimitSetting("RATE_LIMIT_PUBLIC_WRITES", "50:100", "note views and waters per second per client IP, as RATE or RATE:BURST (0: off)",
-		func(c *config) *httpapi.RateLimit { return &c.PublicWriteLimit }),
+		func(c *config) *httpapi.RateLimit { return &c.App.HTTP.PublicWriteLimit }),
 	rateLimitSetting("RATE_LIMIT_PUBLIC_READS", httpapi.DefaultPublicReadLimit, "public reads that reach PostgreSQL (note stats; activity, seat and seat-stream reads that miss the activity cache; pool reads that miss the pool cache) per second per client IP, as RATE or RATE:BURST (0: off)",
-		func(c *config) *httpapi.RateLimit { return &c.PublicReadLimit }),
+		func(c *config) *httpapi.RateLimit { return &c.App.HTTP.PublicReadLimit }),
 	rateLimitSetting("RATE_LIMIT_SIGNUPS", "2:10", "signups per second per user, as RATE or RATE:BURST (0: off)",
-		func(c *config) *httpapi.RateLimit { return &c.SignupLimit }),
+		func(c *config) *httpapi.RateLimit { return &c.App.HTTP.SignupLimit }),
 	rateLimitSetting("RATE_LIMIT_BLOCK_CODES", "0.1:5", "signups with a block code per second per user, right or wrong, as RATE or RATE:BURST (0: off): 5 at once, then one every 10 seconds, so that codes cannot be guessed; one bucket per user across the instances, kept in Redis (each instance its own while Redis is down)",
-		func(c *config) *httpapi.RateLimit { return &c.CodeLimit }),
+		func(c *config) *httpapi.RateLimit { return &c.App.HTTP.CodeLimit }),
 }
 
 func boolSetting(env, def, usage string, dst func(*config) *bool) setting {
@@ -409,40 +399,35 @@ func (c *config) validateTokens(settings []setting) error {
 	if !needed {
 		return nil
 	}
-	if c.JWTSecret == "" && c.Dev {
-		c.JWTSecret = devSecret
+	t := &c.Tokens
+	if len(t.Secret) == 0 && c.Dev {
+		t.Secret = []byte(devSecret)
 	}
-	if n := len(c.JWTSecret); n < httpapi.MinSecretBytes && (n > 0 || c.JWKSURL == "") {
+	if n := len(t.Secret); n < httpapi.MinSecretBytes && (n > 0 || t.JWKSURL == "") {
 		if n == 0 {
 			return errors.New("CAPACITY_JWT_SECRET (--capacity-jwt-secret): is required (at least 32 bytes) unless --dev or JWT_JWKS_URL")
 		}
 		return fmt.Errorf("CAPACITY_JWT_SECRET (--capacity-jwt-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, n)
 	}
-	if c.JWTPreviousSecret == "" {
+	if len(t.PreviousSecret) == 0 {
 		return nil
 	}
 	switch {
-	case len(c.JWTPreviousSecret) < httpapi.MinSecretBytes:
-		return fmt.Errorf("CAPACITY_JWT_PREVIOUS_SECRET (--capacity-jwt-previous-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, len(c.JWTPreviousSecret))
-	case c.JWTPreviousSecret == c.JWTSecret:
+	case len(t.PreviousSecret) < httpapi.MinSecretBytes:
+		return fmt.Errorf("CAPACITY_JWT_PREVIOUS_SECRET (--capacity-jwt-previous-secret): must be at least %d bytes, got %d", httpapi.MinSecretBytes, len(t.PreviousSecret))
+	case string(t.PreviousSecret) == string(t.Secret):
 		return errors.New("CAPACITY_JWT_PREVIOUS_SECRET (--capacity-jwt-previous-secret): must differ from CAPACITY_JWT_SECRET")
-	case c.JWTPreviousSecretUntil.IsZero():
+	case t.PreviousSecretUntil.IsZero():
 		return errors.New("CAPACITY_JWT_PREVIOUS_SECRET_UNTIL (--capacity-jwt-previous-secret-until): is required with CAPACITY_JWT_PREVIOUS_SECRET (the end of its grace period)")
 	}
 	return nil
 }
 
-// tokenConfig returns how tokens are signed and verified.
+// tokenConfig returns how tokens are signed and verified, logging to log.
 func (c *config) tokenConfig(log *slog.Logger) httpapi.TokenConfig {
-	return httpapi.TokenConfig{
-		Secret:              []byte(c.JWTSecret),
-		PreviousSecret:      []byte(c.JWTPreviousSecret),
-		PreviousSecretUntil: c.JWTPreviousSecretUntil,
-		JWKSURL:             c.JWKSURL,
-		Issuer:              c.JWTIssuer,
-		Audience:            c.JWTAudience,
-		Logger:              log,
-	}
+	t := c.Tokens
+	t.Logger = log
+	return t
 }
 
 // settingsNamed returns the settings with the given environment names.

@@ -19,11 +19,11 @@ func TestConfigDefaultsAndOverrides(t *testing.T) {
 	c, err := loadConfig("serve", serveSettings, []string{"--seat-cache-ttl", "5s", "--listen-addr", "127.0.0.1:9999"},
 		envOf(map[string]string{"DATABASE_URL": "postgres://x@y/z", "CAPACITY_JWT_SECRET": goodSecret, "SEAT_CACHE_TTL": "30s", "SHUTDOWN_TIMEOUT": "3s"}), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, 5*time.Second, c.SeatCacheTTL, "a flag overrides the environment")
+	require.Equal(t, 5*time.Second, c.App.Seats.TTL, "a flag overrides the environment")
 	require.Equal(t, 3*time.Second, c.ShutdownTimeout, "the environment overrides the default")
 	require.Equal(t, "127.0.0.1:9999", c.ListenAddr)
 	require.Empty(t, c.RedisURL)
-	require.Equal(t, 16, c.DBMaxConns)
+	require.EqualValues(t, 16, c.DB.MaxConns)
 }
 
 func TestConfigErrorsNameTheSetting(t *testing.T) {
@@ -63,5 +63,5 @@ func TestDevModeNeedsNoSecret(t *testing.T) {
 	t.Parallel()
 	c, err := loadConfig("serve", serveSettings, []string{"--dev"}, envOf(map[string]string{"DATABASE_URL": "postgres://x"}), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, devSecret, c.JWTSecret)
+	require.Equal(t, devSecret, string(c.Tokens.Secret))
 }

@@ -13,13 +13,13 @@ func TestAdmissionGatherSettings(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x@y/z", "CAPACITY_JWT_SECRET": goodSecret}
 	c, err := loadConfig("serve", serveSettings, nil, envOf(base), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, 64, c.AdmissionGatherAt)
-	require.Equal(t, 50*time.Millisecond, c.AdmissionGather)
+	require.Equal(t, 64, c.App.Change.GatherAt)
+	require.Equal(t, 50*time.Millisecond, c.App.Change.GatherFor)
 
 	c, err = loadConfig("serve", serveSettings, []string{"--admission-gather", "0s", "--admission-gather-at", "128"}, envOf(base), io.Discard, nil)
 	require.NoError(t, err)
-	require.Zero(t, c.AdmissionGather, "0s turns gathering off")
-	require.Equal(t, 128, c.AdmissionGatherAt)
+	require.Zero(t, c.App.Change.GatherFor, "0s turns gathering off")
+	require.Equal(t, 128, c.App.Change.GatherAt)
 
 	for _, tc := range []struct {
 		args []string

@@ -20,12 +20,14 @@ func TestMetricsAddrSetting(t *testing.T) {
 	c, err := loadConfig("serve", serveSettings, nil, envOf(env), io.Discard, nil)
 	require.NoError(t, err)
 	require.Equal(t, httpapi.DefaultMetricsAddr, c.MetricsAddr, "a listener of its own by default")
+	require.True(t, c.App.HTTP.MetricsElsewhere, "the API serves no /metrics then")
 	require.True(t, strings.HasPrefix(c.MetricsAddr, "127.0.0.1:"), "on the loopback interface by default")
 
 	env["METRICS_ADDR"] = "api"
 	c, err = loadConfig("serve", serveSettings, nil, envOf(env), io.Discard, nil)
 	require.NoError(t, err)
 	require.Equal(t, httpapi.MetricsOnAPI, c.MetricsAddr)
+	require.False(t, c.App.HTTP.MetricsElsewhere)
 	c, err = loadConfig("serve", serveSettings, []string{"--metrics-addr", ":9464"}, envOf(env), io.Discard, nil)
 	require.NoError(t, err)
 	require.Equal(t, ":9464", c.MetricsAddr, "the flag overrides the environment")

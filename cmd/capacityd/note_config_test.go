@@ -15,10 +15,10 @@ func TestNoteSettings(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x@y/z", "CAPACITY_JWT_SECRET": goodSecret}
 	c, err := loadConfig("serve", serveSettings, nil, envOf(base), io.Discard, nil)
 	require.NoError(t, err)
-	require.True(t, c.NoteCombining, "combining is on by default")
-	require.Equal(t, 1000, c.NoteMaxBatch)
-	require.Equal(t, note.Open, c.NotesMode, "open by default, the contract's behaviour")
-	require.Equal(t, time.Minute, c.WaterWindow)
+	require.False(t, c.App.Notes.CombiningOff, "combining is on by default")
+	require.Equal(t, 1000, c.App.Notes.MaxBatch)
+	require.Equal(t, note.Open, c.App.Notes.Mode, "open by default, the contract's behaviour")
+	require.Equal(t, time.Minute, c.App.HTTP.WaterWindow)
 
 	env := map[string]string{"NOTE_COMBINING": "off", "NOTE_MAX_BATCH": "64", "NOTES_MODE": "registered", "NOTE_WATER_WINDOW": "0s"}
 	for k, v := range base {
@@ -26,13 +26,13 @@ func TestNoteSettings(t *testing.T) {
 	}
 	c, err = loadConfig("serve", serveSettings, nil, envOf(env), io.Discard, nil)
 	require.NoError(t, err)
-	require.False(t, c.NoteCombining)
-	require.Equal(t, 64, c.NoteMaxBatch)
-	require.Equal(t, note.Registered, c.NotesMode)
-	require.Zero(t, c.WaterWindow, "0s turns the water limit off")
+	require.True(t, c.App.Notes.CombiningOff)
+	require.Equal(t, 64, c.App.Notes.MaxBatch)
+	require.Equal(t, note.Registered, c.App.Notes.Mode)
+	require.Zero(t, c.App.HTTP.WaterWindow, "0s turns the water limit off")
 	c, err = loadConfig("serve", serveSettings, []string{"--note-combining", "on"}, envOf(env), io.Discard, nil)
 	require.NoError(t, err)
-	require.True(t, c.NoteCombining, "the flag overrides the environment")
+	require.False(t, c.App.Notes.CombiningOff, "the flag overrides the environment")
 
 	for _, tc := range []struct {
 		args []string

@@ -22,7 +22,7 @@ func TestOperationsSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, slog.LevelInfo, c.LogLevel)
 	require.Equal(t, "json", c.LogFormat)
-	require.Empty(t, c.TrustedProxies, "no proxy is trusted by default")
+	require.Empty(t, c.App.HTTP.TrustedProxies, "no proxy is trusted by default")
 	require.True(t, c.MigrateOnStart)
 
 	env["LOG_LEVEL"], env["LOG_FORMAT"], env["TRUSTED_PROXIES"], env["MIGRATE_ON_START"] = "debug", "text", "10.0.0.0/8,192.0.2.7", "false"
@@ -30,8 +30,8 @@ func TestOperationsSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, slog.LevelWarn, c.LogLevel, "the flag overrides the environment")
 	require.Equal(t, "text", c.LogFormat)
-	require.Len(t, c.TrustedProxies, 2)
-	require.Equal(t, "192.0.2.7/32", c.TrustedProxies[1].String())
+	require.Len(t, c.App.HTTP.TrustedProxies, 2)
+	require.Equal(t, "192.0.2.7/32", c.App.HTTP.TrustedProxies[1].String())
 	require.False(t, c.MigrateOnStart)
 
 	for flag, want := range map[string]string{
@@ -59,7 +59,7 @@ func TestTokenSettings(t *testing.T) {
 	c, err := loadConfig("serve", serveSettings, nil, envOf(with("JWT_JWKS_URL", "https://idp.example.org/jwks.json",
 		"JWT_ISSUER", "https://idp.example.org/", "JWT_AUDIENCE", "capacityd")), io.Discard, nil)
 	require.NoError(t, err, "with a JWK Set the HS256 secret is optional")
-	require.Empty(t, c.JWTSecret)
+	require.Empty(t, c.Tokens.Secret)
 	tc := c.tokenConfig(nil)
 	require.Equal(t, "https://idp.example.org/jwks.json", tc.JWKSURL)
 	require.Equal(t, "https://idp.example.org/", tc.Issuer)
@@ -68,7 +68,7 @@ func TestTokenSettings(t *testing.T) {
 	c, err = loadConfig("serve", serveSettings, nil, envOf(with("CAPACITY_JWT_SECRET", goodSecret,
 		"CAPACITY_JWT_PREVIOUS_SECRET", prev, "CAPACITY_JWT_PREVIOUS_SECRET_UNTIL", "2026-12-01T12:00:00Z")), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), c.JWTPreviousSecretUntil)
+	require.Equal(t, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), c.Tokens.PreviousSecretUntil)
 
 	for want, env := range map[string]map[string]string{
 		"CAPACITY_JWT_SECRET (--capacity-jwt-secret): is required (at least 32 bytes) unless --dev or JWT_JWKS_URL": base,

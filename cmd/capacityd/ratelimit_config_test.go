@@ -15,15 +15,15 @@ func TestRateLimitSettings(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	cfg, err := loadConfig("serve", serveSettings, nil, getenv, io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, httpapi.RateLimit{PerSecond: 50, Burst: 100}, cfg.PublicWriteLimit, "on by default")
-	require.Equal(t, httpapi.RateLimit{PerSecond: 2, Burst: 10}, cfg.SignupLimit, "on by default")
-	require.Equal(t, httpapi.RateLimit{PerSecond: 100, Burst: 200}, cfg.PublicReadLimit, "on by default")
+	require.Equal(t, httpapi.RateLimit{PerSecond: 50, Burst: 100}, cfg.App.HTTP.PublicWriteLimit, "on by default")
+	require.Equal(t, httpapi.RateLimit{PerSecond: 2, Burst: 10}, cfg.App.HTTP.SignupLimit, "on by default")
+	require.Equal(t, httpapi.RateLimit{PerSecond: 100, Burst: 200}, cfg.App.HTTP.PublicReadLimit, "on by default")
 
 	cfg, err = loadConfig("serve", serveSettings, []string{"--rate-limit-public-writes", "0", "--rate-limit-signups=0.5:3", "--rate-limit-public-reads=0"}, getenv, io.Discard, nil)
 	require.NoError(t, err)
-	require.True(t, cfg.PublicWriteLimit.Off())
-	require.True(t, cfg.PublicReadLimit.Off())
-	require.Equal(t, httpapi.RateLimit{PerSecond: 0.5, Burst: 3}, cfg.SignupLimit)
+	require.True(t, cfg.App.HTTP.PublicWriteLimit.Off())
+	require.True(t, cfg.App.HTTP.PublicReadLimit.Off())
+	require.Equal(t, httpapi.RateLimit{PerSecond: 0.5, Burst: 3}, cfg.App.HTTP.SignupLimit)
 
 	env["RATE_LIMIT_SIGNUPS"] = "lots"
 	_, err = loadConfig("serve", serveSettings, nil, getenv, io.Discard, nil)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,7 +63,7 @@ func clusterOptions(addrs []string, opt *redis.Options) *redis.ClusterOptions {
 // it checks that the schema is current. It retries for a while so that the
 // service can start alongside its database.
 func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, error) {
-	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, store.PoolConfig{MaxConns: int32(cfg.DBMaxConns)})
+	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, cfg.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +109,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if cfg.Dev {
 		log.Warn("--dev: development mode; a built-in JWT secret is used when none is set")
 	}
-	if len(cfg.WebhookSecretKey) == 0 {
+	if len(cfg.App.WebhookSecretKey) == 0 {
 		log.Warn("WEBHOOK_SECRET_KEY is not set: webhook signing secrets are stored in clear in the database until a start with the key seals them")
 	}
 	pool, err := openDatabase(ctx, cfg, log)
@@ -132,28 +131,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	a, err := app.New(app.Options{
-		JWTSecret: cfg.JWTSecret, SeatCacheTTL: cfg.SeatCacheTTL, RequestTimeout: cfg.RequestTimeout,
-		AdmissionMaxBatch: cfg.AdmissionMaxBatch, AdmissionMaxActivities: cfg.AdmissionMaxActs,
-		AdmissionMaxTransactions: cfg.AdmissionMaxTx, ExpiryInterval: cfg.ExpiryInterval,
-		QueueTick: cfg.QueueTick,
-		// 0s in the environment turns gathering off; zero in the options
-		// would mean the default.
-		AdmissionGatherAt: cfg.AdmissionGatherAt, AdmissionGatherFor: cmp.Or(cfg.AdmissionGather, -1),
-		ReconcileInterval: cfg.ReconcileInterval, Logger: log,
-		NoteCombiningOff: !cfg.NoteCombining, NoteMaxBatch: cfg.NoteMaxBatch,
-		NotesMode: cfg.NotesMode, WaterWindow: cfg.WaterWindow,
-		PublicWriteLimit: cfg.PublicWriteLimit, SignupLimit: cfg.SignupLimit, PublicReadLimit: cfg.PublicReadLimit, CodeLimit: cfg.CodeLimit,
-		StreamMaxClients: cfg.StreamMaxClients, StreamPingInterval: cfg.StreamPingInterval,
-		// 0 in the environment means no cap; zero in the options would
-		// mean the default.
-		StreamMaxPerAddress: cmp.Or(cfg.StreamMaxPerAddr, -1), EventFeedMaxWaitsPerUser: cmp.Or(cfg.EventFeedMaxWaits, -1),
-		CORSAllowedOrigins: cfg.CORSAllowedOrigins, DemoSignups: cfg.DemoSignups,
-		TrustedProxies: cfg.TrustedProxies, Auth: auth, MetricsElsewhere: cfg.MetricsAddr != httpapi.MetricsOnAPI,
-		WebhookSecretKey: cfg.WebhookSecretKey, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
-		WebhookRetryBase: cfg.WebhookRetryBase, WebhookTimeout: cfg.WebhookTimeout,
-		WebhookConcurrency: cfg.WebhookConcurrency, WebhookBacklogInterval: cfg.WebhookBacklog,
-	}, pool, rdb)
+	opts := cfg.App
+	opts.Auth, opts.Logger = auth, log
+	a, err := app.New(opts, pool, rdb)
 	if err != nil {
 		return err
 	}
@@ -182,7 +162,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Handler:           a.Server.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
+		WriteTimeout:      cfg.App.RequestTimeout + 5*time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
 	// Seat streams never finish on their own: end them when shutdown

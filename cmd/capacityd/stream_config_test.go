@@ -15,14 +15,14 @@ func TestStreamAndWidgetSettings(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x@y/z", "CAPACITY_JWT_SECRET": goodSecret}
 	c, err := loadConfig("serve", serveSettings, nil, envOf(base), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, 10000, c.StreamMaxClients)
-	require.Equal(t, 15*time.Second, c.StreamPingInterval)
-	require.Equal(t, httpapi.DefaultStreamsPerAddress, c.StreamMaxPerAddr)
-	require.Equal(t, 32, c.StreamMaxPerAddr)
-	require.Equal(t, httpapi.DefaultEventWaitsPerUser, c.EventFeedMaxWaits)
-	require.Equal(t, 8, c.EventFeedMaxWaits)
-	require.Empty(t, c.CORSAllowedOrigins)
-	require.False(t, c.DemoSignups, "demo signups are off by default")
+	require.Equal(t, 10000, c.App.Streams.MaxStreams)
+	require.Equal(t, 15*time.Second, c.App.HTTP.PingInterval)
+	require.Equal(t, httpapi.DefaultStreamsPerAddress, c.App.HTTP.StreamsPerAddress)
+	require.Equal(t, 32, c.App.HTTP.StreamsPerAddress)
+	require.Equal(t, httpapi.DefaultEventWaitsPerUser, c.App.HTTP.EventWaitsPerUser)
+	require.Equal(t, 8, c.App.HTTP.EventWaitsPerUser)
+	require.Empty(t, c.App.HTTP.CORSAllowedOrigins)
+	require.False(t, c.App.HTTP.DemoSignups, "demo signups are off by default")
 
 	c, err = loadConfig("serve", serveSettings, []string{
 		"--stream-max-clients", "50", "--stream-ping-interval", "5s",
@@ -30,12 +30,12 @@ func TestStreamAndWidgetSettings(t *testing.T) {
 		"--cors-allowed-origins", " https://a.example, http://b.example:8080 ,", "--demo-signups", "on",
 	}, envOf(base), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, 50, c.StreamMaxClients)
-	require.Equal(t, 5*time.Second, c.StreamPingInterval)
-	require.Equal(t, 0, c.StreamMaxPerAddr, "0 turns the cap off")
-	require.Equal(t, 3, c.EventFeedMaxWaits)
-	require.Equal(t, []string{"https://a.example", "http://b.example:8080"}, c.CORSAllowedOrigins)
-	require.True(t, c.DemoSignups)
+	require.Equal(t, 50, c.App.Streams.MaxStreams)
+	require.Equal(t, 5*time.Second, c.App.HTTP.PingInterval)
+	require.Equal(t, -1, c.App.HTTP.StreamsPerAddress, "0 turns the cap off (httpapi: a negative cap)")
+	require.Equal(t, 3, c.App.HTTP.EventWaitsPerUser)
+	require.Equal(t, []string{"https://a.example", "http://b.example:8080"}, c.App.HTTP.CORSAllowedOrigins)
+	require.True(t, c.App.HTTP.DemoSignups)
 
 	for _, tc := range []struct {
 		args []string

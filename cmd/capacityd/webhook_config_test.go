@@ -13,12 +13,12 @@ func TestWebhookSettings(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x@y/z", "CAPACITY_JWT_SECRET": goodSecret}
 	c, err := loadConfig("serve", serveSettings, nil, envOf(base), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, 5*time.Second, c.WebhookRetryBase)
-	require.Equal(t, 10*time.Second, c.WebhookTimeout)
-	require.Equal(t, 16, c.WebhookConcurrency)
-	require.Equal(t, 5*time.Second, c.WebhookBacklog)
-	require.False(t, c.WebhookAllowPrivate, "private addresses are refused by default")
-	require.Nil(t, c.WebhookSecretKey)
+	require.Equal(t, 5*time.Second, c.App.Webhooks.RetryBase)
+	require.Equal(t, 10*time.Second, c.App.Webhooks.Timeout)
+	require.Equal(t, 16, c.App.Webhooks.Concurrency)
+	require.Equal(t, 5*time.Second, c.App.Webhooks.BacklogInterval)
+	require.False(t, c.App.WebhookGuard.AllowPrivate, "private addresses are refused by default")
+	require.Nil(t, c.App.WebhookSecretKey)
 
 	env := map[string]string{"WEBHOOK_SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "WEBHOOK_ALLOW_PRIVATE": "true"}
 	for k, v := range base {
@@ -28,12 +28,12 @@ func TestWebhookSettings(t *testing.T) {
 		"--webhook-backlog-interval", "1m"},
 		envOf(env), io.Discard, nil)
 	require.NoError(t, err)
-	require.Equal(t, []byte("0123456789abcdef0123456789abcdef"), c.WebhookSecretKey)
-	require.True(t, c.WebhookAllowPrivate)
-	require.Equal(t, 250*time.Millisecond, c.WebhookRetryBase)
-	require.Equal(t, 2*time.Second, c.WebhookTimeout)
-	require.Equal(t, 4, c.WebhookConcurrency)
-	require.Equal(t, time.Minute, c.WebhookBacklog)
+	require.Equal(t, []byte("0123456789abcdef0123456789abcdef"), c.App.WebhookSecretKey)
+	require.True(t, c.App.WebhookGuard.AllowPrivate)
+	require.Equal(t, 250*time.Millisecond, c.App.Webhooks.RetryBase)
+	require.Equal(t, 2*time.Second, c.App.Webhooks.Timeout)
+	require.Equal(t, 4, c.App.Webhooks.Concurrency)
+	require.Equal(t, time.Minute, c.App.Webhooks.BacklogInterval)
 
 	for _, tc := range []struct {
 		args []string

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/httpapi/widget"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -82,7 +83,7 @@ func embedPage(lang, other, service, activity, note string) string {
 // page.
 func TestWidgetsOnAnOriginNotListed(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{"https://only.example"}}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{CORSAllowedOrigins: []string{"https://only.example"}}}})
 	a := inst.CreateActivity(t, "Cardiology grand rounds", 3)
 	inst.MustSignup(t, a, "u1")
 	site := newPages(t)
@@ -150,7 +151,7 @@ func TestNoteButtonsOnAnAllowedOrigin(t *testing.T) {
 	t.Run("listed", func(t *testing.T) {
 		t.Parallel()
 		site := newPages(t)
-		noteButtonsWork(t, site, apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{site.srv.URL}}}))
+		noteButtonsWork(t, site, apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{CORSAllowedOrigins: []string{site.srv.URL}}}}))
 	})
 	t.Run("default settings", func(t *testing.T) {
 		t.Parallel()
@@ -196,7 +197,7 @@ func noteButtonsWork(t *testing.T, site *pages, inst *apptest.Instance) {
 func TestDemoEmbedSnippetWorksOnAnotherSite(t *testing.T) {
 	t.Parallel()
 	site := newPages(t)
-	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{site.srv.URL}}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{CORSAllowedOrigins: []string{site.srv.URL}}}})
 	a := inst.CreateActivity(t, "Grand rounds", 4)
 	r := inst.MustDo(t, http.MethodGet, "/demo?activity="+a+"&note=pasted-note", "", nil)
 	require.Equal(t, http.StatusOK, r.Status)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
@@ -40,7 +41,7 @@ func queuePage(lang, service, activity, token string) string {
 func TestQueueWidgetOnAnotherSite(t *testing.T) {
 	t.Parallel()
 	site := newPages(t)
-	inst := apptest.Start(t, apptest.Options{App: app.Options{CORSAllowedOrigins: []string{site.srv.URL}}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{CORSAllowedOrigins: []string{site.srv.URL}}}})
 	ctx := t.Context()
 	admin := inst.API(t, "admin", true)
 	act, err := admin.CreateActivity(ctx, client.NewActivity{Title: "Echo course", Capacity: 10,

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/httpapi/widget"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -267,7 +268,7 @@ func TestNoteButtonsCountViewsAndWaters(t *testing.T) {
 // screenshot as docs/demo.png.
 func TestDemoPage(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{DemoSignups: true}})
+	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{DemoSignups: true}}})
 	a := inst.CreateActivity(t, "Cardiology grand rounds", 20)
 	for i := range 7 {
 		inst.MustSignup(t, a, fmt.Sprintf("u%d", i))

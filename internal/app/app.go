@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"sync"
 	"time"
 
@@ -28,107 +27,68 @@ import (
 	"github.com/physiciansnet/capacityd/webhook"
 )
 
-// Options are the settings of an assembled service.
+// Defaults of the background work that New's App runs.
+const (
+	// DefaultExpiryInterval is how often awaiting_payment holds are
+	// expired.
+	DefaultExpiryInterval = time.Second
+	// DefaultReconcileInterval is how often display counters are compared
+	// with the authority.
+	DefaultReconcileInterval = 15 * time.Second
+)
+
+// Options are the settings of an assembled service. Each package's
+// settings are its own configuration type, with its own defaults for zero
+// fields; New supplies the parts that are not settings (stores, clients,
+// loggers, metrics registries, the other services), so those fields of
+// Seats, Notes, Streams, Notifier, OnSale, Webhooks and HTTP are ignored.
 type Options struct {
-	JWTSecret      string
-	SeatCacheTTL   time.Duration
+	JWTSecret string
+	// Auth verifies tokens; nil: HS256 tokens signed with JWTSecret only.
+	Auth *httpapi.Authenticator
+	// RequestTimeout is the deadline of every request but streams
+	// (HTTP.RequestTimeout is ignored); it also bounds one change
+	// transaction and the caches' loads.
 	RequestTimeout time.Duration
-	// AdmissionMaxBatch caps the commands of one change transaction,
-	// AdmissionMaxActivities the activities it serves and
-	// AdmissionMaxTransactions the change transactions in flight; zero:
-	// the registration package's defaults.
-	AdmissionMaxBatch        int
-	AdmissionMaxActivities   int
-	AdmissionMaxTransactions int
-	// AdmissionGatherAt and AdmissionGatherFor make a crowded activity
-	// gather its next commands (registration.Config's GatherAt and
-	// GatherFor); zero: the defaults, a negative AdmissionGatherFor: never.
-	AdmissionGatherAt  int
-	AdmissionGatherFor time.Duration
-	ExpiryInterval     time.Duration
-	// QueueTick is how often the admission controller advances an active
-	// queue (default 200 ms).
-	QueueTick         time.Duration
+	// ExpiryInterval is how often holds are expired and ReconcileInterval
+	// how often display counters are compared with the authority; zero:
+	// DefaultExpiryInterval and DefaultReconcileInterval.
+	ExpiryInterval    time.Duration
 	ReconcileInterval time.Duration
 	// Now is the clock of expiry; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// NoteCombiningOff makes every note increment its own upsert (the
-	// baseline of the load test); the zero value combines concurrent
-	// increments of a note into one upsert.
-	NoteCombiningOff bool
-	// NoteMaxBatch caps the increments one note upsert combines. Default 1000.
-	NoteMaxBatch int
-	// NotesMode says which note ids count views and waters: note.Open (the
-	// zero value) any, note.Registered only those an admin registered.
-	NotesMode note.Mode
-	// WaterWindow allows one water per client address per note per window;
-	// zero is off.
-	WaterWindow time.Duration
-	// StreamMaxClients caps the seat streams of this instance; beyond it a
-	// stream is refused with unavailable. Default 10000.
-	StreamMaxClients int
-	// StreamPingInterval is the time between pings on a seat stream.
-	// Default 15s.
-	StreamPingInterval time.Duration
-	// StreamMaxPerAddress caps the seat streams one client address holds
-	// open; beyond it a stream is refused with rate_limited. Zero: the
-	// default (httpapi.DefaultStreamsPerAddress); negative: no cap.
-	StreamMaxPerAddress int
-	// EventFeedMaxWaitsPerUser caps the event feed long polls one admin
-	// holds open; beyond it a poll is refused with rate_limited. Zero: the
-	// default (httpapi.DefaultEventWaitsPerUser); negative: no cap.
-	EventFeedMaxWaitsPerUser int
-	// StreamRefreshInterval is how often seat streams are re-read from the
-	// authority while the Redis subscription is down. Default 5s.
-	StreamRefreshInterval time.Duration
-	// CORSAllowedOrigins may send writes from browser pages of another
-	// origin ("*": any); reads are allowed from every origin.
-	CORSAllowedOrigins []string
-	// DemoSignups enables the demo page's "sign up a random user" endpoint.
-	DemoSignups bool
-	// MetricsElsewhere leaves /metrics out of the API's routes: the caller
-	// serves Server.MetricsHandler on a listener of its own.
-	MetricsElsewhere bool
-	// PublicWriteLimit limits note views and waters per client IP;
-	// SignupLimit limits signups per user. The zero values are off.
-	PublicWriteLimit httpapi.RateLimit
-	SignupLimit      httpapi.RateLimit
-	// CodeLimit limits the signups with a block code per user (off when
-	// zero), counted in Redis across the instances when there is one.
-	CodeLimit httpapi.RateLimit
-	// PublicReadLimit limits, per client IP, the public reads that reach
-	// PostgreSQL (note stats, activity reads that miss the activity
-	// cache); the zero value is off.
-	PublicReadLimit httpapi.RateLimit
+
+	// Seats configures the display counter (its TTL also bounds the seat
+	// memory of warm activities).
+	Seats capacity.Config
+	// Change sizes the change transactions.
+	Change registration.ChangeConfig
+	// Notes configures the note counters.
+	Notes note.Config
+	// Streams configures the seat streams' hub and Notifier the
+	// announcements of changes between instances.
+	Streams  stream.HubConfig
+	Notifier stream.NotifierConfig
+	// OnSale configures the admission queues of on-sales.
+	OnSale onsale.Options
+	// HTTP configures the API: its limits, CORS, trusted proxies, seat
+	// stream pings and the demo page's signups.
+	HTTP httpapi.Config
 	// ActivityCacheTTL is how long this instance keeps an activity's (or
 	// a pool's) settings, and an id found to name none, for public reads;
 	// zero: the settingscache package's defaults.
 	ActivityCacheTTL time.Duration
-	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
-	// the client address; empty: the connection's peer.
-	TrustedProxies []*net.IPNet
-	// Auth verifies tokens; nil: HS256 tokens signed with JWTSecret only.
-	Auth *httpapi.Authenticator
 
+	// Webhooks configures webhook delivery and WebhookGuard the addresses
+	// it may reach.
+	Webhooks     webhook.DispatcherConfig
+	WebhookGuard webhook.Guard
 	// WebhookSecretKey (32 bytes) seals webhook signing secrets at rest.
 	// Without it, new secrets are stored in clear (StartWorkers seals them
 	// once an instance has the key), and sealed ones cannot be opened:
 	// their attempts fail, and are retried, until it is set.
 	WebhookSecretKey []byte
-	// WebhookAllowPrivate lets webhooks reach loopback, private and
-	// link-local addresses.
-	WebhookAllowPrivate bool
-	// WebhookRetryBase, WebhookTimeout, WebhookConcurrency,
-	// WebhookPollInterval and WebhookBacklogInterval tune delivery; zero:
-	// the webhook package's defaults.
-	WebhookRetryBase       time.Duration
-	WebhookTimeout         time.Duration
-	WebhookConcurrency     int
-	WebhookPollInterval    time.Duration
-	WebhookBacklogInterval time.Duration
-	// WebhookResolver resolves webhook hosts; nil: the system's resolver.
-	WebhookResolver webhook.Resolver
 }
 
 // App is the assembled service.
@@ -160,12 +120,8 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.ExpiryInterval <= 0 {
-		opts.ExpiryInterval = time.Second
-	}
-	if opts.ReconcileInterval <= 0 {
-		opts.ReconcileInterval = 15 * time.Second
-	}
+	opts.ExpiryInterval = cmp.Or(opts.ExpiryInterval, DefaultExpiryInterval)
+	opts.ReconcileInterval = cmp.Or(opts.ReconcileInterval, DefaultReconcileInterval)
 	auth := opts.Auth
 	if auth == nil {
 		var err error
@@ -179,14 +135,14 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 
 	// The seat memory of warm activities, kept current by the announced
 	// changes (and by this instance's commits, through the counter).
-	memory := capacity.NewMemory(capacity.DefaultMemorySize, cmp.Or(opts.SeatCacheTTL, capacity.DefaultTTL), nil)
-	changes := stream.NewNotifier(stream.NotifierConfig{
-		Redis: rdb, RefreshInterval: opts.StreamRefreshInterval, Logger: opts.Logger, Registerer: reg, Memory: memory,
-	})
-	counter := capacity.New(capacity.Config{
-		Redis: rdb, Authority: st, Announcer: changes, TTL: opts.SeatCacheTTL, Logger: opts.Logger, Registerer: reg,
-		Memory: memory, Live: changes.CarriesSeats,
-	})
+	memory := capacity.NewMemory(capacity.DefaultMemorySize, opts.Seats.TTL, nil)
+	notifier := opts.Notifier
+	notifier.Redis, notifier.Logger, notifier.Registerer, notifier.Memory = rdb, opts.Logger, reg, memory
+	changes := stream.NewNotifier(notifier)
+	seats := opts.Seats
+	seats.Redis, seats.Authority, seats.Announcer, seats.Logger, seats.Registerer = rdb, st, changes, opts.Logger, reg
+	seats.Memory, seats.Live = memory, changes.CarriesSeats
+	counter := capacity.New(seats)
 	var gate registration.Gate
 	if rdb != nil {
 		gate = counter
@@ -195,13 +151,11 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	if err != nil {
 		return nil, err
 	}
-	guard := &webhook.Guard{AllowPrivate: opts.WebhookAllowPrivate, Resolver: opts.WebhookResolver}
-	deliveries := webhook.NewDispatcher(webhook.DispatcherConfig{
-		Store: st, Sealer: sealer, Guard: guard, RetryBase: opts.WebhookRetryBase, Timeout: opts.WebhookTimeout,
-		Concurrency: opts.WebhookConcurrency, PollInterval: opts.WebhookPollInterval,
-		BacklogInterval: opts.WebhookBacklogInterval,
-		Logger:          opts.Logger, Registerer: reg,
-	})
+	guard := new(webhook.Guard)
+	*guard = opts.WebhookGuard
+	delivery := opts.Webhooks
+	delivery.Store, delivery.Sealer, delivery.Guard, delivery.Logger, delivery.Registerer = st, sealer, guard, opts.Logger, reg
+	deliveries := webhook.NewDispatcher(delivery)
 	activities := settingscache.New(settingscache.Config[registration.Activity]{
 		Kind: settingscache.Activities, Load: st.ActivityRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL,
 		Registerer: reg, LoadTimeout: opts.RequestTimeout,
@@ -216,43 +170,60 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		// webhook delivery last.
 		Observers: []registration.Observer{activities, pools, counter, changes, deliveries},
 		Changes:   changes, Now: opts.Now,
-		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
-		MaxTransactions: opts.AdmissionMaxTransactions, ChangeTimeout: opts.RequestTimeout,
-		GatherAt: opts.AdmissionGatherAt, GatherFor: opts.AdmissionGatherFor,
+		Change: opts.Change, ChangeTimeout: opts.RequestTimeout,
 		Logger: opts.Logger, Registerer: reg,
 	})
-	notes := note.NewService(note.Config{
-		Store: st, CombiningOff: opts.NoteCombiningOff, MaxBatch: opts.NoteMaxBatch, Mode: opts.NotesMode, Registerer: reg,
-	})
-	streams := stream.NewHub(stream.HubConfig{
-		Changes: changes, Seats: counter.Seats, MaxStreams: opts.StreamMaxClients, Registerer: reg,
-	})
+	notesCfg := opts.Notes
+	notesCfg.Store, notesCfg.Registerer = st, reg
+	notes := note.NewService(notesCfg)
+	hub := opts.Streams
+	hub.Changes, hub.Seats, hub.Registerer = changes, counter.Seats, reg
+	streams := stream.NewHub(hub)
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
-	queues := onsale.New(st, onsale.Options{Tick: opts.QueueTick, Log: opts.Logger, Metrics: onsale.NewMetrics(reg)})
-	var pingRedis func(context.Context) error
-	var codeAttempts httpapi.SharedLimiter
-	if rdb != nil {
-		pingRedis = counter.Ping
-		codeAttempts = sharedlimit.New(rdb, "block-codes:")
-	}
-	srv := httpapi.New(httpapi.Config{
-		Registrations: regs, Seats: counter.Seats, CachedSeats: counter.CachedSeats, PoolSeats: counter.PoolSeats, Auth: auth, PingPostgres: st.Ping, PingRedis: pingRedis,
-		Registry: reg, MetricsElsewhere: opts.MetricsElsewhere, RequestTimeout: opts.RequestTimeout, Logger: opts.Logger,
-		Notes:            notes,
-		PublicWriteLimit: opts.PublicWriteLimit, SignupLimit: opts.SignupLimit, CodeLimit: opts.CodeLimit, SharedAttempts: codeAttempts, WaterWindow: opts.WaterWindow,
-		PublicReadLimit: opts.PublicReadLimit, Activities: activities, Pools: pools,
-		Streams: streams, PingInterval: opts.StreamPingInterval,
-		StreamsPerAddress: opts.StreamMaxPerAddress, EventWaitsPerUser: opts.EventFeedMaxWaitsPerUser,
-		CORSAllowedOrigins: opts.CORSAllowedOrigins, DemoSignups: opts.DemoSignups,
-		TrustedProxies: opts.TrustedProxies,
-		Webhooks:       hooks,
-		Queues:         queues,
-	})
+	onSale := opts.OnSale
+	onSale.Log, onSale.Metrics = opts.Logger, onsale.NewMetrics(reg)
+	queues := onsale.New(st, onSale)
+	srv := httpapi.New(httpConfig(opts, httpDeps{
+		auth: auth, store: st, rdb: rdb, reg: reg, regs: regs, counter: counter, notes: notes,
+		activities: activities, pools: pools, streams: streams, hooks: hooks, queues: queues,
+	}))
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
 		Activities: activities, Pools: pools, Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
 		Queues: queues, opts: opts,
 	}, nil
+}
+
+// httpDeps are the services the API is built on.
+type httpDeps struct {
+	auth       *httpapi.Authenticator
+	store      *store.Store
+	rdb        redis.UniversalClient
+	reg        *prometheus.Registry
+	regs       *registration.Service
+	counter    *capacity.Counter
+	notes      *note.Service
+	activities *settingscache.Cache[registration.Activity]
+	pools      *settingscache.Cache[registration.Pool]
+	streams    *stream.Hub
+	hooks      *webhook.Service
+	queues     *onsale.Queue
+}
+
+// httpConfig returns the API's configuration: opts.HTTP's settings on the
+// services in d.
+func httpConfig(opts Options, d httpDeps) httpapi.Config {
+	cfg := opts.HTTP
+	cfg.Registrations, cfg.Seats, cfg.CachedSeats, cfg.PoolSeats = d.regs, d.counter.Seats, d.counter.CachedSeats, d.counter.PoolSeats
+	cfg.Auth, cfg.PingPostgres, cfg.PingRedis, cfg.SharedAttempts = d.auth, d.store.Ping, nil, nil
+	if d.rdb != nil {
+		cfg.PingRedis = d.counter.Ping
+		cfg.SharedAttempts = sharedlimit.New(d.rdb, "block-codes:")
+	}
+	cfg.Registry, cfg.RequestTimeout, cfg.Logger = d.reg, opts.RequestTimeout, opts.Logger
+	cfg.Notes, cfg.Activities, cfg.Pools, cfg.Streams = d.notes, d.activities, d.pools, d.streams
+	cfg.Webhooks, cfg.Queues = d.hooks, d.queues
+	return cfg
 }
 
 // StartWorkers starts the background work of every instance: hold expiry,
