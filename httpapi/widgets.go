@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/httpapi/demo"
 	"github.com/physiciansnet/capacityd/httpapi/widget"
 	"github.com/physiciansnet/capacityd/registration"
 )
@@ -42,8 +43,8 @@ func (s *Server) registerWidgetRoutes(e *echo.Echo) {
 	}
 }
 
-// widgetAsset serves an embedded widget file, cacheable for five minutes
-// and loadable from any origin.
+// widgetAsset serves an embedded widget file (or the demo page's script
+// or style), cacheable for five minutes and loadable from any origin.
 func (s *Server) widgetAsset(c echo.Context) error {
 	name := c.Param("file")
 	ctype, ok := assetTypes[path.Ext(name)]
@@ -51,6 +52,9 @@ func (s *Server) widgetAsset(c echo.Context) error {
 		return capacityd.Errorf(capacityd.ENotFound, "no such widget file")
 	}
 	b, err := fs.ReadFile(widget.Assets, name)
+	if err != nil {
+		b, err = fs.ReadFile(demo.Assets, name)
+	}
 	if err != nil {
 		return capacityd.Errorf(capacityd.ENotFound, "no such widget file")
 	}
@@ -73,7 +77,7 @@ const DemoNoteID = "demo-note"
 // any; without ?note, the note demo-note. The embed snippets name the
 // service by baseURL.
 func (s *Server) demoPage(c echo.Context) error {
-	data := widget.DemoData{Base: baseURL(c), Signups: s.cfg.DemoSignups, NoteID: DemoNoteID}
+	data := demo.Data{Base: baseURL(c), Signups: s.cfg.DemoSignups, NoteID: DemoNoteID}
 	q := c.QueryParams()
 	if id := q.Get("activity"); idPattern.MatchString(id) && id[0] == 'a' {
 		data.ActivityID = id
@@ -99,7 +103,7 @@ func (s *Server) demoPage(c echo.Context) error {
 		}
 	}
 	var buf bytes.Buffer
-	if err := widget.DemoPage.Execute(&buf, data); err != nil {
+	if err := demo.Page.Execute(&buf, data); err != nil {
 		return err
 	}
 	h := c.Response().Header()
@@ -115,14 +119,14 @@ func (s *Server) demoPage(c echo.Context) error {
 // within the client's public-read limit (as a public pool read is), or
 // MissingPool when it does not exist. An unreachable PostgreSQL only
 // leaves it out.
-func (s *Server) demoPool(c echo.Context, id string, data *widget.DemoData) error {
+func (s *Server) demoPool(c echo.Context, id string, data *demo.Data) error {
 	if err := s.allowPublicRead(c); err != nil {
 		return err
 	}
 	p, err := s.regs.GetPool(c.Request().Context(), id)
 	switch {
 	case err == nil:
-		data.Pool = widget.NewDemoPool(p.ID, p.Title, p.Capacity, p.Activities, s.cfg.DemoSignups)
+		data.Pool = demo.NewPool(p.ID, p.Title, p.Capacity, p.Activities, s.cfg.DemoSignups)
 	case capacityd.ErrorCode(err) == capacityd.ENotFound:
 		data.MissingPool = id
 	}

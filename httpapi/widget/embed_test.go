@@ -3,11 +3,9 @@ package widget_test
 import (
 	"context"
 	"fmt"
-	"html"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -189,31 +187,6 @@ func noteButtonsWork(t *testing.T, site *pages, inst *apptest.Instance) {
 	stats, err := inst.Public().NoteStats(t.Context(), "allowed-note")
 	require.NoError(t, err)
 	require.Equal(t, client.NoteStats{NoteID: "allowed-note", Views: 2, Waters: 2}, stats)
-}
-
-// TestDemoEmbedSnippetWorksOnAnotherSite pastes the demo page's "Embed"
-// snippet into a page of another origin and checks that both widgets work
-// there.
-func TestDemoEmbedSnippetWorksOnAnotherSite(t *testing.T) {
-	t.Parallel()
-	site := newPages(t)
-	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{CORSAllowedOrigins: []string{site.srv.URL}}}})
-	a := inst.CreateActivity(t, "Grand rounds", 4)
-	r := inst.MustDo(t, http.MethodGet, "/demo?activity="+a+"&note=pasted-note", "", nil)
-	require.Equal(t, http.StatusOK, r.Status)
-	m := regexp.MustCompile(`(?s)<pre><code>(.*?)</code></pre>`).FindSubmatch(r.Body)
-	require.NotNil(t, m, "the Embed box")
-	snippet := html.UnescapeString(string(m[1]))
-	require.Contains(t, snippet, `<script src="`+inst.URL+`/widget/seats.js" async></script>`)
-	require.Contains(t, snippet, `<script src="`+inst.URL+`/widget/note-buttons.js" async></script>`)
-
-	page := site.add("/pasted", "<!doctype html><html><head><meta charset=\"utf-8\"><title>pasted</title></head><body>\n"+snippet+"\n</body></html>")
-	ctx := tab(t)
-	do(t, ctx, 15*time.Second,
-		chromedp.Navigate(page),
-		waitText("[data-seats-activity]", "4 of 4 seats left", 5*time.Second),
-		waitText("[data-note] .note-views", "1 view", 5*time.Second),
-	)
 }
 
 // stubService serves the widget scripts like capacityd and answers /v1/
