@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/httpapi/widget"
+	"github.com/physiciansnet/capacityd/internal/browsertest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
@@ -148,10 +149,12 @@ func TestWidgetDocsPictures(t *testing.T) {
 			if s.attr != "" {
 				steps = append(steps, waitAttr(target, s.attr, s.value, 10*time.Second))
 			}
-			do(t, ctx, 15*time.Second, steps...)
 			if s.fades {
-				time.Sleep(300 * time.Millisecond) // the seat badge's fade
+				// The seat badge's fade ends: no transition runs any more.
+				steps = append(steps, browsertest.WaitTrue(fmt.Sprintf(`document.querySelector(%q).getAnimations({subtree: true}).length === 0`, el),
+					2*time.Second, "the fade of "+el+" to end"))
 			}
+			do(t, ctx, 15*time.Second, steps...)
 			png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#"+s.name)))
 			require.NoError(t, err, s.name)
 			save(s.name+"."+lang+".png", png)

@@ -23,6 +23,8 @@ import (
 type consoleLog struct {
 	mu   sync.Mutex
 	msgs []chromedp.ConsoleMessage
+	// arrived is closed (and replaced) when a message arrives.
+	arrived chan struct{}
 }
 
 // watchConsole collects the console messages of the tab ctx from now on,
@@ -31,7 +33,7 @@ func watchConsole(t *testing.T, ctx context.Context) *consoleLog {
 	t.Helper()
 	cctx, cancel := context.WithCancel(ctx)
 	messages := chromedp.Console(cctx)
-	l := &consoleLog{}
+	l := &consoleLog{arrived: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -41,6 +43,8 @@ func watchConsole(t *testing.T, ctx context.Context) *consoleLog {
 			}
 			l.mu.Lock()
 			l.msgs = append(l.msgs, m)
+			close(l.arrived)
+			l.arrived = make(chan struct{})
 			l.mu.Unlock()
 		}
 	}()
@@ -53,8 +57,19 @@ func watchConsole(t *testing.T, ctx context.Context) *consoleLog {
 
 // count returns how many messages of type typ contain text.
 func (l *consoleLog) count(typ chromedp.ConsoleType, text string) int {
+	n, _ := l.countAndNext(typ, text)
+	return n
+}
+
+// countAndNext returns how many messages of type typ contain text, and a
+// channel closed when the next message arrives.
+func (l *consoleLog) countAndNext(typ chromedp.ConsoleType, text string) (int, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.countLocked(typ, text), l.arrived
+}
+
+func (l *consoleLog) countLocked(typ chromedp.ConsoleType, text string) int {
 	n := 0
 	for _, m := range l.msgs {
 		if m.Type == typ && strings.Contains(m.Text, text) {
@@ -68,10 +83,22 @@ func (l *consoleLog) count(typ chromedp.ConsoleType, text string) int {
 // checks that no more come within a short while.
 func (l *consoleLog) waitFor(t *testing.T, typ chromedp.ConsoleType, text string, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for l.count(typ, text) < n && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+wait:
+	for {
+		got, next := l.countAndNext(typ, text)
+		if got >= n {
+			break
+		}
+		select {
+		case <-next:
+		case <-deadline.C:
+			break wait
+		}
 	}
+	// Proves that no more than n come: room for one more message, had the
+	// widget logged its error twice, to reach the log.
 	time.Sleep(100 * time.Millisecond)
 	if got := l.count(typ, text); got != n {
 		l.mu.Lock()
