@@ -22,7 +22,7 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi/demo"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/browsertest"
+	"github.com/physiciansnet/capacityd/internal/test/browsertest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 

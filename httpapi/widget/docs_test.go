@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/httpapi/widget"
-	"github.com/physiciansnet/capacityd/internal/browsertest"
+	"github.com/physiciansnet/capacityd/internal/test/browsertest"
 	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/browsertest"
+	"github.com/physiciansnet/capacityd/internal/test/browsertest"
 )
 
 func TestMain(m *testing.M) {
