@@ -38,11 +38,14 @@ const (
 )
 
 // Options are the settings of an assembled service. Each package's
-// settings are its own configuration type, with its own defaults for zero
-// fields; New supplies the parts that are not settings (stores, clients,
-// loggers, metrics registries, the other services), so those fields of
-// Seats, Notes, Streams, Notifier, OnSale, Webhooks and HTTP are ignored.
+// settings are held in its own configuration type, whose package says
+// what a zero field means (mostly its default); New supplies the parts
+// that are not settings (stores, clients, loggers, metrics registries, the
+// other services), so those fields of Seats, Notes, Streams, Notifier,
+// OnSale, Webhooks and HTTP are ignored. The settings table of capacityd
+// serve fills them, each setting into its package's field.
 type Options struct {
+	// JWTSecret signs and verifies HS256 tokens when Auth is nil.
 	JWTSecret string
 	// Auth verifies tokens; nil: HS256 tokens signed with JWTSecret only.
 	Auth *httpapi.Authenticator
