@@ -5,6 +5,7 @@ package browsertest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,8 +25,13 @@ var browserCtx context.Context
 
 // Run starts chromium, runs the package's tests and returns their exit
 // code. Without chromium the tests run anyway, and every Tab fails saying
-// how to install it.
+// how to install it; under -short chromium is not started, and every Tab
+// skips its test.
 func Run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		return m.Run()
@@ -68,10 +74,13 @@ func Run(m *testing.M) int {
 }
 
 // Tab opens a browser tab for t, closed when t ends. Without chromium the
-// test fails (it never skips): pages and widgets are only tested in a
-// browser.
+// test fails (it skips only under -short): pages and widgets are only
+// tested in a browser.
 func Tab(t *testing.T) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("drives chromium: not under -short")
+	}
 	if browserCtx == nil {
 		t.Fatal("chromium is not installed: install it with `apt-get install -y chromium` (Debian; make test and .ci/run do)")
 	}
