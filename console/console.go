@@ -1,13 +1,15 @@
 // Package console is the organisers' web console: server-rendered pages
 // (html/template, from templates/) and their static files (static/),
-// embedded in the binary, behind one Handler meant to be mounted under
-// /console beside the API.
+// embedded in the binary, behind one http.Handler for the paths under
+// Prefix (/console). The API's router is to mount it there beside the API
+// (echo.WrapHandler on /console and /console/*), so that its requests go
+// through the same middleware as the API's.
 //
 // The console is a client of the same services as the API (registration,
-// note, webhook, onsale): it calls them in process, through interfaces it
-// declares for what it reads and changes, so that every seat rule stays
-// in the domain and nothing here duplicates it. It has no pages of its
-// own yet, and the server does not mount it.
+// note, webhook, onsale): it is to call them in process, through
+// interfaces it declares for what it reads and changes, so that every
+// seat rule stays in the domain and nothing here duplicates it. It has no
+// page but an empty home yet, and the server does not mount it.
 package console
 
 import (

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/console"
@@ -76,4 +77,21 @@ func TestEveryPageHasItsTitleAndMain(t *testing.T) {
 		require.Contains(t, string(b), `{{define "title"}}`, name)
 		require.Contains(t, string(b), `{{define "main"}}`, name)
 	}
+}
+
+// TestMountedUnderConsole: mounted in an echo router as the API's router
+// is to mount it, the console answers every path under /console, and
+// only those.
+func TestMountedUnderConsole(t *testing.T) {
+	t.Parallel()
+	h, err := console.New()
+	require.NoError(t, err)
+	e := echo.New()
+	e.Any(console.Prefix, echo.WrapHandler(h))
+	e.Any(console.Prefix+"/*", echo.WrapHandler(h))
+	require.Equal(t, http.StatusOK, get(t, e, http.MethodGet, "/console").Code)
+	require.Equal(t, http.StatusOK, get(t, e, http.MethodGet, "/console/").Code)
+	require.Equal(t, http.StatusOK, get(t, e, http.MethodGet, "/console/static/console.css").Code)
+	require.Equal(t, http.StatusNotFound, get(t, e, http.MethodGet, "/console/nope").Code)
+	require.Equal(t, http.StatusNotFound, get(t, e, http.MethodGet, "/consoles").Code)
 }
