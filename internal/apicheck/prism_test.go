@@ -32,11 +32,19 @@ const prismBin = "tools/npm/node_modules/.bin/prism"
 // not know).
 const prismViolation = "stoplight.io/prism/errors#"
 
-// repoRoot is the repository's root, two levels above this file's folder.
+// repoRoot is the repository's root: the nearest folder above this file's
+// that holds go.mod.
 func repoRoot(t *testing.T) string {
 	_, file, _, ok := runtime.Caller(0)
 	require.True(t, ok)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatalf("no go.mod above %s", file)
+		}
+	}
 }
 
 // startPrism runs Prism as a validating proxy of api/openapi.yaml in front
