@@ -92,8 +92,8 @@ lint: npm-tools
 	promtool check rules deploy/prometheus/alerts.yml
 
 # Benchmarks (loadtest/): `make bench` (≤ 10 min) seeds capacityd_bench at
-# full scale, measures, and rewrites BENCHMARKS.md and docs/bench/ (PNG
-# charts and the JSON report);
+# full scale, measures, and rewrites docs/bench/ (BENCHMARKS.md, the
+# PNG charts and the JSON report);
 # `make bench-quick` (≤ 3 min, smaller seed, short runs, smaller waiting-list
 # crowd, course, group and pool rushes) prints every target met or not and
 # writes only the JSON, to $(BENCH_JSON). Neither fails on unmet targets,
@@ -109,7 +109,7 @@ bench-bin:
 bench: services bench-bin
 	@source .data/env && $(BENCH_BIN)/loadtest seed && \
 	  BENCH_COMMAND="make bench" $(BENCH_BIN)/loadtest run -capacityd $(BENCH_BIN)/capacityd \
-	    -json docs/bench/bench.json -markdown BENCHMARKS.md -charts docs/bench
+	    -json docs/bench/bench.json -markdown docs/bench/BENCHMARKS.md -charts docs/bench
 
 bench-quick: services bench-bin
 	@source .data/env && $(BENCH_BIN)/loadtest seed -quick && \
