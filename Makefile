@@ -9,7 +9,7 @@ GO ?= go
 # dependencies). test, vet, lint and vulncheck cover each.
 MODULES := . client
 
-.PHONY: run test test-ha services services-down build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
+.PHONY: run test test-ha services services-down npm-tools build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
 	@source .data/env && scripts/run.sh
@@ -21,7 +21,7 @@ run: services build
 TEST_TOOLS := chromium:chromium pgbouncer:pgbouncer haproxy:haproxy socat:socat curl:curl \
 	pg_autoctl:postgresql-15-auto-failover
 
-test: services
+test: services npm-tools
 	@scripts/services.sh tools $(TEST_TOOLS)
 	@source .data/env && for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 	@$(MAKE) --no-print-directory fuzz-smoke
@@ -39,6 +39,16 @@ services:
 
 services-down:
 	@scripts/services.sh down
+
+# The npm tools, pinned by tools/npm/package-lock.json: Redocly CLI (make
+# lint) and Prism, the validating proxy of the API description test
+# (internal/apicheck). Installed into tools/npm/node_modules when missing or
+# when the lockfile changed; with Debian's nodejs and npm when npm is
+# missing (as root).
+NPM_BIN := tools/npm/node_modules/.bin
+
+npm-tools:
+	@scripts/npm-tools.sh
 
 build:
 	$(GO) build -o bin/capacityd ./cmd/capacityd
@@ -66,22 +76,24 @@ chaos: services
 	@scripts/services.sh tools pg_autoctl:postgresql-15-auto-failover pgbouncer:pgbouncer haproxy:haproxy
 	@source .data/env && CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaos(BehindProxies)?$$' -v ./internal/chaos/
 
-# Static checks, run by CI: gofmt, go vet, staticcheck, and promtool (from
-# Debian's prometheus package, installed when missing and root) on the
-# alert rules under deploy/.
+# Static checks, run by CI: gofmt, go vet, staticcheck, Redocly's
+# recommended rules on api/openapi.yaml (configured by redocly.yaml: no
+# error may remain), and promtool (from Debian's prometheus package,
+# installed when missing and root) on the alert rules under deploy/.
 STATICCHECK_VERSION ?= v0.8.2
 
-lint:
+lint: npm-tools
 	@unformatted=$$(for m in $(MODULES); do (cd $$m && gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); done); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt: run gofmt -w on:"; echo "$$unformatted"; exit 1; fi
 	@for m in $(MODULES); do echo "vet, staticcheck: module $$m"; \
 	  (cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...) || exit 1; done
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(NPM_BIN)/redocly lint api/openapi.yaml
 	@scripts/services.sh tools promtool:prometheus
 	promtool check rules deploy/prometheus/alerts.yml
 
 # Benchmarks (loadtest/): `make bench` (≤ 10 min) seeds capacityd_bench at
-# full scale, measures, and rewrites BENCHMARKS.md and docs/bench/ (PNG
-# charts and the JSON report);
+# full scale, measures, and rewrites docs/bench/ (BENCHMARKS.md, the
+# PNG charts and the JSON report);
 # `make bench-quick` (≤ 3 min, smaller seed, short runs, smaller waiting-list
 # crowd, course, group and pool rushes) prints every target met or not and
 # writes only the JSON, to $(BENCH_JSON). Neither fails on unmet targets,
@@ -97,7 +109,7 @@ bench-bin:
 bench: services bench-bin
 	@source .data/env && $(BENCH_BIN)/loadtest seed && \
 	  BENCH_COMMAND="make bench" $(BENCH_BIN)/loadtest run -capacityd $(BENCH_BIN)/capacityd \
-	    -json docs/bench/bench.json -markdown BENCHMARKS.md -charts docs/bench
+	    -json docs/bench/bench.json -markdown docs/bench/BENCHMARKS.md -charts docs/bench
 
 bench-quick: services bench-bin
 	@source .data/env && $(BENCH_BIN)/loadtest seed -quick && \

@@ -8,9 +8,12 @@
 # Tokens are signed with CAPACITY_JWT_SECRET, or else with a random secret
 # kept in .data/dev-secret (never the public --dev one); webhook secrets are
 # sealed with WEBHOOK_SECRET_KEY, or else with a random key kept in
-# .data/webhook-key. The demo activity's id is kept in .data/demo-activity
-# (and the other demo objects' in .data/demo-*) and reused while the
-# database still has it. It stops with the reason, and prints no banner,
+# .data/webhook-key. Webhook URLs on loopback and private addresses are
+# allowed (WEBHOOK_ALLOW_PRIVATE=true unless set), so that a receiver on
+# this machine gets deliveries; a production server refuses them by
+# default. The demo activity's id is kept in .data/demo-activity (and the
+# other demo objects' in .data/demo-*) and reused while the database still
+# has it. It stops with the reason, and prints no banner,
 # when the port is taken or capacityd exits.
 #
 # CAPACITYD_BIN and CAPACITYD_STATE (default bin/capacityd and .data) are
@@ -52,6 +55,15 @@ if [ -z "${WEBHOOK_SECRET_KEY:-}" ]; then
   WEBHOOK_SECRET_KEY=$(cat "$STATE/webhook-key")
   export WEBHOOK_SECRET_KEY
 fi
+
+# A development server delivers webhooks to receivers on this machine.
+WEBHOOK_ALLOW_PRIVATE=${WEBHOOK_ALLOW_PRIVATE:-true}
+export WEBHOOK_ALLOW_PRIVATE
+WEBHOOKS="receivers on loopback and private addresses allowed (WEBHOOK_ALLOW_PRIVATE=true, for local development; production refuses them)"
+case "$WEBHOOK_ALLOW_PRIVATE" in
+  true | 1 | t | T | TRUE | True) ;;
+  *) WEBHOOKS="receivers on loopback and private addresses refused (WEBHOOK_ALLOW_PRIVATE=$WEBHOOK_ALLOW_PRIVATE)" ;;
+esac
 
 "$BIN" migrate >/dev/null || fail "capacityd migrate failed (is DATABASE_URL reachable?)"
 ADMIN=$("$BIN" token --sub admin --admin --ttl 24h)
@@ -124,6 +136,7 @@ capacityd is running on $BASE (Ctrl-C stops it)
 
   demo page:     $BASE/demo?activity=$DEMO&waitlist=$WAITLIST&pool=$POOL&note=demo-note
   metrics:       $METRICS_URL
+  webhooks:      $WEBHOOKS
 
   admin token:   export ADMIN=$ADMIN
   user token:    export USER_TOKEN=$USER_TOKEN

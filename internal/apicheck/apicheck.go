@@ -40,6 +40,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/physiciansnet/capacityd/api"
 )
@@ -247,6 +248,13 @@ func (c *Checker) checkResponse(req *http.Request, reqBody []byte, route *router
 		if err := checkJSONContentType(resp.Header); err != nil {
 			return err
 		}
+	case isYAML(ctype):
+		// A YAML body is described as text (a string schema): it must
+		// be a YAML document; its schema checks nothing more.
+		if err := checkYAML(respBody); err != nil {
+			return err
+		}
+		respBody = nil
 	}
 	opts := &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: respBody == nil}
 	opts.WithCustomSchemaErrorFunc(schemaErrorMessage)
@@ -309,6 +317,23 @@ func checkJSONContentType(h http.Header) error {
 func readsBody(ctype string) bool {
 	mt, _, _ := mime.ParseMediaType(ctype)
 	return mt == "application/json" || mt == "application/yaml"
+}
+
+func isYAML(ctype string) bool {
+	mt, _, _ := mime.ParseMediaType(ctype)
+	return mt == "application/yaml"
+}
+
+// checkYAML returns why body is not one YAML document, or nil.
+func checkYAML(body []byte) error {
+	var doc any
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("body is not YAML: %w", err)
+	}
+	if doc == nil {
+		return errors.New("YAML body is empty")
+	}
+	return nil
 }
 
 func isJSON(ctype string) bool {

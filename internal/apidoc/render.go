@@ -252,7 +252,11 @@ func typeOf(ref *openapi3.SchemaRef) string {
 	}
 	if ref.Ref != "" {
 		name := ref.Ref[strings.LastIndex(ref.Ref, "/")+1:]
-		return fmt.Sprintf("[%s](#schema-%s)", name, strings.ToLower(name))
+		link := fmt.Sprintf("[%s](#schema-%s)", name, strings.ToLower(name))
+		if ref.Value != nil && ref.Value.Nullable {
+			link += " or null"
+		}
+		return link
 	}
 	s := ref.Value
 	var parts []string
@@ -266,7 +270,9 @@ func typeOf(ref *openapi3.SchemaRef) string {
 	case len(s.Enum) > 0:
 		var vs []string
 		for _, e := range s.Enum {
-			vs = append(vs, fmt.Sprintf("`%v`", e))
+			if e != nil { // a nullable enum lists null, said by "or null"
+				vs = append(vs, fmt.Sprintf("`%v`", e))
+			}
 		}
 		parts = append(parts, strings.Join(vs, " \\| "))
 	case s.Type != nil && len(*s.Type) > 0:

@@ -170,8 +170,10 @@ func TestDeployAsDocumentedAnswersJSONWhenAnInstanceIsKilled(t *testing.T) {
 				return
 			case status >= 500 && code == "unavailable":
 				resent.Add(1)
-				// The client's backoff before it sends the same request
-				// again, not a wait for anything.
+				// Kept: the client's backoff before it sends the same
+				// request again, not a wait for anything. It spaces the
+				// retries as a real client does, so that the same
+				// Idempotency-Key is sent again across the whole failover.
 				time.Sleep(50 * time.Millisecond)
 			default:
 				seen.wrong("signup %s: %d %s", user, status, code)

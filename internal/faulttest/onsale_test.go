@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/apptest"
@@ -70,7 +73,10 @@ func TestOnSaleSurvivesARedisFlushAndAnInstanceKill(t *testing.T) {
 				p := alive(i)
 				r, err := apptest.Do(http.MethodGet, p.URL+"/v1/activities/"+act.ID+"/queue/me", p.Token(t, user, false), nil)
 				if err != nil || r.Status != http.StatusOK {
-					time.Sleep(200 * time.Millisecond) // the killed instance, or a 503 while it went
+					// Kept: a client's backoff after the killed instance
+					// (or a 503 while it went), before it asks again; it
+					// spaces the polls and proves nothing itself.
+					time.Sleep(200 * time.Millisecond)
 					continue
 				}
 				var tk ticket
@@ -92,6 +98,10 @@ func TestOnSaleSurvivesARedisFlushAndAnInstanceKill(t *testing.T) {
 						return
 					}
 				}
+				// Kept: the client polls no sooner than the ticket's
+				// poll_after_ms says (at most a second here, to keep the
+				// test short), as the API asks; the polls' spacing is
+				// part of what is tested.
 				time.Sleep(time.Duration(min(tk.PollAfterMS, 1000)) * time.Millisecond)
 			}
 			t.Errorf("%s never signed up", user)
@@ -100,14 +110,11 @@ func TestOnSaleSurvivesARedisFlushAndAnInstanceKill(t *testing.T) {
 
 	// Mid on-sale: once some are admitted, Redis loses everything and one
 	// instance dies.
-	for {
-		var admitted int
-		query(t, db, `SELECT count(*) FROM queue_ticket WHERE state IN ('admitted', 'used')`, &admitted)
-		if admitted >= 20 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Not fatal: the signers run on, and say which of them never signed up.
+	assert.Eventually(t, func() bool {
+		admitted, err := countAdmitted(t.Context(), db)
+		return err == nil && admitted >= 20
+	}, time.Until(deadline), 100*time.Millisecond, "20 admitted before the faults")
 	require.NoError(t, testenv.RedisClient(t, redis.URL()).FlushAll(t.Context()).Err())
 	killed.Lock()
 	procs[1].Signal(t, syscall.SIGKILL)
@@ -132,4 +139,19 @@ func TestOnSaleSurvivesARedisFlushAndAnInstanceKill(t *testing.T) {
 	require.Equal(t, n, tokens, "one token per place")
 	require.Equal(t, n, regs, "one registration per user")
 	require.Zero(t, outOfOrder, "admitted in position order")
+}
+
+// countAdmitted counts the places admitted or used at the authority, for a
+// wait's condition (which must not fail the test from its goroutine).
+func countAdmitted(ctx context.Context, url string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM queue_ticket WHERE state IN ('admitted', 'used')`).Scan(&n)
+	return n, err
 }

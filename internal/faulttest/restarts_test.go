@@ -34,7 +34,8 @@ func (c *rollingCluster) finishAfterRestart(t *testing.T, rowsURL string) {
 // acknowledgements after it.
 func (c *rollingCluster) restartMidLoad(t *testing.T, restart func()) {
 	t.Helper()
-	time.Sleep(500 * time.Millisecond)
+	require.Eventually(t, func() bool { return c.acknowledged() > 10 }, 60*time.Second, 20*time.Millisecond,
+		"the load goes on before the restart")
 	restart()
 	after := c.acknowledged()
 	require.Eventually(t, func() bool { return c.acknowledged() > after+10 }, 60*time.Second, 20*time.Millisecond,
@@ -50,8 +51,9 @@ func TestHAProxyRestartedMidLoadLosesNothing(t *testing.T) {
 	t.Parallel()
 	c := startRollingCluster(t)
 	c.restartMidLoad(t, func() {
+		before := c.load.failed.Load()
 		c.proxy.Kill()
-		time.Sleep(time.Second)
+		c.waitForClientsToFail(t, before)
 		c.proxy.Start(t)
 	})
 	c.finishAfterRestart(t, c.db)
@@ -68,9 +70,18 @@ func TestPgBouncerRestartedMidLoadLosesNothing(t *testing.T) {
 	bouncer := testenv.PrivatePgBouncer(t, direct, 20)
 	c := startRollingClusterOn(t, bouncer.URL(direct))
 	c.restartMidLoad(t, func() {
+		before := c.load.failed.Load()
 		bouncer.Kill()
-		time.Sleep(time.Second)
+		c.waitForClientsToFail(t, before)
 		bouncer.Start(t)
 	})
 	c.finishAfterRestart(t, direct)
+}
+
+// waitForClientsToFail waits until the load has seen more failures than
+// before: the clients met the outage before it ends.
+func (c *rollingCluster) waitForClientsToFail(t *testing.T, before int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return c.load.failed.Load() > before+5 }, 30*time.Second, 10*time.Millisecond,
+		"the clients see the outage")
 }

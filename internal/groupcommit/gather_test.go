@@ -20,8 +20,9 @@ func crowdBatches(t *testing.T, clients, rounds int, opts groupcommit.Options) [
 	var mu sync.Mutex
 	var sizes []int
 	g := groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
-		// The flush's own work, not a wait: the crowd's next requests
-		// arrive while it runs.
+		// Kept: it stands for the flush's own work (a transaction's
+		// time), not a wait for anything. The crowd's next requests
+		// arrive while it runs, which is what gathering is tested on.
 		time.Sleep(2 * time.Millisecond)
 		mu.Lock()
 		sizes = append(sizes, len(reqs))
@@ -82,8 +83,9 @@ type gatherer struct {
 func newGatherer(gatherFor time.Duration) *gatherer {
 	r := &gatherer{}
 	r.g = groupcommit.New(groupcommit.PerKey(func(ctx context.Context, key string, reqs []int) ([]int, error) {
-		// The flush's own work, not a wait: requests sent meanwhile queue
-		// for the next flush.
+		// Kept: it stands for the flush's own work (a transaction's
+		// time), not a wait for anything. Requests sent meanwhile queue
+		// for the next flush, which the gathers are tested on.
 		time.Sleep(5 * time.Millisecond)
 		r.mu.Lock()
 		r.batches = append(r.batches, slices.Clone(reqs))
