@@ -192,6 +192,7 @@ func TestThroughPrism(t *testing.T) {
 	t.Run("operations", func(t *testing.T) { prismOperations(c.with(t)) })
 	t.Run("activities", func(t *testing.T) { prismActivities(c.with(t), admin, users) })
 	t.Run("pools series blocks", func(t *testing.T) { prismPoolsSeriesBlocks(c.with(t), admin, users) })
+	t.Run("queue", func(t *testing.T) { prismQueue(c.with(t), admin, users) })
 	t.Run("webhooks", func(t *testing.T) { prismWebhooks(c.with(t), admin) })
 	t.Run("notes", func(t *testing.T) { prismNotes(c.with(t), admin) })
 	t.Run("errors", func(t *testing.T) { prismErrors(c.with(t), admin, users) })
@@ -265,6 +266,25 @@ func prismPoolsSeriesBlocks(c *prismClient, admin string, users []string) {
 	block := c.do(201, "POST", "/v1/activities/"+b.field(t, "id")+"/blocks", admin, map[string]any{"code": "speakers", "seats": 1})
 	c.do(200, "GET", "/v1/activities/"+b.field(t, "id")+"/blocks", admin, nil)
 	c.do(204, "DELETE", "/v1/blocks/"+block.field(t, "id"), admin, nil)
+}
+
+// prismQueue joins the admission queue of an activity that opens later,
+// reads the ticket, is refused a signup before the opening and one
+// without an admission token, and removes the queue and the opening (nulls
+// in a request).
+func prismQueue(c *prismClient, admin string, users []string) {
+	t := c.t
+	act := c.do(201, "POST", "/v1/activities", admin, map[string]any{"title": "Prism on-sale", "capacity": 10,
+		"opens_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"queue":    map[string]any{"admit_per_second": 5, "max_admitted": 5}})
+	id := act.field(t, "id")
+	c.do(200, "POST", "/v1/activities/"+id+"/queue", users[0], nil)
+	c.do(200, "GET", "/v1/activities/"+id+"/queue/me", users[0], nil)
+	c.do(409, "POST", "/v1/activities/"+id+"/registrations", users[1], map[string]any{})
+	c.do(200, "PATCH", "/v1/activities/"+id, admin, map[string]any{"opens_at": nil})
+	c.do(403, "POST", "/v1/activities/"+id+"/registrations", users[1], map[string]any{})
+	c.do(200, "PATCH", "/v1/activities/"+id, admin, map[string]any{"queue": nil})
+	c.do(201, "POST", "/v1/activities/"+id+"/registrations", users[1], map[string]any{})
 }
 
 func prismWebhooks(c *prismClient, admin string) {
