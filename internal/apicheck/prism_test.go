@@ -49,9 +49,9 @@ func repoRoot(t *testing.T) string {
 
 // startPrism runs Prism as a validating proxy of api/openapi.yaml in front
 // of upstream, on a free loopback port, and returns its URL once it
-// forwards requests. It stops when t ends; its output is logged when t
-// fails.
-func startPrism(t *testing.T, upstream string) string {
+// forwards requests, with its output. It stops when t ends; its output is
+// logged when t fails.
+func startPrism(t *testing.T, upstream string) (string, *lockedBuffer) {
 	t.Helper()
 	root := repoRoot(t)
 	bin := filepath.Join(root, prismBin)
@@ -63,10 +63,10 @@ func startPrism(t *testing.T, upstream string) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	var out lockedBuffer
+	out := &lockedBuffer{}
 	cmd := exec.Command(bin, "proxy", "--errors", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		filepath.Join(root, "api", "openapi.yaml"), upstream)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -85,8 +85,8 @@ func startPrism(t *testing.T, upstream string) string {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 90*time.Second, 100*time.Millisecond, "prism did not start:\n%s", &out)
-	return url
+	}, 90*time.Second, 100*time.Millisecond, "prism did not start:\n%s", out)
+	return url, out
 }
 
 // lockedBuffer is a bytes.Buffer that a process's two outputs share.
@@ -182,7 +182,8 @@ func TestThroughPrism(t *testing.T) {
 		t.Skip("starts Prism (node): not under -short")
 	}
 	inst := apptest.Start(t, apptest.Options{})
-	c := &prismClient{t: t, base: startPrism(t, inst.URL), http: &http.Client{Timeout: 30 * time.Second}}
+	base, prismOut := startPrism(t, inst.URL)
+	c := &prismClient{t: t, base: base, http: &http.Client{Timeout: 30 * time.Second}}
 	admin := inst.Token(t, "prism-admin", true)
 	users := make([]string, 4)
 	for i := range users {
@@ -196,6 +197,8 @@ func TestThroughPrism(t *testing.T) {
 	t.Run("webhooks", func(t *testing.T) { prismWebhooks(c.with(t), admin) })
 	t.Run("notes", func(t *testing.T) { prismNotes(c.with(t), admin) })
 	t.Run("errors", func(t *testing.T) { prismErrors(c.with(t), admin, users) })
+	// A violation Prism only warns about is logged, not answered.
+	require.NotContains(t, prismOut.String(), "Violation:", "Prism reports a violation of api/openapi.yaml")
 }
 
 func prismOperations(c *prismClient) {
