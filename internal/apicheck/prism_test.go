@@ -49,9 +49,9 @@ func repoRoot(t *testing.T) string {
 
 // startPrism runs Prism as a validating proxy of api/openapi.yaml in front
 // of upstream, on a free loopback port, and returns its URL once it
-// forwards requests. It stops when t ends; its output is logged when t
-// fails.
-func startPrism(t *testing.T, upstream string) string {
+// forwards requests, with its output. It stops when t ends; its output is
+// logged when t fails.
+func startPrism(t *testing.T, upstream string) (string, *lockedBuffer) {
 	t.Helper()
 	root := repoRoot(t)
 	bin := filepath.Join(root, prismBin)
@@ -63,10 +63,10 @@ func startPrism(t *testing.T, upstream string) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	var out lockedBuffer
+	out := &lockedBuffer{}
 	cmd := exec.Command(bin, "proxy", "--errors", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		filepath.Join(root, "api", "openapi.yaml"), upstream)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -85,8 +85,8 @@ func startPrism(t *testing.T, upstream string) string {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 90*time.Second, 100*time.Millisecond, "prism did not start:\n%s", &out)
-	return url
+	}, 90*time.Second, 100*time.Millisecond, "prism did not start:\n%s", out)
+	return url, out
 }
 
 // lockedBuffer is a bytes.Buffer that a process's two outputs share.
@@ -182,7 +182,8 @@ func TestThroughPrism(t *testing.T) {
 		t.Skip("starts Prism (node): not under -short")
 	}
 	inst := apptest.Start(t, apptest.Options{})
-	c := &prismClient{t: t, base: startPrism(t, inst.URL), http: &http.Client{Timeout: 30 * time.Second}}
+	base, prismOut := startPrism(t, inst.URL)
+	c := &prismClient{t: t, base: base, http: &http.Client{Timeout: 30 * time.Second}}
 	admin := inst.Token(t, "prism-admin", true)
 	users := make([]string, 4)
 	for i := range users {
@@ -192,9 +193,12 @@ func TestThroughPrism(t *testing.T) {
 	t.Run("operations", func(t *testing.T) { prismOperations(c.with(t)) })
 	t.Run("activities", func(t *testing.T) { prismActivities(c.with(t), admin, users) })
 	t.Run("pools series blocks", func(t *testing.T) { prismPoolsSeriesBlocks(c.with(t), admin, users) })
+	t.Run("queue", func(t *testing.T) { prismQueue(c.with(t), admin, users) })
 	t.Run("webhooks", func(t *testing.T) { prismWebhooks(c.with(t), admin) })
 	t.Run("notes", func(t *testing.T) { prismNotes(c.with(t), admin) })
 	t.Run("errors", func(t *testing.T) { prismErrors(c.with(t), admin, users) })
+	// A violation Prism only warns about is logged, not answered.
+	require.NotContains(t, prismOut.String(), "Violation:", "Prism reports a violation of api/openapi.yaml")
 }
 
 func prismOperations(c *prismClient) {
@@ -265,6 +269,25 @@ func prismPoolsSeriesBlocks(c *prismClient, admin string, users []string) {
 	block := c.do(201, "POST", "/v1/activities/"+b.field(t, "id")+"/blocks", admin, map[string]any{"code": "speakers", "seats": 1})
 	c.do(200, "GET", "/v1/activities/"+b.field(t, "id")+"/blocks", admin, nil)
 	c.do(204, "DELETE", "/v1/blocks/"+block.field(t, "id"), admin, nil)
+}
+
+// prismQueue joins the admission queue of an activity that opens later,
+// reads the ticket, is refused a signup before the opening and one
+// without an admission token, and removes the queue and the opening (nulls
+// in a request).
+func prismQueue(c *prismClient, admin string, users []string) {
+	t := c.t
+	act := c.do(201, "POST", "/v1/activities", admin, map[string]any{"title": "Prism on-sale", "capacity": 10,
+		"opens_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"queue":    map[string]any{"admit_per_second": 5, "max_admitted": 5}})
+	id := act.field(t, "id")
+	c.do(200, "POST", "/v1/activities/"+id+"/queue", users[0], nil)
+	c.do(200, "GET", "/v1/activities/"+id+"/queue/me", users[0], nil)
+	c.do(409, "POST", "/v1/activities/"+id+"/registrations", users[1], map[string]any{})
+	c.do(200, "PATCH", "/v1/activities/"+id, admin, map[string]any{"opens_at": nil})
+	c.do(403, "POST", "/v1/activities/"+id+"/registrations", users[1], map[string]any{})
+	c.do(200, "PATCH", "/v1/activities/"+id, admin, map[string]any{"queue": nil})
+	c.do(201, "POST", "/v1/activities/"+id+"/registrations", users[1], map[string]any{})
 }
 
 func prismWebhooks(c *prismClient, admin string) {
