@@ -62,8 +62,9 @@ type Line struct {
 	AdmittedThrough int64
 	// SoldOut is set once the activity filled up without a waiting list.
 	SoldOut bool
-	// TokensOut is the admitted places whose tokens are unused and live.
-	TokensOut int64
+	// TokensOut is the admitted places whose tokens are unused and live;
+	// Used the places whose tokens made a registration.
+	TokensOut, Used int64
 	// AsOf is when the line was advanced.
 	AsOf time.Time
 }
