@@ -27,7 +27,7 @@ func TestAnExportOutlastsTheStatementTimeoutOnOneConnection(t *testing.T) {
 	t.Parallel()
 	const rows = 20000
 	url := testenv.NewDatabase(t)
-	pool := testenv.PoolWith(t, url, store.PoolConfig{MaxConns: 1, StatementTimeout: time.Second})
+	pool := testenv.PoolWith(t, url, store.ConnPoolConfig{MaxConns: 1, StatementTimeout: time.Second})
 	s := store.New(pool)
 	id := createActivities(t, s, 1, rows)[0]
 	ctx := context.Background()
