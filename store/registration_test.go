@@ -51,7 +51,9 @@ func TestAnExportOutlastsTheStatementTimeoutOnOneConnection(t *testing.T) {
 			cancel()
 		}
 		if len(got)%50 == 0 {
-			time.Sleep(10 * time.Millisecond) // a slow reader: 4 s in all
+			// Kept: a slow reader is what this test is about; 4 s in all,
+			// so that the export outlasts the statement timeout.
+			time.Sleep(10 * time.Millisecond)
 		}
 		return nil
 	})
