@@ -109,3 +109,39 @@ func TestAPollBeforeTheOpeningPointsJustPastIt(t *testing.T) {
 		require.LessOrEqual(t, asked.Add(back).Sub(opens), 1500*time.Millisecond, "poll %d: back too late after the opening", i)
 	}
 }
+
+// TestAUsedTokenReadsUsedEverywhereSoon: a token used on one instance
+// reads used there at once (the signup's commit forgets the place), and on
+// the other once its next advance counts the token used, which sends its
+// cached admitted places back to the authority (the time it took is
+// logged: a tick or so, not the second an admitted place is otherwise
+// kept).
+func TestAUsedTokenReadsUsedEverywhereSoon(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a := apptest.Start(t, apptest.Options{})
+	b := apptest.Start(t, apptest.Options{DatabaseURL: a.DatabaseURL})
+	act, err := a.API(t, "admin", true).CreateActivity(ctx, client.NewActivity{Title: "used", Capacity: 10,
+		Queue: &client.QueueSettings{AdmitPerSecond: 100, MaxAdmitted: 10}})
+	require.NoError(t, err)
+	var tk client.Ticket
+	for _, inst := range []*apptest.Instance{a, b} {
+		_, err := inst.API(t, "u", false).JoinQueue(ctx, act.ID)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			tk, err = inst.API(t, "u", false).QueueTicket(ctx, act.ID)
+			return err == nil && tk.State == "admitted"
+		}, 10*time.Second, 20*time.Millisecond, "admitted, as both instances read it")
+	}
+	_, err = a.Signup(t, act.ID, "u", client.SignupOptions{AdmissionToken: *tk.AdmissionToken})
+	require.NoError(t, err)
+	here, err := a.API(t, "u", false).QueueTicket(ctx, act.ID)
+	require.NoError(t, err)
+	require.Equal(t, "used", here.State, "at once where the signup committed")
+	used := time.Now()
+	require.Eventually(t, func() bool {
+		there, err := b.API(t, "u", false).QueueTicket(ctx, act.ID)
+		return err == nil && there.State == "used"
+	}, 10*time.Second, 20*time.Millisecond)
+	t.Logf("used on the other instance after %v", time.Since(used))
+}

@@ -168,3 +168,28 @@ func TestAUsedTokenMakesAnAdmittedPlaceStale(t *testing.T) {
 	q.Forget("a_1", "u")
 	require.Nil(t, q.places[placeKey{"a_1", "u"}])
 }
+
+// TestACommittedSignupForgetsItsPlace: a registration created or
+// waitlisted here drops its user's cached place in a known line; other
+// events, failed commits and unknown lines leave the cache alone.
+func TestACommittedSignupForgetsItsPlace(t *testing.T) {
+	t.Parallel()
+	q := New(nil, Options{})
+	now := time.Now()
+	q.lines["a_1"] = line(10, 60)
+	for _, u := range []string{"u1", "u2", "u3", "u4"} {
+		q.remember(Place{ActivityID: "a_1", UserID: u, State: Admitted}, now)
+	}
+	q.remember(Place{ActivityID: "a_2", UserID: "u1", State: Admitted}, now)
+	q.Committed(t.Context(), []registration.Commit{
+		{ActivityID: "a_1", Events: []registration.Event{{Type: registration.EventCreated, UserID: "u1"},
+			{Type: registration.EventWaitlisted, UserID: "u2"}, {Type: registration.EventCancelled, UserID: "u3"}}},
+		{ActivityID: "a_1", Failed: true, Events: []registration.Event{{Type: registration.EventCreated, UserID: "u4"}}},
+		{ActivityID: "a_2", Events: []registration.Event{{Type: registration.EventCreated, UserID: "u1"}}},
+	})
+	require.Nil(t, q.places[placeKey{"a_1", "u1"}])
+	require.Nil(t, q.places[placeKey{"a_1", "u2"}])
+	require.NotNil(t, q.places[placeKey{"a_1", "u3"}])
+	require.NotNil(t, q.places[placeKey{"a_1", "u4"}])
+	require.NotNil(t, q.places[placeKey{"a_2", "u1"}], "a line this instance does not know")
+}

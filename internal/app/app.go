@@ -210,11 +210,12 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Kind: settingscache.Pools, Load: st.PoolRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL,
 		Registerer: reg, LoadTimeout: opts.RequestTimeout,
 	})
+	queues := onsale.New(st, onsale.Options{Tick: opts.QueueTick, Log: opts.Logger, Metrics: onsale.NewMetrics(reg)})
 	regs := registration.NewService(registration.Config{
 		Store: st, Gate: gate,
 		// The caches first, so that announced changes read new numbers;
 		// webhook delivery last.
-		Observers: []registration.Observer{activities, pools, counter, changes, deliveries},
+		Observers: []registration.Observer{activities, pools, counter, queues, changes, deliveries},
 		Changes:   changes, Now: opts.Now,
 		MaxBatch: opts.AdmissionMaxBatch, MaxActivities: opts.AdmissionMaxActivities,
 		MaxTransactions: opts.AdmissionMaxTransactions, ChangeTimeout: opts.RequestTimeout,
@@ -228,7 +229,6 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Changes: changes, Seats: counter.Seats, MaxStreams: opts.StreamMaxClients, Registerer: reg,
 	})
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
-	queues := onsale.New(st, onsale.Options{Tick: opts.QueueTick, Log: opts.Logger, Metrics: onsale.NewMetrics(reg)})
 	var pingRedis func(context.Context) error
 	var codeAttempts httpapi.SharedLimiter
 	if rdb != nil {
