@@ -43,7 +43,7 @@ const countWarmups = 20
 // the service's pool sets its own, records the results in r.Checks, prints
 // the plans, and returns ErrSeqScan when either plan has a Seq Scan.
 func CheckCount(ctx context.Context, dbURL string, seed SeedInfo, r *Report, log io.Writer) error {
-	pool, err := store.OpenPool(ctx, dbURL, store.PoolConfig{MaxConns: 1})
+	pool, err := store.OpenConnPool(ctx, dbURL, store.ConnPoolConfig{MaxConns: 1})
 	if err != nil {
 		return err
 	}

@@ -177,6 +177,7 @@ const (
 	CheckOnSaleTaken           = "onsale_taken"
 	CheckOnSaleTwice           = "onsale_admitted_twice"
 	CheckOnSaleUnadmitted      = "onsale_registrations_without_token"
+	CheckOnSaleRefused         = "onsale_admitted_then_refused"
 	CheckOnSale5xx             = "onsale_5xx"
 	CheckOnSaleRho             = "onsale_join_order_rank_correlation"
 	CheckProductionAdmitted    = "production_admitted"

@@ -19,13 +19,14 @@ const (
 )
 
 // onSale is an on-sale: Sizes.OnSaleUsers distinct users join the queue
-// of an activity of 2,000 seats (admit_per_second 500) before it opens,
+// of an activity of 2,000 seats (admit_per_second 500, max_admitted 2,200:
+// the seats, not the cap, bound the tokens at the end) before it opens,
 // from 64 clients (onsale_join); the activity opens; 64 clients then poll
 // the users' tickets round-robin (onsale_poll) while those admitted sign
 // up with their tokens on the side; polling goes on until the activity is
 // full. It checks fairness (the rank correlation of join order and
 // position) and exactness (2,000 seats taken, one token per place, every
-// registration admitted by a used token).
+// registration admitted by a used token, no admitted signup refused).
 func (b *bench) onSale(ctx context.Context) error {
 	n := b.cfg.OnSaleUsers
 	toks, err := b.tokens(ScenarioOnSaleJoin, n)
@@ -35,7 +36,7 @@ func (b *bench) onSale(ctx context.Context) error {
 	admin := b.api.WithToken(b.admin)
 	later := time.Now().Add(time.Hour)
 	act, err := admin.CreateActivity(ctx, client.NewActivity{Title: "load test on-sale", Capacity: onSaleSeats, OpensAt: &later,
-		Queue: &client.QueueSettings{AdmitPerSecond: onSaleRate, MaxAdmitted: onSaleSeats, TokenSeconds: 600, AbsentSeconds: 600}})
+		Queue: &client.QueueSettings{AdmitPerSecond: onSaleRate, MaxAdmitted: onSaleSeats + onSaleSeats/10, TokenSeconds: 600, AbsentSeconds: 600}})
 	if err != nil {
 		return fatalError{fmt.Errorf("loadtest: create the on-sale activity: %w", err)}
 	}
@@ -44,7 +45,7 @@ func (b *bench) onSale(ctx context.Context) error {
 		// advances it any more.
 		_, _ = admin.UpdateActivity(context.WithoutCancel(ctx), act.ID, client.ActivityPatch{ClearQueue: true})
 	}()
-	var fivexx atomic.Int64
+	var fivexx, refused atomic.Int64
 	count := func(err error) error {
 		if e, ok := errors.AsType[*client.Error](err); ok && e.Status >= 500 {
 			fivexx.Add(1)
@@ -76,6 +77,11 @@ func (b *bench) onSale(ctx context.Context) error {
 				_, err := b.api.WithToken(toks[a.user]).Signup(ctx, act.ID, client.SignupOptions{AdmissionToken: a.token})
 				if count(err) == nil {
 					signed.Store(a.user, true)
+				} else if e, ok := errors.AsType[*client.Error](err); ok && e.Status < 500 {
+					// The token is live (signed up on being admitted):
+					// any refusal, activity_full above all, broke the
+					// promise admission made.
+					refused.Add(1)
 				}
 			}
 		})
@@ -104,7 +110,7 @@ func (b *bench) onSale(ctx context.Context) error {
 	}
 	close(admitted)
 	signers.Wait()
-	return b.onSaleChecks(ctx, act.ID, fivexx.Load())
+	return b.onSaleChecks(ctx, act.ID, fivexx.Load(), refused.Load())
 }
 
 // onSaleAdmission is an admitted user, to sign up.
@@ -124,7 +130,7 @@ func (b *bench) onSaleTaken(ctx context.Context, activityID string) int {
 }
 
 // onSaleChecks reads the on-sale's outcome at the authority.
-func (b *bench) onSaleChecks(ctx context.Context, activityID string, fivexx int64) error {
+func (b *bench) onSaleChecks(ctx context.Context, activityID string, fivexx, refused int64) error {
 	var rho *float64
 	var places, tokens, distinct, used, regs int64
 	err := b.db.QueryRow(ctx, `
@@ -142,11 +148,12 @@ func (b *bench) onSaleChecks(ctx context.Context, activityID string, fivexx int6
 	b.report.Checks[CheckOnSaleTaken] = int64(taken)
 	b.report.Checks[CheckOnSaleTwice] = tokens - distinct
 	b.report.Checks[CheckOnSaleUnadmitted] = regs - used
+	b.report.Checks[CheckOnSaleRefused] = refused
 	b.report.Checks[CheckOnSale5xx] = fivexx
 	if rho != nil {
 		b.report.Checks[CheckOnSaleRho] = round(math.Abs(*rho), 4)
 	}
-	fmt.Fprintf(b.log, "%-16s places %d, tokens %d (distinct %d), used %d, registrations %d, taken %d of %d, |rho| %v, 5xx %d\n",
-		"onsale", places, tokens, distinct, used, regs, taken, onSaleSeats, b.report.Checks[CheckOnSaleRho], fivexx)
+	fmt.Fprintf(b.log, "%-16s places %d, tokens %d (distinct %d), used %d, registrations %d, taken %d of %d, admitted then refused %d, |rho| %v, 5xx %d\n",
+		"onsale", places, tokens, distinct, used, regs, taken, onSaleSeats, refused, b.report.Checks[CheckOnSaleRho], fivexx)
 	return nil
 }

@@ -126,7 +126,7 @@ func Seed(ctx context.Context, dbURL string, s Scale, log io.Writer) (SeedInfo, 
 	if err := recreateDatabase(ctx, dbURL, name); err != nil {
 		return SeedInfo{}, err
 	}
-	pool, err := store.OpenPool(ctx, dbURL, store.PoolConfig{MaxConns: 2, StatementTimeout: 10 * time.Minute})
+	pool, err := store.OpenConnPool(ctx, dbURL, store.ConnPoolConfig{MaxConns: 2, StatementTimeout: 10 * time.Minute})
 	if err != nil {
 		return SeedInfo{}, err
 	}

@@ -123,6 +123,7 @@ var comparisons = []comparison{
 	{TopicAdmission, "on-sale: seats taken of 2,000", "==", fixed(onSaleSeats), fromCheck(CheckOnSaleTaken)},
 	{TopicAdmission, "on-sale: places admitted twice", "==", fixed(0), fromCheck(CheckOnSaleTwice)},
 	{TopicAdmission, "on-sale: registrations without a used token", "==", fixed(0), fromCheck(CheckOnSaleUnadmitted)},
+	{TopicAdmission, "on-sale: admitted then refused (a signup with a live token refused)", "==", fixed(0), fromCheck(CheckOnSaleRefused)},
 	{TopicAdmission, "on-sale: |rank correlation| of join order and position", "<", fixed(0.05), fromCheck(CheckOnSaleRho)},
 	{TopicAdmission, "on-sale: 5xx responses", "==", fixed(0), fromCheck(CheckOnSale5xx)},
 	{TopicAdmission, "flash crowd: admitted of 500 seats", "==", fixed(FlashCrowdCapacity), fromCheck(CheckFlashAdmitted)},

@@ -20,7 +20,7 @@ import (
 // exactly once.
 func TestPoisonedNoteIncrementsFailAlone(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", store.PoolConfig{MaxConns: 4}, note.Config{})
+	b := setup(t, "", store.ConnPoolConfig{MaxConns: 4}, note.Config{})
 	ctx := context.Background()
 	poisoned := []string{"\xff", "bad\x00id", "with space", strings.Repeat("n", note.MaxIDLen+1), "ünïcode"}
 	var wg sync.WaitGroup

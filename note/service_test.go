@@ -82,12 +82,12 @@ type bundle struct {
 }
 
 // setup returns a Service on a fresh database; pc tunes its pool.
-func setup(t *testing.T, url string, pc store.PoolConfig, cfg note.Config) bundle {
+func setup(t *testing.T, url string, pc store.ConnPoolConfig, cfg note.Config) bundle {
 	t.Helper()
 	if url == "" {
 		url = testenv.NewDatabase(t)
 	}
-	pool, err := store.OpenPool(context.Background(), url, pc)
+	pool, err := store.OpenConnPool(context.Background(), url, pc)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	b := bundle{pool: pool, store: &countingStore{Store: store.New(pool)}, reg: prometheus.NewRegistry()}
@@ -200,7 +200,7 @@ func waitLockWaiters(t *testing.T, pool *pgxpool.Pool, n int) {
 
 func TestConcurrentIncrementsAreCombinedAndExact(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", store.PoolConfig{}, note.Config{})
+	b := setup(t, "", store.ConnPoolConfig{}, note.Config{})
 	const views, waters = 2000, 500
 
 	res := burst(b.svc, "hot", views, waters)
@@ -225,7 +225,7 @@ func TestUncombinedIncrementsAreExact(t *testing.T) {
 	// 400 upserts of one row through 16 connections queue for them; on a
 	// busy test machine the last may wait longer than the default 5 s
 	// FlushTimeout, which is not what this test is about.
-	b := setup(t, "", store.PoolConfig{}, note.Config{CombiningOff: true, FlushTimeout: time.Minute})
+	b := setup(t, "", store.ConnPoolConfig{}, note.Config{CombiningOff: true, FlushTimeout: time.Minute})
 	const views, waters = 300, 100
 
 	res := burst(b.svc, "naive", views, waters)
@@ -240,7 +240,7 @@ func TestUncombinedIncrementsAreExact(t *testing.T) {
 
 func TestOneRequestInFlightCostsOneStatement(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", store.PoolConfig{}, note.Config{})
+	b := setup(t, "", store.ConnPoolConfig{}, note.Config{})
 	ctx := context.Background()
 
 	st, err := b.svc.View(ctx, "quiet")
@@ -265,7 +265,7 @@ func TestOneRequestInFlightCostsOneStatement(t *testing.T) {
 
 func TestBatchesAreBounded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", store.PoolConfig{}, note.Config{MaxBatch: 10})
+	b := setup(t, "", store.ConnPoolConfig{}, note.Config{MaxBatch: 10})
 	ctx := context.Background()
 	_, err := b.svc.View(ctx, "bounded")
 	require.NoError(t, err)
@@ -291,7 +291,7 @@ func TestFailedUpsertFailsEveryCallerOfItsBatchAndCountsNothing(t *testing.T) {
 	// The database cancels a statement after 2s (a lock held too long
 	// here): the server itself aborts the upsert, so it surely counted
 	// nothing.
-	b := setup(t, "", store.PoolConfig{StatementTimeout: 2 * time.Second}, note.Config{})
+	b := setup(t, "", store.ConnPoolConfig{StatementTimeout: 2 * time.Second}, note.Config{})
 	ctx := context.Background()
 	_, err := b.store.AddNoteStats(ctx, "stuck", 7, 3)
 	require.NoError(t, err)
@@ -328,7 +328,7 @@ func TestCloseCommitsAcceptedIncrements(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		t.Run(fmt.Sprintf("combining_off=%v", off), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, "", store.PoolConfig{}, note.Config{CombiningOff: off})
+			b := setup(t, "", store.ConnPoolConfig{}, note.Config{CombiningOff: off})
 			ctx := context.Background()
 			_, err := b.svc.View(ctx, "closing")
 			require.NoError(t, err)
@@ -386,7 +386,7 @@ func metric(b bundle, name string, labels ...string) float64 {
 	return 0
 }
 
-func storePoolConfig() store.PoolConfig { return store.PoolConfig{} }
+func storePoolConfig() store.ConnPoolConfig { return store.ConnPoolConfig{} }
 
 func migrate(t *testing.T, b bundle) {
 	t.Helper()
@@ -398,7 +398,7 @@ func codeOf(err error) string { return capacityd.ErrorCode(err) }
 
 func TestQueuedIncrementGivesUpAtItsDeadlineAndCountsNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", store.PoolConfig{}, note.Config{})
+	b := setup(t, "", store.ConnPoolConfig{}, note.Config{})
 	ctx := context.Background()
 	_, err := b.svc.View(ctx, "deadline")
 	require.NoError(t, err)
@@ -437,7 +437,7 @@ func TestQueuedIncrementGivesUpAtItsDeadlineAndCountsNothing(t *testing.T) {
 
 func TestConcurrentStatsReadsShareOneStatementAtATime(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", store.PoolConfig{MaxConns: 8}, note.Config{})
+	b := setup(t, "", store.ConnPoolConfig{MaxConns: 8}, note.Config{})
 	ctx := context.Background()
 	const notes, readers = 10, 500
 	for i := range notes {

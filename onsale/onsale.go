@@ -2,7 +2,9 @@
 // join a line, everyone who joined before the activity opens is put in a
 // uniformly random order at its opening, and places are admitted in
 // position order at a bounded rate, each with a single-use admission
-// token that a signup must carry.
+// token that a signup must carry. The admission rule is DecideAdvance, a
+// pure function: no more tokens out than the cap and, without a waiting
+// list, than the seats a signup could still get.
 //
 // PostgreSQL keeps positions and tokens (the Authority); every instance
 // runs the admission controller (Controller.Run), which advances each
@@ -62,8 +64,9 @@ type Line struct {
 	AdmittedThrough int64
 	// SoldOut is set once the activity filled up without a waiting list.
 	SoldOut bool
-	// TokensOut is the admitted places whose tokens are unused and live.
-	TokensOut int64
+	// TokensOut is the admitted places whose tokens are unused and live;
+	// Used the places whose tokens made a registration.
+	TokensOut, Used int64
 	// AsOf is when the line was advanced.
 	AsOf time.Time
 }
@@ -100,8 +103,9 @@ type Authority interface {
 	// before the opening (once, with shuffle), gives positions to places
 	// without one, lapses absent places and expired tokens, marks the
 	// waiting places sold out when the activity is full without a
-	// waiting list, and admits places in position order within the rate
-	// and the cap.
+	// waiting list, and admits places in position order as
+	// DecideAdvance decides (the rate, the cap and, without a waiting
+	// list, the seats).
 	AdvanceQueue(ctx context.Context, activityID string, shuffle func(n int) []int) (Advance, error)
 	// ActiveQueues returns the activities whose lines may need advancing.
 	ActiveQueues(ctx context.Context) ([]string, error)

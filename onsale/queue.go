@@ -68,6 +68,9 @@ type cachedPlace struct {
 	place   Place
 	readAt  time.Time
 	askedAt time.Time
+	// used is the line's Used when the place was read: a token used since
+	// may be this place's.
+	used int64
 }
 
 // maxCachedPlaces bounds the places kept in memory; beyond it the cache
@@ -146,17 +149,17 @@ func (q *Queue) Me(ctx context.Context, activityID, userID string) (Ticket, erro
 // authority: the line admitted up to it, sold out, shuffled it, or expired
 // it (an admission token past its deadline, or a place whose holder this
 // instance has not seen for half the absence allowed, who may have asked
-// another instance meanwhile); an admitted place is read again after a
-// second (its token may have been used on another instance).
+// another instance meanwhile); an admitted place is read again once the
+// line counts a token used since it was read, and after a second at most
+// (its token may have been used on another instance).
 func (q *Queue) stale(c *cachedPlace, line Line, now time.Time) bool {
 	p := c.place
 	switch p.State {
 	case Waiting:
 		absent := time.Duration(line.Settings.AbsentSeconds) * time.Second
-		return (p.Position == nil && line.Shuffled) || (p.Position != nil && *p.Position <= line.AdmittedThrough) ||
-			line.SoldOut || now.Sub(c.askedAt) > absent/2
+		return moved(p, line) || now.Sub(c.askedAt) > absent/2
 	case Admitted:
-		return now.Sub(c.readAt) > time.Second || (p.TokenExpiresAt != nil && !now.Before(*p.TokenExpiresAt))
+		return line.Used != c.used || now.Sub(c.readAt) > time.Second || (p.TokenExpiresAt != nil && !now.Before(*p.TokenExpiresAt))
 	}
 	return now.Sub(c.readAt) > 10*time.Second
 }
@@ -166,7 +169,17 @@ func (q *Queue) remember(p Place, now time.Time) {
 	if len(q.places) >= maxCachedPlaces {
 		q.places = make(map[placeKey]*cachedPlace)
 	}
-	q.places[placeKey{p.ActivityID, p.UserID}] = &cachedPlace{place: p, readAt: now, askedAt: now}
+	q.places[placeKey{p.ActivityID, p.UserID}] = &cachedPlace{place: p, readAt: now, askedAt: now, used: q.lines[p.ActivityID].Used}
+}
+
+// Forget drops the user's place in the activity's line from this
+// instance's memory, so that its next poll reads it from the authority: a
+// signup here has just used the place's token, or was refused it (used on
+// another instance, or expired).
+func (q *Queue) Forget(activityID, userID string) {
+	q.mu.Lock()
+	delete(q.places, placeKey{activityID, userID})
+	q.mu.Unlock()
 }
 
 // markSeen records a waiting place's holder's presence for the next flush;
@@ -218,26 +231,22 @@ func ticketOf(p Place, line Line, now time.Time) Ticket {
 			break
 		}
 		if p.Position == nil {
-			// Before the opening: ask again around it, spread over a
-			// couple of seconds.
-			until := time.Second
-			if line.OpensAt != nil {
-				until = max(until, line.OpensAt.Sub(now))
-			}
-			t.PollAfterMS = jitter(min(longest, until.Milliseconds()+1000))
+			t.PollAfterMS = untilOpening(line, now, longest)
 			break
 		}
 		ahead := max(0, *p.Position-line.AdmittedThrough-1)
 		if line.Head != nil {
 			ahead = max(0, min(*p.Position-*line.Head, line.Waiting-1))
 		}
+		// The rate sets the polls: near the front, every second, for a
+		// token used elsewhere may let the place in at any advance.
 		wait := (ahead + int64(rate) - 1) / int64(rate)
 		if line.OpensAt != nil && now.Before(*line.OpensAt) {
 			wait += int64(line.OpensAt.Sub(now).Seconds())
 		}
-		t.Ahead, t.EstimatedWaitSeconds = &ahead, &wait
-		// Far from the front, ask seldom; near it, every second.
 		t.PollAfterMS = jitter(min(longest, max(1000, wait*1000/3)))
+		wait += behindTokens(ahead, line)
+		t.Ahead, t.EstimatedWaitSeconds = &ahead, &wait
 	case Admitted:
 		if p.TokenExpiresAt != nil && !now.Before(*p.TokenExpiresAt) {
 			t.State = Expired
@@ -250,6 +259,32 @@ func ticketOf(p Place, line Line, now time.Time) Ticket {
 		t.PollAfterMS = jitter(longest)
 	}
 	return t
+}
+
+// untilOpening is the poll delay of a place without a position: a moment
+// in the first second after the opening (spread, so that a large line's
+// polls do not arrive in lockstep), or sooner when the opening is further
+// away than a holder may stay unseen.
+func untilOpening(line Line, now time.Time, longest int64) int64 {
+	until := int64(0)
+	if line.OpensAt != nil {
+		until = max(0, line.OpensAt.Sub(now).Milliseconds())
+	}
+	if d := jitter(longest); d < until {
+		return d
+	}
+	return until + 1 + mrand.Int64N(1000)
+}
+
+// behindTokens is the seconds a place with ahead places before it waits,
+// besides the rate, for tokens out to come back (used or lapsed): none
+// while it is within the cap's free room; beyond it, the line moves only
+// as tokens come back, which takes up to token_seconds.
+func behindTokens(ahead int64, line Line) int64 {
+	if ahead < int64(line.Settings.MaxAdmitted)-line.TokensOut {
+		return 0
+	}
+	return int64(line.Settings.TokenSeconds)
 }
 
 // pollCap is the longest a waiting holder may wait between polls and still
@@ -326,8 +361,8 @@ func (q *Queue) advanceHot(ctx context.Context) {
 		}
 		q.mu.Unlock()
 		if known && (adv.Line.Shuffled != prev.Shuffled || adv.Line.AdmittedThrough != prev.AdmittedThrough ||
-			adv.Line.SoldOut != prev.SoldOut) {
-			q.refreshMoved(ctx, adv.Line)
+			adv.Line.SoldOut != prev.SoldOut || adv.Line.Used != prev.Used) {
+			q.refreshMoved(ctx, adv.Line, adv.Line.Used != prev.Used)
 		}
 	}
 	q.mu.Lock()
@@ -340,14 +375,14 @@ const maxRefresh = 10_000
 
 // refreshMoved reads again, in one statement, the cached waiting places
 // of a line that the line's last advance may have moved (shuffled,
-// admitted or sold out), so that their next polls are answered from
+// admitted or sold out), and its cached admitted places when a token was
+// used since (usedMoved), so that their next polls are answered from
 // memory rather than each reading its place.
-func (q *Queue) refreshMoved(ctx context.Context, line Line) {
+func (q *Queue) refreshMoved(ctx context.Context, line Line, usedMoved bool) {
 	q.mu.Lock()
 	var users []string
 	for k, c := range q.places {
-		if k.activityID == line.ActivityID && c.place.State == Waiting && len(users) < maxRefresh &&
-			((c.place.Position == nil && line.Shuffled) || (c.place.Position != nil && *c.place.Position <= line.AdmittedThrough) || line.SoldOut) {
+		if k.activityID == line.ActivityID && len(users) < maxRefresh && (moved(c.place, line) || (usedMoved && c.place.State == Admitted)) {
 			users = append(users, k.userID)
 		}
 	}
@@ -367,9 +402,16 @@ func (q *Queue) refreshMoved(ctx context.Context, line Line) {
 	defer q.mu.Unlock()
 	for _, p := range places {
 		if c := q.places[placeKey{p.ActivityID, p.UserID}]; c != nil {
-			c.place, c.readAt = p, now
+			c.place, c.readAt, c.used = p, now, line.Used
 		}
 	}
+}
+
+// moved reports whether a line's advance may have moved a waiting place:
+// shuffled it, admitted up to it, or sold out.
+func moved(p Place, line Line) bool {
+	return p.State == Waiting && ((p.Position == nil && line.Shuffled) ||
+		(p.Position != nil && *p.Position <= line.AdmittedThrough) || line.SoldOut)
 }
 
 // flushPresence writes the presence of the holders seen since the last

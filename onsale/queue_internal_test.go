@@ -27,18 +27,18 @@ func TestTicketOfAWaitingPlace(t *testing.T) {
 	l.Head, l.Waiting, l.AdmittedThrough = pos(101), 10_000, 100
 	near := ticketOf(Place{ActivityID: "a_1", UserID: "u", State: Waiting, Position: pos(110)}, l, now)
 	require.Equal(t, int64(9), *near.Ahead)
-	require.Equal(t, int64(1), *near.EstimatedWaitSeconds)
+	require.Equal(t, int64(1), *near.EstimatedWaitSeconds, "within the cap")
 	require.InDelta(t, 1000, near.PollAfterMS, 200, "near the front: every second")
 	far := ticketOf(Place{ActivityID: "a_1", UserID: "u", State: Waiting, Position: pos(9_000)}, l, now)
 	require.Equal(t, int64(8_899), *far.Ahead)
-	require.Equal(t, int64(178), *far.EstimatedWaitSeconds)
+	require.Equal(t, int64(178+60), *far.EstimatedWaitSeconds, "the rate, and beyond the cap the tokens out")
 	require.LessOrEqual(t, far.PollAfterMS, int64(20_000*12/10), "at most a third of absent_seconds, with jitter")
 	require.Greater(t, far.PollAfterMS, near.PollAfterMS)
 	require.Nil(t, far.AdmissionToken)
 }
 
 // TestTicketOfOtherStates: before the opening a place has no position and
-// is told to come back around it; an admitted place carries its token
+// is told to come back in the first second after it; an admitted place carries its token
 // until it expires; a line sold out says so.
 func TestTicketOfOtherStates(t *testing.T) {
 	t.Parallel()
@@ -50,7 +50,16 @@ func TestTicketOfOtherStates(t *testing.T) {
 	require.Nil(t, early.Position)
 	require.Nil(t, early.Ahead)
 	require.Nil(t, early.EstimatedWaitSeconds)
-	require.InDelta(t, 31_000, early.PollAfterMS, 31_000*0.2+1, "just after the opening, spread")
+	for range 100 {
+		d := ticketOf(Place{State: Waiting}, l, now).PollAfterMS
+		require.GreaterOrEqual(t, d, int64(30_000), "not before the opening")
+		require.LessOrEqual(t, d, int64(31_000), "within a second after it")
+	}
+	far := l
+	farOpens := now.Add(time.Hour)
+	far.OpensAt = &farOpens
+	require.LessOrEqual(t, ticketOf(Place{State: Waiting}, far, now).PollAfterMS, int64(200_000*12/10),
+		"an opening further than a holder may stay unseen: back in time to keep the place")
 
 	token, exp := "adm_x", now.Add(time.Minute)
 	admitted := ticketOf(Place{State: Admitted, Position: pos(3), Token: &token, TokenExpiresAt: &exp}, line(10, 60), now)
@@ -118,4 +127,69 @@ func TestStaleSaysWhenToAskTheAuthority(t *testing.T) {
 	admitted := &cachedPlace{place: Place{State: Admitted}, readAt: now, askedAt: now}
 	require.False(t, q.stale(admitted, l, now.Add(500*time.Millisecond)))
 	require.True(t, q.stale(admitted, l, now.Add(1100*time.Millisecond)))
+}
+
+// TestTheEstimateCountsTheTokensOut: a place at the front of a line whose
+// cap is taken by unused tokens waits for them; one within the cap's free
+// room does not.
+func TestTheEstimateCountsTheTokensOut(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	l := line(100, 60)
+	l.Settings.MaxAdmitted, l.Settings.TokenSeconds = 10, 120
+	l.Head, l.Waiting, l.AdmittedThrough = pos(11), 50, 10
+	l.TokensOut = 10
+	head := ticketOf(Place{State: Waiting, Position: pos(11)}, l, now)
+	require.Equal(t, int64(0), *head.Ahead)
+	require.Equal(t, int64(120), *head.EstimatedWaitSeconds, "behind ten unused tokens: up to their lifetime")
+	require.InDelta(t, 1000, head.PollAfterMS, 200, "at the front: every second")
+	l.TokensOut = 4
+	free := ticketOf(Place{State: Waiting, Position: pos(16)}, l, now)
+	require.Equal(t, int64(5), *free.Ahead)
+	require.Equal(t, int64(1), *free.EstimatedWaitSeconds, "within the six free tokens: the rate alone")
+	behind := ticketOf(Place{State: Waiting, Position: pos(11 + 6 + 10)}, l, now)
+	require.Equal(t, int64(1+120), *behind.EstimatedWaitSeconds, "beyond the free room: the rate and the tokens out")
+}
+
+// TestAUsedTokenMakesAnAdmittedPlaceStale: once the line counts a token
+// used since the place was read, the place is read again; Forget drops it.
+func TestAUsedTokenMakesAnAdmittedPlaceStale(t *testing.T) {
+	t.Parallel()
+	q := New(nil, Options{})
+	now := time.Now()
+	l := line(10, 60)
+	l.Used = 3
+	q.lines["a_1"] = l
+	q.remember(Place{ActivityID: "a_1", UserID: "u", State: Admitted}, now)
+	c := q.places[placeKey{"a_1", "u"}]
+	require.False(t, q.stale(c, l, now))
+	l.Used = 4
+	require.True(t, q.stale(c, l, now), "a token used since")
+	q.Forget("a_1", "u")
+	require.Nil(t, q.places[placeKey{"a_1", "u"}])
+}
+
+// TestACommittedSignupForgetsItsPlace: a registration created or
+// waitlisted here drops its user's cached place in a known line; other
+// events, failed commits and unknown lines leave the cache alone.
+func TestACommittedSignupForgetsItsPlace(t *testing.T) {
+	t.Parallel()
+	q := New(nil, Options{})
+	now := time.Now()
+	q.lines["a_1"] = line(10, 60)
+	for _, u := range []string{"u1", "u2", "u3", "u4"} {
+		q.remember(Place{ActivityID: "a_1", UserID: u, State: Admitted}, now)
+	}
+	q.remember(Place{ActivityID: "a_2", UserID: "u1", State: Admitted}, now)
+	q.Committed(t.Context(), []registration.Commit{
+		{ActivityID: "a_1", Events: []registration.Event{{Type: registration.EventCreated, UserID: "u1"},
+			{Type: registration.EventWaitlisted, UserID: "u2"}, {Type: registration.EventCancelled, UserID: "u3"}}},
+		{ActivityID: "a_1", Failed: true, Events: []registration.Event{{Type: registration.EventCreated, UserID: "u4"}}},
+		{ActivityID: "a_2", Events: []registration.Event{{Type: registration.EventCreated, UserID: "u1"}}},
+	})
+	require.Nil(t, q.places[placeKey{"a_1", "u1"}])
+	require.Nil(t, q.places[placeKey{"a_1", "u2"}])
+	require.NotNil(t, q.places[placeKey{"a_1", "u3"}])
+	require.NotNil(t, q.places[placeKey{"a_1", "u4"}])
+	require.NotNil(t, q.places[placeKey{"a_2", "u1"}], "a line this instance does not know")
 }

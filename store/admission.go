@@ -6,10 +6,10 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// queueAdmissions reads the admitted queue places of the signups'
+// batchAdmissions reads the admitted queue places of the signups'
 // admission tokens into their activities' states, locking them: the
 // admission controller cannot expire a place while a signup uses it.
-func queueAdmissions(b *pgx.Batch, tokens []string, byAID map[int64]*activityWork) {
+func batchAdmissions(b *pgx.Batch, tokens []string, byAID map[int64]*activityWork) {
 	b.Queue(`SELECT activity_id, token, user_id, token_expires_at FROM queue_ticket
 		WHERE token = ANY($1) AND state = 'admitted' ORDER BY id FOR UPDATE`, tokens).Query(func(rows pgx.Rows) error {
 		var aid int64
@@ -26,8 +26,8 @@ func queueAdmissions(b *pgx.Batch, tokens []string, byAID map[int64]*activityWor
 	})
 }
 
-// queueUsedTokens marks the admission tokens that signups used.
-func queueUsedTokens(b *pgx.Batch, work []*activityWork) {
+// batchUsedTokens marks the admission tokens that signups used.
+func batchUsedTokens(b *pgx.Batch, work []*activityWork) {
 	var used []string
 	for _, w := range work {
 		used = append(used, w.plan.UsedTokens...)

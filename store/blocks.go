@@ -83,9 +83,9 @@ func (s *Store) ClaimDueBlocks(ctx context.Context, now time.Time, limit int) ([
 	return out, interpret(err)
 }
 
-// queueBlocks adds to b the read of the live blocks of the activities of
+// batchBlocks adds to b the read of the live blocks of the activities of
 // a change transaction, under their locks.
-func queueBlocks(b *pgx.Batch, aids []int64, byAID map[int64]*activityWork) {
+func batchBlocks(b *pgx.Batch, aids []int64, byAID map[int64]*activityWork) {
 	b.Queue(`SELECT `+blockColumns+`, b.activity_id FROM block b JOIN activity a ON a.id = b.activity_id
 		WHERE b.activity_id = ANY($1) AND b.ended_at IS NULL ORDER BY b.id`, aids).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
@@ -140,7 +140,8 @@ func (c *blocksOf) add(aid int64, ch registration.BlockChange, at time.Time) {
 	c.upIDs, c.upUsed, c.upEnded, c.upAt = append(c.upIDs, blk.ID), append(c.upUsed, int32(blk.Used)), append(c.upEnded, ended), append(c.upAt, at)
 }
 
-func (c *blocksOf) queue(b *pgx.Batch) {
+// batch adds to b the statements that write the collected blocks.
+func (c *blocksOf) batch(b *pgx.Batch) {
 	if len(c.inIDs) > 0 {
 		b.Queue(`INSERT INTO block (public_id, activity_id, seats, code, role, expires_at, created_at)
 			SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`,

@@ -297,241 +297,6 @@ type txnRead struct {
 	series []registration.SeriesState
 }
 
-// readStates takes the locks of the activities and pools and reads their
-// states. It fails with errLocksMoved when the memberships it reads under
-// the locks need a lock it did not take.
-func (s *Store) readStates(ctx context.Context, t *txn, work []*activityWork, pools []*poolWork, locked lockSet) (rd txnRead, err error) {
-	byAID := make(map[int64]*activityWork, len(work))
-	aids := make([]int64, len(work))
-	var pairAIDs []int64
-	var pairUsers, named, readmitted, keyUsers, keys []string
-	var keyAIDs, uncounted []int64
-	var seriesNamed, tokens []string
-	signups := false
-	for i, w := range work {
-		byAID[w.aid], aids[i] = w, w.aid
-		w.state = registration.ActivityState{
-			Registrations: make(map[string]registration.Registration),
-			Holders:       make(map[string]string),
-			Outcomes:      make(map[registration.IdempotencyRef]registration.IdempotentOutcome),
-			Admissions:    make(map[string]registration.AdmittedPlace),
-		}
-		for _, c := range w.batch.Commands {
-			switch c := c.(type) {
-			case registration.SignupCommand:
-				signups = true
-				pairAIDs, pairUsers = append(pairAIDs, w.aid), append(pairUsers, c.UserID)
-				if c.IdempotencyKey != "" {
-					keyAIDs, keyUsers, keys = append(keyAIDs, w.aid), append(keyUsers, c.UserID), append(keys, c.IdempotencyKey)
-				}
-				if c.AdmissionToken != "" {
-					tokens = append(tokens, c.AdmissionToken)
-				}
-			case registration.CancelCommand:
-				named = append(named, c.RegistrationID)
-			case registration.StatusCommand:
-				// Only a status change can re-admit a registration, which
-				// needs to know whether its user holds another.
-				named, readmitted = append(named, c.RegistrationID), append(readmitted, c.RegistrationID)
-			case registration.ExpireCommand:
-				named = append(named, c.RegistrationID)
-			case registration.SeatsCommand:
-				named = append(named, c.RegistrationID)
-			case registration.ActivityCommand:
-				if id := c.Patch.SeriesID; id != nil && *id != "" {
-					seriesNamed = append(seriesNamed, *id)
-				}
-			}
-		}
-		s.cacheMu.Lock()
-		c, ok := s.cache[w.aid]
-		if !ok {
-			uncounted = append(uncounted, w.aid)
-		}
-		s.cacheMu.Unlock()
-		// Read ahead the head the releases may promote from, unless this
-		// instance last saw nobody waiting or a fill policy (then the
-		// second round trip reads what is needed, once the counts and the
-		// named registrations are known).
-		if n := registration.Releases(w.batch.Commands); n > 0 && (!ok || (c.waiting > 0 && !c.fill)) {
-			w.headRead = n
-		}
-	}
-
-	// Transaction-level locks, waited for at most admissionLockTimeout:
-	// safe with pools and with PgBouncer in transaction mode.
-	b := &pgx.Batch{}
-	t.begin(b, s.timeouts)
-	b.Queue("SET LOCAL lock_timeout = '" + admissionLockTimeout + "'")
-	b.Queue(genericPlans)
-	// One statement takes every lock, one after the other as unnest yields
-	// the arrays' elements: the pools', then the activities', each in
-	// ascending order (work and pools are sorted by id).
-	ns := make([]int32, 0, len(pools)+len(aids))
-	keys32 := make([]int32, 0, len(pools)+len(aids))
-	for _, p := range pools {
-		ns, keys32 = append(ns, int32(poolLockNamespace)), append(keys32, int32(p.pid))
-	}
-	for _, aid := range aids {
-		ns, keys32 = append(ns, int32(admissionLockNamespace)), append(keys32, int32(aid))
-	}
-	b.Queue(`SELECT count(pg_advisory_xact_lock(k.ns, k.id)) FROM unnest($1::int[], $2::int[]) AS k(ns, id)`, ns, keys32)
-	// The (series, user) locks and reads, unless no activity of a signup
-	// (or status change) may be in a series; checked under the locks
-	// below.
-	withSeries := len(seriesNamed) > 0
-	for _, w := range work {
-		if limited(w.batch.Commands) && s.members.maybeInSeries(w.aid) {
-			withSeries = true
-		}
-	}
-	if withSeries && (len(pairAIDs) > 0 || len(readmitted) > 0) {
-		b.Queue(seriesUserLockSQL, pairAIDs, pairUsers, readmitted)
-	}
-	if withSeries {
-		queueSeries(b, pairAIDs, pairUsers, readmitted, seriesNamed, &rd)
-	}
-	b.Queue(`SELECT a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a.waitlist, a.max_seats_per_registration,
-			a.waitlist_policy, a.created_at, a.updated_at,
-			coalesce((SELECT s.last_seq FROM activity_state s WHERE s.activity_id = a.id), 0), now(),
-			(SELECT x.public_id FROM series x WHERE x.id = a.series_id),
-			ARRAY(SELECT m.pool_id FROM activity_pool m WHERE m.activity_id = a.id ORDER BY m.pool_id),
-			ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
-				ORDER BY p.public_id),
-			a.opens_at, a.closes_at, a.queue
-		FROM activity a WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
-		var aid, seq int64
-		var a registration.Activity
-		var at time.Time
-		var poolIDs []int64
-		_, err := pgx.ForEachRow(rows, []any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
-			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at, &a.SeriesID, &poolIDs, &a.Pools,
-			&a.OpensAt, &a.ClosesAt, &a.Queue}, func() error {
-			w := byAID[aid]
-			a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
-			utcWindow(&a)
-			w.state.Activity, w.state.LastSeq, w.state.At, rd.at = a, seq, at.UTC(), at.UTC()
-			w.pools, w.batch.ActivityID = poolIDs, a.ID
-			// A fresh array and pointers for the next row.
-			a.Pools, poolIDs, a.SeriesID, a.OpensAt, a.ClosesAt, a.Queue = nil, nil, nil, nil, nil, nil
-			if c, ok := s.cached(aid, seq); ok {
-				w.state.Activity.Taken, w.state.Activity.Waiting, w.counted = c.taken, c.waiting, true
-			}
-			return nil
-		})
-		return err
-	})
-	if len(named) > 0 {
-		b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
-			WHERE r.public_id = ANY($1)`, named).Query(func(rows pgx.Rows) error {
-			return scanEach(rows, func(aid int64, r registration.Registration) {
-				if w := byAID[aid]; w != nil {
-					w.state.Registrations[r.ID] = r
-				}
-			})
-		})
-	}
-	if len(pairAIDs) > 0 || len(readmitted) > 0 {
-		queueHolders(b, byAID, pairAIDs, pairUsers, readmitted)
-	}
-	for _, w := range work {
-		if w.headRead > 0 {
-			queueHead(b, w, w.headRead)
-		}
-	}
-	if len(keys) > 0 {
-		b.Queue(`SELECT i.activity_id, i.user_id, i.key, i.request_hash, i.outcome, coalesce(i.registration_id, ''), i.body
-			FROM unnest($1::bigint[], $2::text[], $3::text[]) AS k(activity_id, user_id, key)
-			JOIN idempotency_key i ON i.activity_id = k.activity_id AND i.user_id = k.user_id AND i.key = k.key`,
-			keyAIDs, keyUsers, keys).Query(func(rows pgx.Rows) error {
-			var aid int64
-			var o registration.IdempotentOutcome
-			_, err := pgx.ForEachRow(rows, []any{&aid, &o.UserID, &o.Key, &o.RequestHash, &o.Outcome, &o.RegistrationID, &o.Body}, func() error {
-				if w := byAID[aid]; w != nil {
-					w.state.Outcomes[registration.IdempotencyRef{UserID: o.UserID, Key: o.Key}] = o
-				}
-				return nil
-			})
-			return err
-		})
-	}
-	if len(uncounted) > 0 {
-		queueCounts(b, uncounted, byAID)
-	}
-	if len(tokens) > 0 {
-		queueAdmissions(b, tokens, byAID)
-	}
-	queueBlocks(b, aids, byAID)
-	byPID := queuePools(b, s, pools, &rd)
-	if signups {
-		b.Queue(`SELECT nextval('registration_join_seq')`).QueryRow(func(row pgx.Row) error { return row.Scan(&rd.joinBase) })
-	}
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
-		return rd, err
-	}
-	if err := s.checkLocks(work, pools, locked); err != nil {
-		return rd, err
-	}
-	if err := s.checkSeries(work, withSeries); err != nil {
-		return rd, err
-	}
-	return rd, readRest(ctx, t.conn, work, byAID, pools, byPID)
-}
-
-// limited reports whether commands may make a registration active: a
-// signup, or a status change (a late payment's re-admission), which a
-// series' limit may refuse.
-func limited(cmds []registration.Command) bool {
-	for _, c := range cmds {
-		switch c.(type) {
-		case registration.SignupCommand, registration.StatusCommand:
-			return true
-		}
-	}
-	return false
-}
-
-// checkSeries records which activities are in a series, as read under
-// their locks, and fails with errLocksMoved when the transaction skipped
-// the (series, user) locks but one of its signups' activities turns out
-// to be in a series (it joined one since this instance last read it): it
-// runs again with them.
-func (s *Store) checkSeries(work []*activityWork, withSeries bool) error {
-	in := make(map[int64]bool, len(work))
-	moved := false
-	for _, w := range work {
-		in[w.aid] = w.state.Activity.SeriesID != nil
-		moved = moved || (!withSeries && in[w.aid] && limited(w.batch.Commands))
-	}
-	s.members.setSeries(in)
-	if moved {
-		return errLocksMoved
-	}
-	return nil
-}
-
-// queueHolders adds to b the read of the active registrations of the
-// signups' users and of the users of the registrations named by status
-// changes. (Cancellations and expiries only ever give a place up, and a
-// signup of the same user in the same transaction reads its own.)
-func queueHolders(b *pgx.Batch, byAID map[int64]*activityWork, aids []int64, users, named []string) {
-	b.Queue(`SELECT r.activity_id, r.user_id, r.public_id
-		FROM (SELECT * FROM unnest($1::bigint[], $2::text[])
-			UNION SELECT activity_id, user_id FROM registration WHERE public_id = ANY($3)) AS k(aid, uid)
-		JOIN registration r ON r.activity_id = k.aid AND r.user_id = k.uid
-		WHERE r.status IN `+active, aids, users, named).Query(func(rows pgx.Rows) error {
-		var aid int64
-		var u, id string
-		_, err := pgx.ForEachRow(rows, []any{&aid, &u, &id}, func() error {
-			if w := byAID[aid]; w != nil {
-				w.state.Holders[u] = id
-			}
-			return nil
-		})
-		return err
-	})
-}
-
 // writePlans writes every plan in one round trip, then commits in another
 // (the COMMIT without a statement timeout, see sendCommit). (Webhooks
 // read the events it records: nothing is written for them.) Rows
@@ -576,22 +341,22 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt, a.MaxSeats, string(a.Policy),
 				a.SeriesID, a.OpensAt, a.ClosesAt, a.Queue)
 			if !slices.Equal(a.Pools, w.state.Activity.Pools) {
-				queueRepool(b, w.aid, a.Pools, pools)
+				batchRepool(b, w.aid, a.Pools, pools)
 			}
 		}
 	}
-	queuePoolPlans(b, pools)
-	blocks.queue(b)
-	rows.queue(b)
-	readmitted.queue(b)
-	evs.queue(b)
+	batchPoolPlans(b, pools)
+	blocks.batch(b)
+	rows.batch(b)
+	readmitted.batch(b)
+	evs.batch(b)
 	if len(seqAIDs) > 0 {
 		b.Queue(`INSERT INTO activity_state AS s (activity_id, last_seq)
 			SELECT * FROM unnest($1::bigint[], $2::bigint[])
 			ON CONFLICT (activity_id) DO UPDATE SET last_seq = excluded.last_seq`, seqAIDs, seqs)
 	}
-	queueOutcomes(b, work)
-	queueUsedTokens(b, work)
+	batchOutcomes(b, work)
+	batchUsedTokens(b, work)
 	return t.commit(ctx, b)
 }
 
@@ -635,7 +400,8 @@ func (c *rowsOf) insert(aid int64, r registration.Registration) {
 	c.inJoined, c.inBlocks = append(c.inJoined, joined), append(c.inBlocks, r.BlockID)
 }
 
-func (c *rowsOf) queue(b *pgx.Batch) {
+// batch adds to b the statements that write the collected rows.
+func (c *rowsOf) batch(b *pgx.Batch) {
 	if n := len(c.upIDs); n > 0 {
 		b.Queue(`UPDATE registration r SET status = u.status, expires_at = u.expires_at, updated_at = u.updated_at, seats = u.seats,
 				block_id = u.block_id
@@ -708,7 +474,8 @@ func (c *eventsOf) add(aid int64, e registration.Event) {
 	c.expires, c.positions = append(c.expires, expires), append(c.positions, pos)
 }
 
-func (c *eventsOf) queue(b *pgx.Batch) {
+// batch adds to b the insert of the collected events.
+func (c *eventsOf) batch(b *pgx.Batch) {
 	if len(c.aids) == 0 {
 		return
 	}

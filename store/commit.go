@@ -47,7 +47,7 @@ const walAfterWritesSQL = `SELECT pg_current_wal_insert_lsn()::text`
 // enough for the standby to be promoted in a failover (docs/deploy.md).
 const commitWait = 15 * time.Second
 
-// defaultCommitTimeout bounds COMMIT's answer when the pool sets no
+// defaultCommitTimeout bounds COMMIT's answer when the connection pool sets no
 // statement timeout.
 const defaultCommitTimeout = 10 * time.Second
 
@@ -186,14 +186,14 @@ const outcomeSQL = `SELECT id, CASE
 // ask asks once for transaction xid's status (see outcomeSQL); while it
 // is in progress on its own server, and not waiting for the synchronous
 // standby, it ends the backend pid that holds it (once: ended records it).
-// Each question gets a second of its own: a connection of the pool may be
+// Each question gets a second of its own: a pooled connection may be
 // as broken as the one that sent the COMMIT.
 func (s *Store) ask(ctx context.Context, xid int64, server, tli, wal string, pid uint32, ended *bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var reached string
 	var status *string
-	if err := s.pool.QueryRow(ctx, outcomeSQL, xid, server, wal, tli).Scan(&reached, &status); err != nil || status == nil {
+	if err := s.connPool.QueryRow(ctx, outcomeSQL, xid, server, wal, tli).Scan(&reached, &status); err != nil || status == nil {
 		return "", err
 	}
 	if reached != server {
@@ -204,7 +204,7 @@ func (s *Store) ask(ctx context.Context, xid int64, server, tli, wal string, pid
 		// it (its 32-bit xid matches) and not waiting for the standby, is
 		// ended: a COMMIT waiting for the standby is already written here,
 		// and ending its wait would make it a success on one server only.
-		_, err := s.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		_, err := s.connPool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 			WHERE pid = $1 AND backend_xid::text = ($2::bigint % 4294967296)::text
 			AND wait_event IS DISTINCT FROM 'SyncRep'`, int32(pid), xid)
 		*ended = err == nil

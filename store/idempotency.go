@@ -33,8 +33,8 @@ func (s *Store) PurgeOutcomes(ctx context.Context, before time.Time) (int64, err
 	return tag.RowsAffected(), interpret(err)
 }
 
-// queueOutcomes adds the insert of the plans' idempotency records to b.
-func queueOutcomes(b *pgx.Batch, ws []*activityWork) {
+// batchOutcomes adds the insert of the plans' idempotency records to b.
+func batchOutcomes(b *pgx.Batch, ws []*activityWork) {
 	var aids []int64
 	var users, keys, outcomes, regIDs []string
 	var hashes, bodies [][]byte
@@ -54,4 +54,23 @@ func queueOutcomes(b *pgx.Batch, ws []*activityWork) {
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[], $7::bytea[])
 			AS t(activity_id, user_id, key, hash, outcome, registration_id, body)`,
 		aids, users, keys, hashes, outcomes, regIDs, bodies)
+}
+
+// batchKeyOutcomes adds to b the read of the stored outcomes of the
+// signups' idempotency keys ((keyAIDs[i], users[i], keys[i]) each).
+func batchKeyOutcomes(b *pgx.Batch, keyAIDs []int64, users, keys []string, byAID map[int64]*activityWork) {
+	b.Queue(`SELECT i.activity_id, i.user_id, i.key, i.request_hash, i.outcome, coalesce(i.registration_id, ''), i.body
+		FROM unnest($1::bigint[], $2::text[], $3::text[]) AS k(activity_id, user_id, key)
+		JOIN idempotency_key i ON i.activity_id = k.activity_id AND i.user_id = k.user_id AND i.key = k.key`,
+		keyAIDs, users, keys).Query(func(rows pgx.Rows) error {
+		var aid int64
+		var o registration.IdempotentOutcome
+		_, err := pgx.ForEachRow(rows, []any{&aid, &o.UserID, &o.Key, &o.RequestHash, &o.Outcome, &o.RegistrationID, &o.Body}, func() error {
+			if w := byAID[aid]; w != nil {
+				w.state.Outcomes[registration.IdempotencyRef{UserID: o.UserID, Key: o.Key}] = o
+			}
+			return nil
+		})
+		return err
+	})
 }

@@ -205,10 +205,10 @@ type poolWork struct {
 	plan    registration.PoolPlan
 }
 
-// queuePools adds to b the reads of the locked pools: their rows with
+// batchPools adds to b the reads of the locked pools: their rows with
 // their activities and last seq, and the authority's taken of those this
 // instance does not know at their last seq.
-func queuePools(b *pgx.Batch, s *Store, pools []*poolWork, rd *txnRead) map[int64]*poolWork {
+func batchPools(b *pgx.Batch, s *Store, pools []*poolWork, rd *txnRead) map[int64]*poolWork {
 	byPID := make(map[int64]*poolWork, len(pools))
 	if len(pools) == 0 {
 		return byPID
@@ -250,13 +250,13 @@ func queuePools(b *pgx.Batch, s *Store, pools []*poolWork, rd *txnRead) map[int6
 		return err
 	})
 	if len(uncounted) > 0 {
-		queuePoolCounts(b, uncounted, byPID)
+		batchPoolCounts(b, uncounted, byPID)
 	}
 	return byPID
 }
 
-// queuePoolCounts adds to b the authority's taken of pools.
-func queuePoolCounts(b *pgx.Batch, pids []int64, byPID map[int64]*poolWork) {
+// batchPoolCounts adds to b the authority's taken of pools.
+func batchPoolCounts(b *pgx.Batch, pids []int64, byPID map[int64]*poolWork) {
 	b.Queue(`SELECT k.id, `+poolTakenSQL("k.id")+` FROM unnest($1::bigint[]) AS k(id)`, pids).Query(func(rows pgx.Rows) error {
 		var pid, taken int64
 		_, err := pgx.ForEachRow(rows, []any{&pid, &taken}, func() error {
@@ -287,9 +287,9 @@ func (s *Store) checkLocks(work []*activityWork, pools []*poolWork, locked lockS
 	return nil
 }
 
-// queueRepool adds to b the replacement of an activity's pools (public
+// batchRepool adds to b the replacement of an activity's pools (public
 // ids, all among the transaction's pools).
-func queueRepool(b *pgx.Batch, aid int64, ids []string, pools []*poolWork) {
+func batchRepool(b *pgx.Batch, aid int64, ids []string, pools []*poolWork) {
 	pids := []int64{} // never NULL: <> ALL(NULL) matches nothing
 	for _, p := range pools {
 		if slices.Contains(ids, p.state.Pool.ID) {
@@ -300,9 +300,9 @@ func queueRepool(b *pgx.Batch, aid int64, ids []string, pools []*poolWork) {
 	b.Queue(`INSERT INTO activity_pool (activity_id, pool_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`, aid, pids)
 }
 
-// queuePoolPlans adds to b the writes of the pools whose state changed:
+// batchPoolPlans adds to b the writes of the pools whose state changed:
 // their last seq, and their title and capacity.
-func queuePoolPlans(b *pgx.Batch, pools []*poolWork) {
+func batchPoolPlans(b *pgx.Batch, pools []*poolWork) {
 	var pids, seqs []int64
 	var titles []string
 	var capacities []int32

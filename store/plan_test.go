@@ -172,7 +172,7 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	ctx := context.Background()
 	url := testenv.NewDatabase(t)
 	rec := &genericRecorder{generic: make(map[*pgx.Conn]bool), sql: make(map[string]bool)}
-	s := store.New(testenv.PoolWith(t, url, store.PoolConfig{MaxConns: 4, Tracer: rec}))
+	s := store.New(testenv.PoolWith(t, url, store.ConnPoolConfig{MaxConns: 4, Tracer: rec}))
 	pool := testenv.Pool(t, url, 2)
 	seedLarge(t, pool)
 

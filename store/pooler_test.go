@@ -57,7 +57,7 @@ func TestPoolWorksThroughPgBouncerInTransactionMode(t *testing.T) {
 func poolThroughPgBouncer(t *testing.T, settings []string) {
 	direct := testenv.NewDatabase(t)
 	bouncer := testenv.PrivatePgBouncer(t, testenv.DatabaseURL(), 3, settings...)
-	pool := testenv.PoolWith(t, bouncer.URL(direct), store.PoolConfig{MaxConns: 12, StatementTimeout: time.Second})
+	pool := testenv.PoolWith(t, bouncer.URL(direct), store.ConnPoolConfig{MaxConns: 12, StatementTimeout: time.Second})
 	st := store.New(pool)
 
 	require.NoError(t, hammer(t, st, 12), "the URL a user writes for the pooler works as it is")
@@ -100,7 +100,7 @@ func TestNamedPreparedStatementsFailThroughPgBouncer(t *testing.T) {
 
 func TestPoolKeepsSessionTimeoutsOnADirectConnection(t *testing.T) {
 	t.Parallel()
-	pool := testenv.PoolWith(t, testenv.NewDatabase(t), store.PoolConfig{StatementTimeout: 1500 * time.Millisecond})
+	pool := testenv.PoolWith(t, testenv.NewDatabase(t), store.ConnPoolConfig{StatementTimeout: 1500 * time.Millisecond})
 	var timeout string
 	require.NoError(t, pool.QueryRow(context.Background(), `SHOW statement_timeout`).Scan(&timeout))
 	require.Equal(t, "1500ms", timeout)

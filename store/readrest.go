@@ -31,10 +31,10 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 	if len(stale)+len(stalePools) > 0 {
 		b := &pgx.Batch{}
 		if len(stale) > 0 {
-			queueCounts(b, stale, byAID)
+			batchCounts(b, stale, byAID)
 		}
 		if len(stalePools) > 0 {
-			queuePoolCounts(b, stalePools, byPID)
+			batchPoolCounts(b, stalePools, byPID)
 		}
 		if err := conn.SendBatch(ctx, b).Close(); err != nil {
 			return err
@@ -51,10 +51,10 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 		if head > w.headRead {
 			// The read-ahead was too short: read the head again.
 			w.state.Queue = nil
-			queueHead(b, w, head)
+			batchHead(b, w, head)
 		}
 		if need.Fill {
-			queueBySize(b, w, need)
+			batchBySize(b, w, need)
 		}
 	}
 	if b.Len() == 0 {
@@ -63,9 +63,9 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 	return conn.SendBatch(ctx, b).Close()
 }
 
-// queueHead adds to b the read of the first n registrations on w's
+// batchHead adds to b the read of the first n registrations on w's
 // waiting list, appended to w.state.Queue.
-func queueHead(b *pgx.Batch, w *activityWork, n int) {
+func batchHead(b *pgx.Batch, w *activityWork, n int) {
 	b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
 		WHERE r.activity_id = $1 AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT $2`, w.aid, n).
 		Query(func(rows pgx.Rows) error {
@@ -75,12 +75,12 @@ func queueHead(b *pgx.Batch, w *activityWork, n int) {
 		})
 }
 
-// queueBySize adds to b the read of a fill activity's waiting list as its
+// batchBySize adds to b the read of a fill activity's waiting list as its
 // commands may need it: for each party size s from 1 to need.Seats, the
 // first need.BySize(s) registrations of s seats in join order, each an
 // index range of registration_waitlist_seats_idx, appended to
 // w.state.Queue (Decide orders them and drops a registration read twice).
-func queueBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
+func batchBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
 	b.Queue(`SELECT `+registrationColumns+`, r.activity_id
 		FROM generate_series(1, $2::int) AS s(n)
 		CROSS JOIN LATERAL (SELECT * FROM registration x
@@ -95,10 +95,10 @@ func queueBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
 		})
 }
 
-// queueCounts adds the authority counts of activities to b: their
+// batchCounts adds the authority counts of activities to b: their
 // occupying and waitlisted registrations, over the (activity_id, status)
 // index.
-func queueCounts(b *pgx.Batch, aids []int64, byAID map[int64]*activityWork) {
+func batchCounts(b *pgx.Batch, aids []int64, byAID map[int64]*activityWork) {
 	b.Queue(countActiveSQL, aids).Query(func(rows pgx.Rows) error {
 		for _, aid := range aids {
 			w := byAID[aid]

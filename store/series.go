@@ -100,9 +100,9 @@ func (s *Store) UpdateSeries(ctx context.Context, id string, p registration.Seri
 	return x, interpret(err)
 }
 
-// queueSeries adds to b the read of the series the transaction needs
+// batchSeries adds to b the read of the series the transaction needs
 // (seriesHeldSQL), into rd.series.
-func queueSeries(b *pgx.Batch, aids []int64, users, readmitted, named []string, rd *txnRead) {
+func batchSeries(b *pgx.Batch, aids []int64, users, readmitted, named []string, rd *txnRead) {
 	b.Queue(seriesHeldSQL, aids, users, readmitted, named).Query(func(rows pgx.Rows) error {
 		byID := map[string]int{}
 		var id, user string

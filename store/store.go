@@ -19,7 +19,8 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// DBTX is what the queries need: a pool, a connection or a transaction.
+// DBTX is what the queries need: a connection pool, a connection or a
+// transaction.
 type DBTX interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -30,8 +31,9 @@ type DBTX interface {
 // Store implements registration.Store, note.Store and webhook.Store.
 type Store struct {
 	db DBTX
-	// pool is set when db is a pool; transactions start from it.
-	pool *pgxpool.Pool
+	// connPool is set when db is the connection pool; transactions start
+	// from it.
+	connPool *pgxpool.Pool
 
 	idMu sync.RWMutex
 	ids  map[string]int64 // activity and pool public id → internal id (immutable)
@@ -44,9 +46,9 @@ type Store struct {
 	// pools, to choose a change transaction's locks.
 	members *membership
 
-	// timeouts set the session timeouts of the pool's configuration for
-	// one transaction (SET LOCAL ...); begin starts every transaction
-	// with them, in the same round trip.
+	// timeouts set the session timeouts of the connection pool's
+	// configuration for one transaction (SET LOCAL ...); begin starts
+	// every transaction with them, in the same round trip.
 	timeouts []string
 	begin    pgx.TxOptions
 	// commitTimeout bounds the wait for a COMMIT's answer (see
@@ -54,20 +56,20 @@ type Store struct {
 	commitTimeout time.Duration
 }
 
-// New returns a Store on pool.
-func New(pool *pgxpool.Pool) *Store {
-	timeouts := localTimeouts(pool.Config().ConnConfig.RuntimeParams)
+// New returns a Store on a connection pool.
+func New(connPool *pgxpool.Pool) *Store {
+	timeouts := localTimeouts(connPool.Config().ConnConfig.RuntimeParams)
 	return &Store{
-		db: pool, pool: pool, ids: make(map[string]int64), cache: make(map[int64]seatCache),
+		db: connPool, connPool: connPool, ids: make(map[string]int64), cache: make(map[int64]seatCache),
 		poolCache: make(map[int64]poolCache), members: newMembership(),
 		timeouts: timeouts, begin: pgx.TxOptions{BeginQuery: strings.Join(append([]string{"BEGIN"}, timeouts...), "; ")},
-		commitTimeout: commitTimeoutOf(pool.Config().ConnConfig.RuntimeParams),
+		commitTimeout: commitTimeoutOf(connPool.Config().ConnConfig.RuntimeParams),
 	}
 }
 
 // Ping checks that PostgreSQL answers.
 func (s *Store) Ping(ctx context.Context) error {
-	return interpret(s.pool.Ping(ctx))
+	return interpret(s.connPool.Ping(ctx))
 }
 
 // admissionLockNamespace is the first key of every admission advisory lock:
@@ -92,7 +94,7 @@ const admissionLockTimeout = "3s"
 // The transaction sets its own timeouts: through a transaction pooler the
 // session's may be missing.
 func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, s.begin)
+	tx, err := s.connPool.BeginTx(ctx, s.begin)
 	if err != nil {
 		return interpret(err)
 	}

@@ -54,15 +54,15 @@ func (t *txn) commit(ctx context.Context, b *pgx.Batch) error {
 	return sendCommit(ctx, t.conn, t.commitTimeout)
 }
 
-// pipelined runs f on a connection of the pool for one txn. If f fails
+// pipelined runs f on a pooled connection for one txn. If f fails
 // with the transaction still open, it is rolled back; a connection left in
-// an unknown state is closed rather than returned to the pool. If the
+// an unknown state is closed rather than returned to the connection pool. If the
 // connection failed while the COMMIT was on its way, the transaction's
 // outcome is asked for on another connection (commitOutcome): a commit
 // that happened is a success, so that an error always means that nothing
 // was written (unless PostgreSQL cannot even be asked).
 func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
-	pc, err := s.pool.Acquire(ctx)
+	pc, err := s.connPool.Acquire(ctx)
 	if err != nil {
 		return interpret(err)
 	}

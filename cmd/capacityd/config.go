@@ -48,7 +48,7 @@ type config struct {
 	MigrateOnStart    bool
 
 	// DB is the PostgreSQL connection pool's configuration.
-	DB store.PoolConfig
+	DB store.ConnPoolConfig
 	// Tokens says how tokens are signed and verified (its Logger is
 	// serve's).
 	Tokens httpapi.TokenConfig

@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func migrate(ctx context.Context, cfg config, stdout io.Writer) error {
-	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, store.PoolConfig{MaxConns: 2})
+	pool, err := store.OpenConnPool(ctx, cfg.DatabaseURL, store.ConnPoolConfig{MaxConns: 2})
 	if err != nil {
 		return err
 	}

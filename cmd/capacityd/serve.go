@@ -63,7 +63,7 @@ func clusterOptions(addrs []string, opt *redis.Options) *redis.ClusterOptions {
 // it checks that the schema is current. It retries for a while so that the
 // service can start alongside its database.
 func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, error) {
-	pool, err := store.OpenPool(ctx, cfg.DatabaseURL, cfg.DB)
+	pool, err := store.OpenConnPool(ctx, cfg.DatabaseURL, cfg.DB)
 	if err != nil {
 		return nil, err
 	}

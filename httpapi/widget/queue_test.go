@@ -35,7 +35,8 @@ func queuePage(lang, service, activity, token string) string {
 
 // TestQueueWidgetOnAnotherSite: on a site of another origin, in English
 // and in Simplified Chinese, the widget joins the line, shows the user's
-// number while another user holds the only admission, and once admitted
+// number while another user holds the only admission (the estimate: up
+// to that token's hour), and once admitted
 // hands the token to the host page's callback and event; the token signs
 // the user up.
 func TestQueueWidgetOnAnotherSite(t *testing.T) {
@@ -62,12 +63,12 @@ func TestQueueWidgetOnAnotherSite(t *testing.T) {
 	do(t, page, 15*time.Second,
 		chromedp.Navigate(en),
 		waitAttr("#queue", "data-queue-state", "waiting", 5*time.Second),
-		waitText("#queue", "You are number 2 in line \u00b7 about a minute", time.Second),
+		waitText("#queue", "You are number 2 in line \u00b7 about 60 min", time.Second),
 	)
 	zh := site.add("/zh", queuePage("zh-CN", inst.URL, act.ID, inst.Token(t, "visitor", false)))
 	do(t, page, 15*time.Second,
 		chromedp.Navigate(zh),
-		waitText("#queue", "您排在第 2 位 \u00b7 约 1 分钟", 5*time.Second),
+		waitText("#queue", "您排在第 2 位 \u00b7 约 60 分钟", 5*time.Second),
 	)
 	screenshot(t, page)
 

@@ -167,11 +167,14 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Kind: settingscache.Pools, Load: st.PoolRows, TTL: opts.ActivityCacheTTL, UnknownTTL: opts.ActivityCacheTTL,
 		Registerer: reg, LoadTimeout: opts.RequestTimeout,
 	})
+	onSale := opts.OnSale
+	onSale.Log, onSale.Metrics = opts.Logger, onsale.NewMetrics(reg)
+	queues := onsale.New(st, onSale)
 	regs := registration.NewService(registration.Config{
 		Store: st, Gate: gate,
 		// The caches first, so that announced changes read new numbers;
 		// webhook delivery last.
-		Observers: []registration.Observer{activities, pools, counter, changes, deliveries},
+		Observers: []registration.Observer{activities, pools, counter, queues, changes, deliveries},
 		Changes:   changes, Now: opts.Now,
 		Change: opts.Change, ChangeTimeout: opts.RequestTimeout,
 		Logger: opts.Logger, Registerer: reg,
@@ -183,9 +186,6 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	hub.Changes, hub.Seats, hub.Registerer = changes, counter.Seats, reg
 	streams := stream.NewHub(hub)
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
-	onSale := opts.OnSale
-	onSale.Log, onSale.Metrics = opts.Logger, onsale.NewMetrics(reg)
-	queues := onsale.New(st, onSale)
 	srv := httpapi.New(httpConfig(opts, httpDeps{
 		auth: auth, store: st, rdb: rdb, reg: reg, regs: regs, counter: counter, notes: notes,
 		activities: activities, pools: pools, streams: streams, hooks: hooks, queues: queues,

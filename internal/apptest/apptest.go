@@ -91,7 +91,7 @@ func Start(t testing.TB, o Options) *Instance {
 	// A dial may wait for a loaded machine's scheduler longer than the
 	// service's default (3 s) while the whole suite runs with -race; the
 	// requests' own deadlines still bound what a client waits.
-	pool := testenv.PoolWith(t, o.DatabaseURL, store.PoolConfig{MaxConns: 16, ConnectTimeout: 10 * time.Second, Tracer: queries})
+	pool := testenv.PoolWith(t, o.DatabaseURL, store.ConnPoolConfig{MaxConns: 16, ConnectTimeout: 10 * time.Second, Tracer: queries})
 	var rdb redis.UniversalClient
 	switch {
 	case o.NoRedis:

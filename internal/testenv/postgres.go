@@ -95,7 +95,7 @@ func ensureTemplate(ctx context.Context, base string) (string, error) {
 			if _, err := conn.Exec(ctx, `CREATE DATABASE `+building); err != nil {
 				return err
 			}
-			pool, err := store.OpenPool(ctx, withDatabase(base, building), store.PoolConfig{MaxConns: 2})
+			pool, err := store.OpenConnPool(ctx, withDatabase(base, building), store.ConnPoolConfig{MaxConns: 2})
 			if err != nil {
 				return err
 			}
@@ -186,13 +186,13 @@ func DB(t T) *pgxpool.Pool {
 // when t ends.
 func Pool(t T, url string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	return PoolWith(t, url, store.PoolConfig{MaxConns: maxConns})
+	return PoolWith(t, url, store.ConnPoolConfig{MaxConns: maxConns})
 }
 
 // PoolWith opens a pool on url with pc, closed when t ends.
-func PoolWith(t T, url string, pc store.PoolConfig) *pgxpool.Pool {
+func PoolWith(t T, url string, pc store.ConnPoolConfig) *pgxpool.Pool {
 	t.Helper()
-	pool, err := store.OpenPool(context.Background(), url, pc)
+	pool, err := store.OpenConnPool(context.Background(), url, pc)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

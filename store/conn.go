@@ -14,12 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DefaultMaxConns is the size of a connection pool whose PoolConfig says
+// DefaultMaxConns is the size of a connection pool whose ConnPoolConfig says
 // none.
 const DefaultMaxConns = 16
 
-// PoolConfig tunes the connection pool.
-type PoolConfig struct {
+// ConnPoolConfig tunes the connection pool.
+type ConnPoolConfig struct {
 	// MaxConns caps the pool. Default DefaultMaxConns.
 	MaxConns int32
 	// StatementTimeout bounds every statement. Default 10s.
@@ -37,14 +37,14 @@ type PoolConfig struct {
 // idle transactions, in milliseconds.
 var sessionTimeouts = []string{"statement_timeout", "idle_in_transaction_session_timeout"}
 
-// OpenPool connects to PostgreSQL, directly or through a transaction
+// OpenConnPool connects to PostgreSQL, directly or through a transaction
 // pooler such as PgBouncer, with the same URL either way. The first
 // connection finds out whether the server keeps the session parameters
 // given at connect (the timeouts): PostgreSQL does; a pooler refuses them
 // (PgBouncer) or drops them (PgBouncer's ignore_startup_parameters). When
 // they are not kept:
 //
-//   - the pool connects without them; transactions set them with SET
+//   - the connection pool connects without them; transactions set them with SET
 //     LOCAL in any case (see Store.inTx), so nothing relies on a session;
 //   - queries use pgx's describe cache (QueryExecModeCacheDescribe)
 //     instead of its statement cache, since a named prepared statement
@@ -53,7 +53,7 @@ var sessionTimeouts = []string{"statement_timeout", "idle_in_transaction_session
 //
 // Advisory locks are transaction-level only, and migrations, whose lock
 // lasts a session, go straight to PostgreSQL (capacityd migrate).
-func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, error) {
+func OpenConnPool(ctx context.Context, url string, pc ConnPoolConfig) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
@@ -78,11 +78,11 @@ func OpenPool(ctx context.Context, url string, pc PoolConfig) (*pgxpool.Pool, er
 		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
 	}
 	cfg.BeforeConnect = (&sessionProbe{execModeSet: strings.Contains(url, "default_query_exec_mode")}).beforeConnect
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	connPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	return pool, nil
+	return connPool, nil
 }
 
 // sessionProbe finds out, at the first connection, whether the server
@@ -125,7 +125,7 @@ func (p *sessionProbe) beforeConnect(ctx context.Context, cc *pgx.ConnConfig) er
 // parameters it does not know ("unsupported startup parameter") unless
 // told to ignore them, and then the session has the server's defaults.
 // The probe asks for a statement_timeout one millisecond longer than the
-// pool's, a value no role or database default is likely to have.
+// connection pool's, a value no role or database default is likely to have.
 func keepsSessionTimeouts(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
 	probe := cc.Config.Copy()
 	ms, err := strconv.ParseInt(probe.RuntimeParams["statement_timeout"], 10, 64)
