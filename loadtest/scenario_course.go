@@ -83,13 +83,11 @@ func pickCourses(rng *rand.Rand, users, n int) [][courseChoices]int {
 
 // courseRun is what course_rush's answers said, per activity.
 type courseRun struct {
-	answers statusTally
+	rushTally
 	// asked counts the users who asked for each activity.
 	asked []atomic.Int64
 	// refused is set for an activity that refused someone as full.
 	refused []atomic.Bool
-	// full counts activity_full refusals.
-	full atomic.Int64
 }
 
 func newCourseRun(n int) *courseRun {
@@ -99,15 +97,12 @@ func newCourseRun(n int) *courseRun {
 // record counts one signup's answer for activity a: a seat (201) or a
 // refusal as full (409 activity_full) is a success, anything else fails.
 func (r *courseRun) record(a int, res client.SignupResult, err error) error {
-	full := client.IsCode(err, client.CodeActivityFull)
-	st, err := signupAnswer(res, err)
+	st, full, err := r.tally(res, err)
 	if err != nil {
 		return err
 	}
-	r.answers.add(st)
 	switch {
 	case full:
-		r.full.Add(1)
 		r.refused[a].Store(true)
 	case st != http.StatusCreated:
 		return fmt.Errorf("status %d", st)

@@ -151,13 +151,11 @@ func (b *bench) poolRush(ctx context.Context) error {
 
 // poolRun is what pool_rush's answers said, per activity.
 type poolRun struct {
-	answers statusTally
+	rushTally
 	// seated counts each activity's signups answered 201.
 	seated []atomic.Int64
 	// refused is set for an activity that refused someone as full.
 	refused []atomic.Bool
-	// full counts activity_full refusals.
-	full atomic.Int64
 }
 
 func newPoolRun(n int) *poolRun {
@@ -168,15 +166,12 @@ func newPoolRun(n int) *poolRun {
 // refusal as full (409 activity_full: its activity or one of its pools
 // had no seat left) is a success, anything else fails.
 func (r *poolRun) record(a int, res client.SignupResult, err error) error {
-	full := client.IsCode(err, client.CodeActivityFull)
-	st, err := signupAnswer(res, err)
+	st, full, err := r.tally(res, err)
 	if err != nil {
 		return err
 	}
-	r.answers.add(st)
 	switch {
 	case full:
-		r.full.Add(1)
 		r.refused[a].Store(true)
 	case st == http.StatusCreated:
 		r.seated[a].Add(1)
