@@ -97,30 +97,6 @@ func signupAnswer(res client.SignupResult, err error) (int, error) {
 	return answer(err, http.StatusCreated)
 }
 
-// rushTally counts a rush's signup answers by status and, apart, its
-// refusals as full; safe for concurrent use.
-type rushTally struct {
-	answers statusTally
-	// full counts activity_full refusals.
-	full atomic.Int64
-}
-
-// tally counts one signup's answer: it returns the answer's status and
-// whether it was a refusal as full (409 activity_full), or the error of a
-// signup that got no answer to count.
-func (t *rushTally) tally(res client.SignupResult, err error) (status int, full bool, _ error) {
-	full = client.IsCode(err, client.CodeActivityFull)
-	status, err = signupAnswer(res, err)
-	if err != nil {
-		return 0, false, err
-	}
-	t.answers.add(status)
-	if full {
-		t.full.Add(1)
-	}
-	return status, full, nil
-}
-
 // statusTally counts answers by HTTP status (0: no answer); safe for
 // concurrent use.
 type statusTally struct{ n [600]atomic.Int64 }
