@@ -106,6 +106,17 @@ func (cfg TokenConfig) validate() error {
 // Sign returns an HS256 token for sub that expires after ttl, with the
 // admin role if admin, and the configured iss and aud.
 func (a *Authenticator) Sign(sub string, admin bool, ttl time.Duration) (string, error) {
+	var roles []string
+	if admin {
+		roles = []string{"admin"}
+	}
+	return a.SignRoles(sub, roles, ttl)
+}
+
+// SignRoles returns an HS256 token for sub that expires after ttl, with
+// roles as its roles claim (none: no claim; "admin" among them makes an
+// admin), and the configured iss and aud.
+func (a *Authenticator) SignRoles(sub string, roles []string, ttl time.Duration) (string, error) {
 	if len(a.cfg.Secret) == 0 {
 		return "", errors.New("no CAPACITY_JWT_SECRET to sign with")
 	}
@@ -125,9 +136,7 @@ func (a *Authenticator) Sign(sub string, admin bool, ttl time.Duration) (string,
 	if a.cfg.Audience != "" {
 		c.Audience = jwt.ClaimStrings{a.cfg.Audience}
 	}
-	if admin {
-		c.Roles = []string{"admin"}
-	}
+	c.Roles = slices.Clone(roles)
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.cfg.Secret)
 }
 

@@ -83,36 +83,16 @@ func pickCourses(rng *rand.Rand, users, n int) [][courseChoices]int {
 
 // courseRun is what course_rush's answers said, per activity.
 type courseRun struct {
-	answers statusTally
+	seatRun
 	// asked counts the users who asked for each activity.
 	asked []atomic.Int64
-	// refused is set for an activity that refused someone as full.
-	refused []atomic.Bool
-	// full counts activity_full refusals.
-	full atomic.Int64
 }
 
 func newCourseRun(n int) *courseRun {
-	return &courseRun{asked: make([]atomic.Int64, n), refused: make([]atomic.Bool, n)}
-}
-
-// record counts one signup's answer for activity a: a seat (201) or a
-// refusal as full (409 activity_full) is a success, anything else fails.
-func (r *courseRun) record(a int, res client.SignupResult, err error) error {
-	full := client.IsCode(err, client.CodeActivityFull)
-	st, err := signupAnswer(res, err)
-	if err != nil {
-		return err
+	return &courseRun{
+		seatRun: seatRun{seated: make([]atomic.Int64, n), refused: make([]atomic.Bool, n)},
+		asked:   make([]atomic.Int64, n),
 	}
-	r.answers.add(st)
-	switch {
-	case full:
-		r.full.Add(1)
-		r.refused[a].Store(true)
-	case st != http.StatusCreated:
-		return fmt.Errorf("status %d", st)
-	}
-	return nil
 }
 
 // judge compares each activity's taken seats with the answers: it returns

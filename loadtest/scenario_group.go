@@ -81,7 +81,7 @@ func pickParties(rng *rand.Rand, users int) []int {
 
 // groupRun is what group_rush's answers said, per activity.
 type groupRun struct {
-	answers statusTally
+	rushTally
 	// seated sums the seats of each activity's parties answered 201, and
 	// seats those of all activities.
 	seated []atomic.Int64
@@ -89,8 +89,6 @@ type groupRun struct {
 	// smallestRefused is the fewest seats a party refused as full asked
 	// of each activity; 0 while it refused none.
 	smallestRefused []atomic.Int64
-	// full counts activity_full refusals.
-	full atomic.Int64
 }
 
 func newGroupRun(n int) *groupRun {
@@ -102,15 +100,12 @@ func newGroupRun(n int) *groupRun {
 // anything else fails. A 201 with other seats than asked counts what the
 // answer says and fails.
 func (r *groupRun) record(a, seats int, res client.SignupResult, err error) error {
-	full := client.IsCode(err, client.CodeActivityFull)
-	st, err := signupAnswer(res, err)
+	st, full, err := r.tally(res, err)
 	if err != nil {
 		return err
 	}
-	r.answers.add(st)
 	switch {
 	case full:
-		r.full.Add(1)
 		r.refused(a, seats)
 	case st == http.StatusCreated:
 		got := int64(res.Registration.Seats)

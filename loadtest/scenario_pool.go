@@ -150,40 +150,10 @@ func (b *bench) poolRush(ctx context.Context) error {
 }
 
 // poolRun is what pool_rush's answers said, per activity.
-type poolRun struct {
-	answers statusTally
-	// seated counts each activity's signups answered 201.
-	seated []atomic.Int64
-	// refused is set for an activity that refused someone as full.
-	refused []atomic.Bool
-	// full counts activity_full refusals.
-	full atomic.Int64
-}
+type poolRun struct{ seatRun }
 
 func newPoolRun(n int) *poolRun {
-	return &poolRun{seated: make([]atomic.Int64, n), refused: make([]atomic.Bool, n)}
-}
-
-// record counts one signup's answer for activity a: a seat (201) or a
-// refusal as full (409 activity_full: its activity or one of its pools
-// had no seat left) is a success, anything else fails.
-func (r *poolRun) record(a int, res client.SignupResult, err error) error {
-	full := client.IsCode(err, client.CodeActivityFull)
-	st, err := signupAnswer(res, err)
-	if err != nil {
-		return err
-	}
-	r.answers.add(st)
-	switch {
-	case full:
-		r.full.Add(1)
-		r.refused[a].Store(true)
-	case st == http.StatusCreated:
-		r.seated[a].Add(1)
-	default:
-		return fmt.Errorf("status %d", st)
-	}
-	return nil
+	return &poolRun{seatRun{seated: make([]atomic.Int64, n), refused: make([]atomic.Bool, n)}}
 }
 
 // poolVerdict is pool_rush's exactness, from the authority's numbers at

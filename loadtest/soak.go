@@ -225,35 +225,28 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		if !sleepCtx(loadCtx, cfg.Duration/3) {
 			return
 		}
-		w := soakWindow{What: "redis", Start: time.Now()}
-		st.setOutage(w)
-		logf("killing Redis")
-		rd.Kill()
-		sleepCtx(loadCtx, 5*time.Second)
-		if err := env.Do(func() { rd.Start(env) }); err != nil {
-			logf("restart Redis: %v", err)
-		}
-		logf("Redis back")
-		sleepCtx(loadCtx, 3*time.Second)
-		w.End = time.Now()
-		st.setOutage(w)
-
+		st.outage(loadCtx, "redis", func() {
+			logf("killing Redis")
+			rd.Kill()
+		}, func() {
+			if err := env.Do(func() { rd.Start(env) }); err != nil {
+				logf("restart Redis: %v", err)
+			}
+			logf("Redis back")
+		})
 		if !sleepCtx(loadCtx, cfg.Duration/3-8*time.Second) {
 			return
 		}
-		w = soakWindow{What: "postgres", Start: time.Now()}
-		st.setOutage(w)
-		logf("stopping PostgreSQL")
-		pg.Stop()
-		sleepCtx(loadCtx, 5*time.Second)
-		if err := env.Do(func() { pg.Start(env) }); err != nil {
-			logf("restart PostgreSQL: %v", err)
-		}
-		waitReady(loadCtx, c, 60*time.Second)
-		logf("PostgreSQL back")
-		sleepCtx(loadCtx, 3*time.Second)
-		w.End = time.Now()
-		st.setOutage(w)
+		st.outage(loadCtx, "postgres", func() {
+			logf("stopping PostgreSQL")
+			pg.Stop()
+		}, func() {
+			if err := env.Do(func() { pg.Start(env) }); err != nil {
+				logf("restart PostgreSQL: %v", err)
+			}
+			waitReady(loadCtx, c, 60*time.Second)
+			logf("PostgreSQL back")
+		})
 	})
 	wg.Wait()
 	res.Duration = time.Since(start).Round(time.Second).String()
@@ -265,6 +258,21 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	}
 	st.check(ctx, res)
 	return res, nil
+}
+
+// outage takes one private server down inside a window of st's outages
+// named what: the window opens, down stops the server, five seconds later
+// up brings it back (returning once the service may use it again), and the
+// window closes three seconds after that.
+func (st *soakState) outage(ctx context.Context, what string, down, up func()) {
+	w := soakWindow{What: what, Start: time.Now()}
+	st.setOutage(w)
+	down()
+	sleepCtx(ctx, 5*time.Second)
+	up()
+	sleepCtx(ctx, 3*time.Second)
+	w.End = time.Now()
+	st.setOutage(w)
 }
 
 func (st *soakState) setOutage(w soakWindow) {

@@ -140,7 +140,7 @@ capacityd is running on $BASE (Ctrl-C stops it)
 
   admin token:   export ADMIN=$ADMIN
   user token:    export USER_TOKEN=$USER_TOKEN
-  other tokens:  $TOKEN_CMD --sub bob [--admin]
+  other tokens:  $TOKEN_CMD --sub bob [--admin] [--role R]...
 
   curl -s $BASE/v1/activities/$DEMO
   curl -s $BASE/v1/activities/$DEMO/seats

@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/store"
 )
 
@@ -29,7 +28,7 @@ const usage = `usage: capacityd <command> [flags]
 commands:
   serve     apply pending migrations, then serve the HTTP API
   migrate   apply pending migrations and exit
-  token     print a token: capacityd token --sub ID [--admin] [--ttl 1h]
+  token     print a token: capacityd token --sub ID [--admin] [--role R]... [--ttl 1h]
   health    exit 0 when a URL answers 200 (container healthchecks): capacityd health URL
 
 Run "capacityd <command> -h" for the settings of a command.
@@ -93,33 +92,6 @@ func migrate(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "migrations applied: %d %v\n", len(applied), applied)
-	return nil
-}
-
-func token(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var sub string
-	var admin bool
-	var ttl time.Duration
-	cfg, err := loadConfig("token", settingsNamed("CAPACITY_JWT_SECRET", "JWT_ISSUER", "JWT_AUDIENCE"), args, getenv, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&sub, "sub", "", "the user id (1-128 characters)")
-		fs.BoolVar(&admin, "admin", false, "give the token the admin role")
-		fs.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
-	})
-	if err != nil {
-		return err
-	}
-	if ttl <= 0 {
-		return errors.New("--ttl must be positive")
-	}
-	auth, err := httpapi.NewTokenAuthenticator(context.Background(), cfg.tokenConfig(nil))
-	if err != nil {
-		return err
-	}
-	tok, err := auth.Sign(sub, admin, ttl)
-	if err != nil {
-		return fmt.Errorf("--sub: %w", err)
-	}
-	fmt.Fprintln(stdout, tok)
 	return nil
 }
 

@@ -99,3 +99,40 @@ func TestTokenCommandSetsIssuerAndAudience(t *testing.T) {
 	require.Equal(t, "alice", c.Subject)
 	require.Equal(t, []string{"admin"}, c.Roles)
 }
+
+func TestTokenCommandRoles(t *testing.T) {
+	t.Parallel()
+	env := envOf(map[string]string{"CAPACITY_JWT_SECRET": goodSecret})
+	auth, err := httpapi.NewAuthenticator([]byte(goodSecret))
+	require.NoError(t, err)
+	mint := func(args ...string) string {
+		var out strings.Builder
+		require.NoError(t, run(context.Background(), append([]string{"token", "--sub", "dora"}, args...), env, &out, io.Discard))
+		return strings.TrimSpace(out.String())
+	}
+
+	caller, err := auth.Verify(mint("--role", "door-hall-a", "--role", "resident", "--role", "door-hall-a"))
+	require.NoError(t, err)
+	require.Equal(t, "dora", caller.UserID)
+	require.Equal(t, []string{"door-hall-a", "resident"}, caller.Roles, "each role once, in the order given")
+	require.False(t, caller.Admin, "a role other than admin makes no admin")
+
+	caller, err = auth.Verify(mint("--role", "resident", "--admin"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"resident", "admin"}, caller.Roles, "--admin adds admin to the roles")
+	require.True(t, caller.Admin)
+
+	caller, err = auth.Verify(mint("--admin", "--role", "admin"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"admin"}, caller.Roles, "admin is claimed once")
+
+	var c httpapi.Claims
+	_, err = jwt.ParseWithClaims(mint(), &c, func(*jwt.Token) (any, error) { return []byte(goodSecret), nil }, jwt.WithValidMethods([]string{"HS256"}))
+	require.NoError(t, err)
+	require.Nil(t, c.Roles, "a token without --role or --admin claims no roles")
+
+	for _, bad := range []string{"", "door hall", " admin", "admin\n", "door\u200b"} {
+		err := run(context.Background(), []string{"token", "--sub", "dora", "--role", bad}, env, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "want a role name of visible characters without spaces", "%q", bad)
+	}
+}
