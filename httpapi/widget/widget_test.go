@@ -2,6 +2,7 @@ package widget_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"html"
 	"net/http"
@@ -35,6 +36,10 @@ func TestMain(m *testing.M) {
 }
 
 func runWithBrowser(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run() // every browser test skips
+	}
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		return m.Run() // every browser test fails, saying how to install chromium
@@ -80,6 +85,7 @@ func runWithBrowser(m *testing.M) int {
 // test fails (it never skips): the widgets are only tested in a browser.
 func tab(t *testing.T) context.Context {
 	t.Helper()
+	testenv.SkipShort(t, "headless chromium")
 	if browserCtx == nil {
 		t.Fatal("chromium is not installed: install it with `apt-get install -y chromium` (Debian; make test and .ci/run do)")
 	}

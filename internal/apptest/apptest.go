@@ -84,6 +84,7 @@ func (q *QueryCounter) Count() int64 { return q.n.Load() }
 // Start starts an instance, stopped when t ends.
 func Start(t testing.TB, o Options) *Instance {
 	t.Helper()
+	testenv.SkipShort(t, "a whole instance on PostgreSQL and Redis")
 	if o.DatabaseURL == "" {
 		o.DatabaseURL = testenv.NewDatabase(t)
 	}
