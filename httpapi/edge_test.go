@@ -1,14 +1,18 @@
 package httpapi_test
 
 import (
+	"encoding/csv"
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/registration"
 )
 
 // The tests of this file run the HTTP edge on fakes of the services it
@@ -138,4 +142,27 @@ func TestEdgeAnswersUnknownRoutesAndIDsInTheErrorShape(t *testing.T) {
 	res = e.do(t, "DELETE", "/v1/activities/"+fakeActivityID, e.token(t, "root", true), nil)
 	require.Equal(t, http.StatusMethodNotAllowed, res.Status)
 	require.Equal(t, "method_not_allowed", res.ErrorCode())
+}
+
+func TestEdgeExportsCSVWithItsHeaders(t *testing.T) {
+	t.Parallel()
+	e := startEdge(t)
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	e.regs.exported = []registration.Registration{{ID: fakeRegID, ActivityID: fakeActivityID, UserID: "alice",
+		Status: registration.Approved, Seats: 2, Metadata: []byte(`{"seat":"front, \"left\""}`), CreatedAt: at, UpdatedAt: at}}
+	path := "/v1/activities/" + fakeActivityID + "/registrations.csv"
+	require.Equal(t, http.StatusForbidden, e.do(t, "GET", path, e.token(t, "alice", false), nil).Status)
+	res := e.do(t, "GET", path, e.token(t, "root", true), nil)
+	require.Equal(t, http.StatusOK, res.Status, "%s", res.Body)
+	require.Equal(t, "text/csv; charset=utf-8", res.Header.Get("Content-Type"))
+	require.Contains(t, res.Header.Get("Content-Disposition"), "attachment")
+	recs, err := csv.NewReader(strings.NewReader(string(res.Body))).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, [][]string{
+		{"id", "user_id", "status", "created_at", "updated_at", "expires_at", "metadata", "seats", "block_id"},
+		{fakeRegID, "alice", "approved", "2026-12-01T09:00:00Z", "2026-12-01T09:00:00Z", "", `{"seat":"front, \"left\""}`, "2", ""},
+	}, recs)
+	res = e.do(t, "GET", "/v1/activities/"+fakeOtherID+"/registrations.csv", e.token(t, "root", true), nil)
+	require.Equal(t, http.StatusNotFound, res.Status, "%s", res.Body)
+	require.Equal(t, "not_found", res.ErrorCode())
 }

@@ -41,6 +41,8 @@ type fakeRegistrations struct {
 	// signups and listed are what the edge asked for.
 	signups []registration.SignupInput
 	listed  []registration.ListFilter
+	// exported is what ExportRegistrations emits.
+	exported []registration.Registration
 }
 
 func newFakeRegistrations() *fakeRegistrations {
@@ -164,4 +166,23 @@ func (e *edge) do(t *testing.T, method, path, token string, body any, headers ..
 	res, err := apptest.Do(method, e.URL+path, token, body, headers...)
 	require.NoError(t, err)
 	return res
+}
+
+// ExportRegistrations emits exported, one by one.
+func (f *fakeRegistrations) ExportRegistrations(_ context.Context, activityID string, _ registration.Status, emit func(registration.Registration) error) error {
+	f.mu.Lock()
+	rows, err := f.exported, f.err
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if activityID != f.activity.ID {
+		return registration.ActivityNotFound(activityID)
+	}
+	for _, r := range rows {
+		if err := emit(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
