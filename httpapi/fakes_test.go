@@ -12,6 +12,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
 )
@@ -125,10 +126,27 @@ type edge struct {
 	regs   *fakeRegistrations
 	queues *fakeQueues
 	auth   *httpapi.Authenticator
+	server *httpapi.Server
 }
 
-// startEdge serves an httpapi.Server on fakes, closed when t ends.
-func startEdge(t *testing.T) *edge {
+// fakeNotes reads every note as never viewed; the other methods panic
+// (the embedded interface is nil), which the edge answers 500.
+type fakeNotes struct{ httpapi.NoteService }
+
+func (fakeNotes) Get(_ context.Context, noteID string) (note.Stats, error) {
+	return note.Stats{NoteID: noteID}, nil
+}
+
+// unusedWebhooks and unusedStreams register their routes on an edge; a
+// test that calls one of their methods panics, as fakeNotes does.
+type (
+	unusedWebhooks struct{ httpapi.WebhookService }
+	unusedStreams  struct{ httpapi.SeatStreams }
+)
+
+// startEdge serves an httpapi.Server on fakes, with every route, closed
+// when t ends. configure, when given, changes the configuration first.
+func startEdge(t *testing.T, configure ...func(*httpapi.Config)) *edge {
 	t.Helper()
 	auth, err := httpapi.NewTokenAuthenticator(t.Context(), httpapi.TokenConfig{Secret: []byte(apptest.Secret)})
 	require.NoError(t, err)
@@ -141,11 +159,16 @@ func startEdge(t *testing.T) *edge {
 		return registration.Seats{ActivityID: id, Capacity: a.Capacity, Taken: a.Taken, Remaining: a.Remaining,
 			Reserved: a.Reserved, Source: registration.SourceDatabase, AsOf: a.UpdatedAt}, nil
 	}
-	srv := httpapi.New(httpapi.Config{
+	cfg := httpapi.Config{
 		Registrations: e.regs, Seats: seats, Auth: auth, Queues: e.queues,
+		Notes: fakeNotes{}, Webhooks: unusedWebhooks{}, Streams: unusedStreams{},
 		PingPostgres: func(context.Context) error { return nil }, Logger: slog.New(slog.DiscardHandler),
-	})
-	ts := httptest.NewServer(srv.Handler())
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	e.server = httpapi.New(cfg)
+	ts := httptest.NewServer(e.server.Handler())
 	t.Cleanup(ts.Close)
 	e.URL = ts.URL
 	return e
