@@ -129,16 +129,47 @@ type edge struct {
 	server *httpapi.Server
 }
 
-// fakeNotes reads every note as never viewed; the other methods panic
-// (the embedded interface is nil), which the edge answers 500.
-type fakeNotes struct{ httpapi.NoteService }
+// fakeNotes counts note views and waters in memory, every note open.
+type fakeNotes struct {
+	mu    sync.Mutex
+	stats map[string]note.Stats
+}
 
-func (fakeNotes) Get(_ context.Context, noteID string) (note.Stats, error) {
-	return note.Stats{NoteID: noteID}, nil
+func (n *fakeNotes) Get(_ context.Context, noteID string) (note.Stats, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st, ok := n.stats[noteID]
+	if !ok {
+		st.NoteID = noteID
+	}
+	return st, nil
+}
+
+func (n *fakeNotes) Increment(_ context.Context, noteID string, kind note.Kind) (note.Stats, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stats == nil {
+		n.stats = map[string]note.Stats{}
+	}
+	st := n.stats[noteID]
+	st.NoteID = noteID
+	if kind == note.View {
+		st.Views++
+	} else {
+		st.Waters++
+	}
+	n.stats[noteID] = st
+	return st, nil
+}
+
+func (n *fakeNotes) Register(ctx context.Context, noteID string) (note.Stats, bool, error) {
+	st, err := n.Get(ctx, noteID)
+	return st, false, err
 }
 
 // unusedWebhooks and unusedStreams register their routes on an edge; a
-// test that calls one of their methods panics, as fakeNotes does.
+// test that calls one of their methods panics (the embedded interfaces
+// are nil), which the edge answers 500.
 type (
 	unusedWebhooks struct{ httpapi.WebhookService }
 	unusedStreams  struct{ httpapi.SeatStreams }
@@ -161,7 +192,7 @@ func startEdge(t *testing.T, configure ...func(*httpapi.Config)) *edge {
 	}
 	cfg := httpapi.Config{
 		Registrations: e.regs, Seats: seats, Auth: auth, Queues: e.queues,
-		Notes: fakeNotes{}, Webhooks: unusedWebhooks{}, Streams: unusedStreams{},
+		Notes: &fakeNotes{}, Webhooks: unusedWebhooks{}, Streams: unusedStreams{},
 		PingPostgres: func(context.Context) error { return nil }, Logger: slog.New(slog.DiscardHandler),
 	}
 	for _, f := range configure {
