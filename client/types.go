@@ -216,8 +216,10 @@ type Seats struct {
 	ActivityID string `json:"activity_id"`
 	Capacity   int    `json:"capacity"`
 	Taken      int    `json:"taken"`
-	Remaining  int    `json:"remaining"`
-	Waiting    int    `json:"waiting"`
+	// Reserved is the unused seats of the activity's blocks.
+	Reserved  int `json:"reserved"`
+	Remaining int `json:"remaining"`
+	Waiting   int `json:"waiting"`
 	// Source is "cache" (the Redis display) or "database".
 	Source string    `json:"source"`
 	AsOf   time.Time `json:"as_of"`

@@ -182,7 +182,7 @@ func (s *Server) seats(c echo.Context) error {
 	// A warm counter answers alone; on a miss the activity must exist
 	// before the counter is rebuilt from the authority.
 	if st, ok := s.cachedSeats(c, id); ok {
-		return writeJSON(c, http.StatusOK, st)
+		return writeJSON(c, http.StatusOK, seatsAnswer{Seats: st, Reserved: st.Reserved})
 	}
 	if s.cfg.Activities != nil {
 		if _, err := s.publicActivity(c, id); err != nil {
@@ -193,5 +193,13 @@ func (s *Server) seats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, st)
+	return writeJSON(c, http.StatusOK, seatsAnswer{Seats: st, Reserved: st.Reserved})
+}
+
+// seatsAnswer is the seat display of GET /v1/activities/{id}/seats, with
+// the seats its blocks reserve, so that taken, reserved and remaining add
+// up to the capacity.
+type seatsAnswer struct {
+	registration.Seats
+	Reserved int `json:"reserved"`
 }

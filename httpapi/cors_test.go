@@ -15,49 +15,49 @@ import (
 
 func TestCORSReadsFromAnyOriginWritesFromAllowedOnes(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{CORSAllowedOrigins: []string{"https://notes.example"}}}})
-	id := inst.CreateActivity(t, "cors", 3)
+	inst := startEdge(t, func(c *httpapi.Config) { c.CORSAllowedOrigins = []string{"https://notes.example"} })
+	id := fakeActivityID
 
 	// Reads: any origin.
-	r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil, "Origin", "https://anyone.example")
+	r := inst.do(t, http.MethodGet, "/v1/activities/"+id+"/seats", "", nil, "Origin", "https://anyone.example")
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
-	r = inst.MustDo(t, http.MethodGet, "/widget/seats.js", "", nil, "Origin", "https://anyone.example")
+	r = inst.do(t, http.MethodGet, "/widget/seats.js", "", nil, "Origin", "https://anyone.example")
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
 	require.Equal(t, "text/javascript; charset=utf-8", r.Header.Get("Content-Type"))
-	r = inst.MustDo(t, http.MethodOptions, "/v1/activities/"+id+"/seats/stream", "", nil,
+	r = inst.do(t, http.MethodOptions, "/v1/activities/"+id+"/seats/stream", "", nil,
 		"Origin", "https://anyone.example", "Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "last-event-id")
 	require.Equal(t, http.StatusNoContent, r.Status)
 	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
 
 	// Writes: the configured origin, the page's own origin, or no browser.
-	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", "https://notes.example")
+	r = inst.do(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", "https://notes.example")
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Equal(t, "https://notes.example", r.Header.Get("Access-Control-Allow-Origin"))
-	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", inst.URL)
+	r = inst.do(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", inst.URL)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil)
+	r = inst.do(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	r = inst.MustDo(t, http.MethodOptions, "/v1/notes/cors-note/waters", "", nil,
+	r = inst.do(t, http.MethodOptions, "/v1/notes/cors-note/waters", "", nil,
 		"Origin", "https://notes.example", "Access-Control-Request-Method", "POST")
 	require.Equal(t, http.StatusNoContent, r.Status)
 	require.Equal(t, "https://notes.example", r.Header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, r.Header.Get("Access-Control-Allow-Methods"), "POST")
-	r = inst.MustDo(t, http.MethodOptions, "/v1/webhooks/w_01J0000000000000000000000", "", nil,
+	r = inst.do(t, http.MethodOptions, "/v1/webhooks/w_01J0000000000000000000000", "", nil,
 		"Origin", "https://notes.example", "Access-Control-Request-Method", "DELETE")
 	require.Equal(t, http.StatusNoContent, r.Status)
 	require.Contains(t, r.Header.Get("Access-Control-Allow-Methods"), "DELETE", "an admin page may delete a webhook")
 
 	// Any other origin: refused, and not counted.
-	r = inst.MustDo(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", "https://evil.example")
+	r = inst.do(t, http.MethodPost, "/v1/notes/cors-note/views", "", nil, "Origin", "https://evil.example")
 	require.Equal(t, http.StatusForbidden, r.Status)
 	require.Equal(t, "forbidden", r.ErrorCode())
 	require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"))
-	r = inst.MustDo(t, http.MethodOptions, "/v1/notes/cors-note/views", "", nil,
+	r = inst.do(t, http.MethodOptions, "/v1/notes/cors-note/views", "", nil,
 		"Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
 	require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"))
-	r = inst.MustDo(t, http.MethodGet, "/v1/notes/cors-note/stats", "", nil)
+	r = inst.do(t, http.MethodGet, "/v1/notes/cors-note/stats", "", nil)
 	require.JSONEq(t, `{"note_id":"cors-note","views":3,"waters":0}`, string(r.Body))
 }
 
@@ -67,22 +67,22 @@ func TestCORSReadsFromAnyOriginWritesFromAllowedOnes(t *testing.T) {
 // page's own origin.
 func TestNoteWritesFromAnyOriginUnlessOriginsAreListed(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{})
+	inst := startEdge(t)
 	for _, path := range []string{"/v1/notes/any-site/views", "/v1/notes/any-site/waters"} {
-		r := inst.MustDo(t, http.MethodOptions, path, "", nil,
+		r := inst.do(t, http.MethodOptions, path, "", nil,
 			"Origin", "https://blog.example", "Access-Control-Request-Method", "POST")
 		require.Equal(t, http.StatusNoContent, r.Status)
 		require.Equal(t, "https://blog.example", r.Header.Get("Access-Control-Allow-Origin"), path)
-		r = inst.MustDo(t, http.MethodPost, path, "", nil, "Origin", "https://blog.example")
+		r = inst.do(t, http.MethodPost, path, "", nil, "Origin", "https://blog.example")
 		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 		require.Equal(t, "https://blog.example", r.Header.Get("Access-Control-Allow-Origin"))
-		r = inst.MustDo(t, http.MethodPost, path, "", nil, "Origin", "null") // a file:// page
+		r = inst.do(t, http.MethodPost, path, "", nil, "Origin", "null") // a file:// page
 		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	}
-	r := inst.MustDo(t, http.MethodGet, "/v1/notes/any-site/stats", "", nil)
+	r := inst.do(t, http.MethodGet, "/v1/notes/any-site/stats", "", nil)
 	require.JSONEq(t, `{"note_id":"any-site","views":2,"waters":2}`, string(r.Body))
 
-	r = inst.MustDo(t, http.MethodPost, "/v1/activities", inst.Token(t, "admin", true), map[string]any{"title": "t", "capacity": 1},
+	r = inst.do(t, http.MethodPost, "/v1/activities", inst.token(t, "admin", true), map[string]any{"title": "t", "capacity": 1},
 		"Origin", "https://blog.example")
 	require.Equal(t, http.StatusForbidden, r.Status, "writes with a token still need an allowed origin")
 }

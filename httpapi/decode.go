@@ -80,7 +80,9 @@ func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
 
 // decodeStrict decodes b into v, translating decoder errors into
 // invalid_request messages that say what is wrong. A key named twice in
-// any object of b is refused (see noDuplicateKeys).
+// any object of b is refused (see noDuplicateKeys), and so is a body that
+// is not valid UTF-8 or a text field that is not plain text (see validBody
+// and textOnly).
 func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -91,6 +93,12 @@ func decodeStrict(b []byte, v any) error {
 		return capacityd.Errorf(capacityd.EInvalid, "request body must hold a single JSON value")
 	}
 	if err := noDuplicateKeys(b); err != nil {
+		return err
+	}
+	if err := validBody(b); err != nil {
+		return err
+	}
+	if err := textOnly(b); err != nil {
 		return err
 	}
 	return exactFields(b, v)

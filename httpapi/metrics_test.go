@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/httpapi"
-	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
 // requireNoCORS checks that h has no CORS header.
@@ -28,11 +26,11 @@ func requireNoCORS(t *testing.T, h http.Header) {
 // theirs.
 func TestMetricsHaveNoCORSHeaders(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{NoRedis: true})
-	r := inst.MustDo(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example")
+	inst := startEdge(t)
+	r := inst.do(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example")
 	require.Equal(t, http.StatusOK, r.Status)
 	requireNoCORS(t, r.Header)
-	r = inst.MustDo(t, http.MethodGet, "/healthz", "", nil, "Origin", "https://elsewhere.example")
+	r = inst.do(t, http.MethodGet, "/healthz", "", nil, "Origin", "https://elsewhere.example")
 	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"), "other reads are unchanged")
 }
 
@@ -42,12 +40,12 @@ func TestMetricsHaveNoCORSHeaders(t *testing.T) {
 // without CORS headers, and nothing else.
 func TestMetricsElsewhereLeavesThemOffTheAPI(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{NoRedis: true, App: app.Options{HTTP: httpapi.Config{MetricsElsewhere: true}}})
+	inst := startEdge(t, func(c *httpapi.Config) { c.MetricsElsewhere = true })
 	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip"} {
-		r := inst.MustDo(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example", h, "for=203.0.113.7")
+		r := inst.do(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example", h, "for=203.0.113.7")
 		requireErrorShape(t, r, http.StatusNotFound, "not_found")
 	}
-	r := inst.MustDo(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example")
+	r := inst.do(t, http.MethodGet, "/metrics", "", nil, "Origin", "https://elsewhere.example")
 	require.Equal(t, http.StatusOK, r.Status, "a client on this machine, straight to the listener")
 	require.Contains(t, string(r.Body), "capacityd_http_requests_total{")
 	requireNoCORS(t, r.Header)
@@ -55,10 +53,10 @@ func TestMetricsElsewhereLeavesThemOffTheAPI(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.RemoteAddr = "203.0.113.7:40000"
 	w := httptest.NewRecorder()
-	inst.App.Server.Handler().ServeHTTP(w, req)
+	inst.server.Handler().ServeHTTP(w, req)
 	require.Equal(t, http.StatusNotFound, w.Code)
 
-	srv := httptest.NewServer(inst.App.Server.MetricsHandler())
+	srv := httptest.NewServer(inst.server.MetricsHandler())
 	defer srv.Close()
 	req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
 	require.NoError(t, err)

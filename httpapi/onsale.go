@@ -91,6 +91,10 @@ func (s *Server) joinQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The body is empty or an empty object: anything else is refused.
+	if err := decodeJSON(c, &struct{}{}, true); err != nil {
+		return err
+	}
 	t, err := s.cfg.Queues.Join(c.Request().Context(), id, callerOf(c).UserID)
 	if err != nil {
 		return err

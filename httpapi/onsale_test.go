@@ -91,7 +91,7 @@ func pollUntil(t *testing.T, insts []*apptest.Instance, activityID, user string,
 		if time.Now().After(deadline) {
 			t.Fatalf("ticket of %s still %+v after %s", user, tk, within)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the pace of a client that polls, not a wait for a condition: done is the condition
 	}
 }
 
@@ -216,7 +216,7 @@ func TestQueueRateAndCap(t *testing.T) {
 		for time.Since(start) < 4*time.Second {
 			admitted, positions := queueStates(t, a, act.ID)
 			require.Equal(t, admitted, positions, "the admitted places are the first positions")
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // samples the invariant about ten times a second over the whole window
 		}
 		// By the authority's clock: in any span of T seconds, at most a
 		// second's allowance saved (10) plus 10 T were admitted.
@@ -246,7 +246,7 @@ func TestQueueRateAndCap(t *testing.T) {
 			require.NoError(t, err)
 		}
 		first := pollUntil(t, insts, act.ID, users[0], 10*time.Second, func(tk client.Ticket) bool { return tk.State == "admitted" })
-		time.Sleep(time.Second) // many advances
+		time.Sleep(time.Second) // proves the cap holds over many advances of the controller (a tick is 200 ms), not just the first
 		admitted, _ := queueStates(t, a, act.ID)
 		require.Equal(t, 5, admitted, "never more than max_admitted tokens out")
 		_, err := b.Signup(t, act.ID, users[0], client.SignupOptions{AdmissionToken: *first.AdmissionToken})
@@ -314,7 +314,7 @@ func TestQueuePresence(t *testing.T) {
 		var state string
 		require.NoError(t, a.App.Pool.QueryRow(ctx, `SELECT t.state FROM queue_ticket t JOIN activity a ON a.id = t.activity_id
 			WHERE a.public_id = $1 AND t.user_id = 'absent'`, act.ID).Scan(&state))
-		time.Sleep(900 * time.Millisecond)
+		time.Sleep(900 * time.Millisecond) // the pace of a present holder: proves asking about once a second keeps the place
 		return state == "expired"
 	})
 	require.Equal(t, "waiting", lapsed.State, "the present place stays")

@@ -11,21 +11,19 @@ import (
 
 	"github.com/physiciansnet/capacityd/api"
 	"github.com/physiciansnet/capacityd/httpapi"
-	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
 // TestAPIDescriptionIsServed checks GET /openapi.yaml: public, YAML, the
 // embedded description, valid OpenAPI 3 with valid examples.
 func TestAPIDescriptionIsServed(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{})
-	r := inst.MustDo(t, http.MethodGet, "/openapi.yaml", "", nil)
+	inst := startEdge(t)
+	r := inst.do(t, http.MethodGet, "/openapi.yaml", "", nil)
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Equal(t, "application/yaml; charset=utf-8", r.Header.Get("Content-Type"))
 	require.Equal(t, api.OpenAPI, r.Body)
 
-	r = inst.MustDo(t, http.MethodGet, "/openapi.yaml", "", nil, "Origin", "https://elsewhere.example")
+	r = inst.do(t, http.MethodGet, "/openapi.yaml", "", nil, "Origin", "https://elsewhere.example")
 	require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
 
 	loader := openapi3.NewLoader()
@@ -41,7 +39,7 @@ var param = regexp.MustCompile(`:[^/.]+|\{[^/}]*\}`)
 // in the description, with the same method.
 func TestEveryRouteIsDescribed(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{App: app.Options{HTTP: httpapi.Config{DemoSignups: true}}})
+	inst := startEdge(t, func(c *httpapi.Config) { c.DemoSignups = true })
 	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI)
 	require.NoError(t, err)
 	described := map[string]bool{}
@@ -50,7 +48,7 @@ func TestEveryRouteIsDescribed(t *testing.T) {
 			described[method+" "+param.ReplaceAllString(path, "{}")] = true
 		}
 	}
-	e, ok := inst.App.Server.Handler().(*echo.Echo)
+	e, ok := inst.server.Handler().(*echo.Echo)
 	require.True(t, ok)
 	served := 0
 	for _, rt := range e.Routes() {

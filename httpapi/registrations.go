@@ -112,6 +112,9 @@ func (s *Server) signup(c echo.Context) error {
 			return capacityd.Errorf(capacityd.EInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, sent once")
 		}
 	}
+	if len(c.Request().Header[headerAdmissionToken]) > 1 {
+		return capacityd.Errorf(capacityd.EInvalid, "Admission-Token must be sent once")
+	}
 	seats, err := signupSeats(req.Seats)
 	if err != nil {
 		return err

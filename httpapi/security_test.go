@@ -6,14 +6,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
 func TestDemoPageSecurityHeaders(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{})
-	r := inst.MustDo(t, http.MethodGet, "/demo?activity=%3Cscript%3E&note=%22onload%3D", "", nil)
+	inst := startEdge(t)
+	r := inst.do(t, http.MethodGet, "/demo?activity=%3Cscript%3E&note=%22onload%3D", "", nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	csp := r.Header.Get("Content-Security-Policy")
 	require.NotEmpty(t, csp)
@@ -33,9 +31,9 @@ func TestDemoPageSecurityHeaders(t *testing.T) {
 
 func TestAPIResponsesAreNoSniff(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{})
+	inst := startEdge(t)
 	for _, path := range []string{"/healthz", "/v1/activities/nope", "/v1/notes/n/stats"} {
-		r := inst.MustDo(t, http.MethodGet, path, "", nil)
+		r := inst.do(t, http.MethodGet, path, "", nil)
 		require.Equal(t, "nosniff", r.Header.Get("X-Content-Type-Options"), path)
 		require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"), path)
 	}

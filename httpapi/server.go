@@ -18,17 +18,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/physiciansnet/capacityd/internal/settingscache"
-	"github.com/physiciansnet/capacityd/note"
-	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"
-	"github.com/physiciansnet/capacityd/stream"
-	"github.com/physiciansnet/capacityd/webhook"
 )
 
 // Config holds what the HTTP edge serves.
 type Config struct {
-	Registrations *registration.Service
+	// Registrations serves activities, pools, series, blocks and
+	// registrations.
+	Registrations Registrations
 	// Seats reads an activity's live seat display.
 	Seats func(ctx context.Context, activityID string) (registration.Seats, error)
 	// CachedSeats reads it from a warm display counter only (ok false
@@ -54,10 +51,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
 	// Notes counts note views and waters; nil leaves the note routes out.
-	Notes *note.Service
+	Notes NoteService
 	// Streams fans seat changes out to the seat streams; nil leaves the
 	// stream route out.
-	Streams *stream.Hub
+	Streams SeatStreams
 	// PingInterval is the time between ": ping" comments on a seat
 	// stream. Default 15s.
 	PingInterval time.Duration
@@ -95,22 +92,22 @@ type Config struct {
 	PublicReadLimit RateLimit
 	// Activities caches the settings of activities, and the ids that name
 	// none, for the public reads; nil: those read the database every time.
-	Activities *settingscache.Cache[registration.Activity]
+	Activities SettingsCache[registration.Activity]
 	// Pools does the same for the public reads of pools.
-	Pools *settingscache.Cache[registration.Pool]
+	Pools SettingsCache[registration.Pool]
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives
 	// the client address (rate limits, access log); empty: the peer's.
 	TrustedProxies []*net.IPNet
 	// Webhooks registers webhooks; nil leaves the webhook routes out.
-	Webhooks *webhook.Service
+	Webhooks WebhookService
 	// Queues serves the admission queues; nil leaves their routes out.
-	Queues *onsale.Queue
+	Queues QueueService
 }
 
 // Server is the HTTP edge.
 type Server struct {
 	cfg  Config
-	regs *registration.Service
+	regs Registrations
 	auth *Authenticator
 	log  *slog.Logger
 	echo *echo.Echo

@@ -43,6 +43,7 @@ func servicesEnv(envFile string, urls map[string]string) []string {
 // and exit code.
 func servicesUp(t *testing.T, env []string) (string, int) {
 	t.Helper()
+	testenv.SkipShort(t, "PostgreSQL and Redis for scripts/services.sh")
 	script, err := filepath.Abs("../../scripts/services.sh")
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -140,6 +141,7 @@ func TestServicesKeepsTheURLsGiven(t *testing.T) {
 // building or serving, with a non-zero status and the reason, and does
 // not serve from another database.
 func TestMakeRunStopsOnADatabaseURLThatDoesNotExist(t *testing.T) {
+	testenv.SkipShort(t, "PostgreSQL for make run")
 	t.Parallel()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)

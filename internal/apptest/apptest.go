@@ -84,6 +84,7 @@ func (q *QueryCounter) Count() int64 { return q.n.Load() }
 // Start starts an instance, stopped when t ends.
 func Start(t testing.TB, o Options) *Instance {
 	t.Helper()
+	testenv.SkipShort(t, "a whole instance on PostgreSQL and Redis")
 	if o.DatabaseURL == "" {
 		o.DatabaseURL = testenv.NewDatabase(t)
 	}
@@ -192,7 +193,8 @@ func (i *Instance) Public() *client.Client {
 }
 
 // Do sends a request. body may be nil, a string or []byte (sent as is), or
-// any value sent as JSON. headers are pairs of name and value.
+// any value sent as JSON. headers are pairs of name and value; a name
+// given twice is sent twice.
 func Do(method, url, token string, body any, headers ...string) (Response, error) {
 	var rd io.Reader
 	switch b := body.(type) {
@@ -218,8 +220,15 @@ func Do(method, url, token string, body any, headers ...string) (Response, error
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	given := map[string]bool{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		name := http.CanonicalHeaderKey(headers[i])
+		if given[name] {
+			req.Header.Add(name, headers[i+1]) // a header sent twice
+		} else {
+			req.Header.Set(name, headers[i+1])
+		}
+		given[name] = true
 	}
 	resp, err := Client.Do(req)
 	if err != nil {

@@ -8,12 +8,14 @@ import (
 
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/launch"
+	"github.com/physiciansnet/capacityd/internal/testenv"
 )
 
 // Binary builds cmd/capacityd with the race detector once per test
 // process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
+	testenv.SkipShort(t, "a build of capacityd")
 	bin, err := launch.Build(context.Background(), launch.BuildOptions{Race: true})
 	if err != nil {
 		t.Fatalf("apptest: %v", err)
@@ -46,6 +48,7 @@ func StartProcess(t testing.TB, databaseURL, redisURL string, env ...string) *Pr
 // instance restarted where a proxy expects it.
 func StartProcessAt(t testing.TB, addr, databaseURL, redisURL string, env ...string) *Process {
 	t.Helper()
+	testenv.SkipShort(t, "capacityd as a process on PostgreSQL")
 	out := &launch.Output{}
 	proc, err := launch.Start(context.Background(), launch.Config{
 		Binary: Binary(t), Addr: addr, Output: out,

@@ -17,6 +17,7 @@ import (
 // release build) once per test process and returns its path.
 func Binary(t testing.TB, tags ...string) string {
 	t.Helper()
+	testenv.SkipShort(t, "a build of capacityd")
 	bin, err := launch.Build(context.Background(), launch.BuildOptions{Tags: tags})
 	if err != nil {
 		t.Fatalf("chaos: %v", err)

@@ -16,6 +16,7 @@ const secret = "launch-test-secret-launch-test-secret-launch"
 
 func binary(t *testing.T) string {
 	t.Helper()
+	testenv.SkipShort(t, "a build of capacityd")
 	bin, err := launch.Build(t.Context(), launch.BuildOptions{})
 	require.NoError(t, err)
 	again, err := launch.Build(t.Context(), launch.BuildOptions{})

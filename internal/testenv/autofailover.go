@@ -76,6 +76,7 @@ var monitorSettings = map[string]string{
 // the keepers' logs are copied to the artifacts folder.
 func PrivateAutoFailover(t T, opts AutoFailoverOptions) *AutoFailover {
 	t.Helper()
+	SkipShort(t, "a private pg_auto_failover formation")
 	bin := autoctlBin()
 	Require(t, bin != "", "pg_autoctl (Debian package postgresql-15-auto-failover)")
 	pgBin := postgresBinDir()

@@ -34,6 +34,7 @@ const clusterNodeTimeout = 1000 * time.Millisecond
 // are killed when t ends.
 func PrivateRedisCluster(t T) *RedisCluster {
 	t.Helper()
+	SkipShort(t, "a private Redis cluster")
 	bin, err := exec.LookPath("redis-server")
 	Require(t, err == nil, "redis-server")
 	cli, err := exec.LookPath("redis-cli")

@@ -42,6 +42,7 @@ var haproxyServers = []struct{ name, placeholder string }{{"a", "INSTANCE_A"}, {
 // killed when t ends.
 func StartHAProxy(t T, backends ...string) *HAProxy {
 	t.Helper()
+	SkipShort(t, "a private HAProxy")
 	bin := systemTool("haproxy")
 	Require(t, bin != "", "haproxy (Debian package haproxy)")
 	if len(backends) == 0 || len(backends) > len(haproxyServers) {

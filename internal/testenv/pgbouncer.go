@@ -110,6 +110,7 @@ func isExecutable(path string) bool {
 // to run as root. It is killed when t ends.
 func PrivatePgBouncer(t T, directURL string, poolSize int, settings ...string) *PgBouncer {
 	t.Helper()
+	SkipShort(t, "a private PgBouncer")
 	bin := systemTool("pgbouncer")
 	Require(t, bin != "", "pgbouncer (Debian package pgbouncer)")
 	server, err := url.Parse(directURL)

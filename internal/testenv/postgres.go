@@ -5,7 +5,8 @@
 //
 // The shared servers are named by TEST_DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/capacityd_test) and TEST_REDIS_URL
-// (default redis://127.0.0.1:6379/0); make test sets both.
+// (default redis://127.0.0.1:6379/0); make test sets both. Under -short
+// every helper that needs a service skips its test (SkipShort).
 package testenv
 
 import (
@@ -115,6 +116,7 @@ func ensureTemplate(ctx context.Context, base string) (string, error) {
 // and returns its URL.
 func NewDatabase(t T) string {
 	t.Helper()
+	SkipShort(t, "PostgreSQL (TEST_DATABASE_URL)")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	base := DatabaseURL()
@@ -147,6 +149,7 @@ func NewDatabase(t T) string {
 // server for t, dropped when t ends, and returns its URL.
 func EmptyDatabase(t T) string {
 	t.Helper()
+	SkipShort(t, "PostgreSQL (TEST_DATABASE_URL)")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := DatabaseURL()
@@ -192,6 +195,7 @@ func Pool(t T, url string, maxConns int32) *pgxpool.Pool {
 // PoolWith opens a pool on url with pc, closed when t ends.
 func PoolWith(t T, url string, pc store.ConnPoolConfig) *pgxpool.Pool {
 	t.Helper()
+	SkipShort(t, "PostgreSQL")
 	pool, err := store.OpenConnPool(context.Background(), url, pc)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)

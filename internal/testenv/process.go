@@ -248,6 +248,7 @@ func (r *RedisServer) Start(t T) {
 // killed when t ends.
 func PrivateRedis(t T) *RedisServer {
 	t.Helper()
+	SkipShort(t, "a private redis-server")
 	bin, err := exec.LookPath("redis-server")
 	Require(t, err == nil, "redis-server")
 	r := startRedis(t, func(port int) *RedisServer { return redisOn(t, "redis", bin, port) })
@@ -317,6 +318,7 @@ func postgresBinDir() string {
 // removed when t ends.
 func PrivatePostgres(t T) *PostgresServer {
 	t.Helper()
+	SkipShort(t, "a private PostgreSQL server")
 	bin := postgresBinDir()
 	Require(t, bin != "", "PostgreSQL server binaries (initdb, postgres)")
 	dir, err := os.MkdirTemp("", "capacityd-pg-")

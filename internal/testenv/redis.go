@@ -20,6 +20,7 @@ func RedisURL() string {
 // closed when t ends.
 func RedisClient(t T, url string) *redis.Client {
 	t.Helper()
+	SkipShort(t, "Redis")
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -36,6 +37,7 @@ func RedisClient(t T, url string) *redis.Client {
 // that flushes or kills Redis must use PrivateRedis.
 func Redis(t T) *redis.Client {
 	t.Helper()
+	SkipShort(t, "Redis (TEST_REDIS_URL)")
 	c := RedisClient(t, RedisURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

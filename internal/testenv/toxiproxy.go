@@ -32,6 +32,7 @@ type Proxy struct {
 // (host:port), stopped when t ends.
 func StartProxy(t T, name, upstream string) *Proxy {
 	t.Helper()
+	SkipShort(t, "a proxy to a data service")
 	quietToxiproxy.Do(func() { zerolog.SetGlobalLevel(zerolog.ErrorLevel) })
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	p := toxiproxy.NewProxy(server, name, "127.0.0.1:0", upstream)

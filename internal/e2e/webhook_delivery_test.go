@@ -1,4 +1,4 @@
-package webhook_test
+package e2e
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
-// fakeClock is the service's clock in tests that expire holds: real time
+// offsetClock is the service's clock in tests that expire holds: real time
 // plus an offset the test moves forward.
-type fakeClock struct{ offset atomic.Int64 }
+type offsetClock struct{ offset atomic.Int64 }
 
-func (c *fakeClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *fakeClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
-func strPtr(s string) *string                { return &s }
+func (c *offsetClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *offsetClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+func strPtr(s string) *string                  { return &s }
 func eventually(t *testing.T, f func() bool) {
 	require.Eventually(t, f, 20*time.Second, 20*time.Millisecond)
 }
@@ -79,7 +79,7 @@ func do(t *testing.T, inst *apptest.Instance, method, path, token string, body a
 // receive exactly what matches.
 func TestEveryEventDeliveredOncePerWebhookSignedAsRecorded(t *testing.T) {
 	t.Parallel()
-	clock := &fakeClock{}
+	clock := &offsetClock{}
 	inst := setup(t, app.Options{Now: clock.Now, ExpiryInterval: time.Hour})
 	admin := inst.Token(t, "admin", true)
 	hot := do(t, inst, http.MethodPost, "/v1/activities", admin, map[string]any{"title": "hooks", "capacity": 2, "waitlist": true}, http.StatusCreated)["id"].(string)

@@ -1,4 +1,4 @@
-package registration_test
+package e2e
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package webhook_test
+package e2e
 
 import (
 	"context"

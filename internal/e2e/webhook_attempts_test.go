@@ -1,4 +1,4 @@
-package webhook_test
+package e2e
 
 import (
 	"net"
@@ -41,7 +41,7 @@ func TestDeliveryAttemptsShowEachAttempt(t *testing.T) {
 			}
 			return http.StatusInternalServerError
 		case 1:
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(30 * time.Millisecond) // a slow receiver: proves the attempt's duration is measured
 			return http.StatusInternalServerError
 		}
 		return http.StatusOK
