@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -212,12 +213,11 @@ func TestQueueRateAndCap(t *testing.T) {
 			_, err := insts[i%2].API(t, fmt.Sprintf("rate-%02d", i), false).JoinQueue(ctx, act.ID)
 			require.NoError(t, err)
 		}
-		start := time.Now()
-		for time.Since(start) < 4*time.Second {
-			admitted, positions := queueStates(t, a, act.ID)
-			require.Equal(t, admitted, positions, "the admitted places are the first positions")
-			time.Sleep(100 * time.Millisecond) // samples the invariant about ten times a second over the whole window
-		}
+		// Sampled about ten times a second over four seconds.
+		require.Never(t, func() bool {
+			admitted, positions, err := readQueueStates(ctx, a, act.ID)
+			return err != nil || admitted != positions
+		}, 4*time.Second, 100*time.Millisecond, "the admitted places are the first positions")
 		// By the authority's clock: in any span of T seconds, at most a
 		// second's allowance saved (10) plus 10 T were admitted.
 		rows, err := a.App.Pool.Query(ctx, `SELECT extract(epoch FROM t.admitted_at)::float8 FROM queue_ticket t
@@ -246,7 +246,12 @@ func TestQueueRateAndCap(t *testing.T) {
 			require.NoError(t, err)
 		}
 		first := pollUntil(t, insts, act.ID, users[0], 10*time.Second, func(tk client.Ticket) bool { return tk.State == "admitted" })
-		time.Sleep(time.Second) // proves the cap holds over many advances of the controller (a tick is 200 ms), not just the first
+		// The cap holds over many advances of the controller (a tick is
+		// 200 ms), not just the first.
+		require.Never(t, func() bool {
+			admitted, _, err := readQueueStates(ctx, a, act.ID)
+			return err != nil || admitted > 5
+		}, time.Second, 20*time.Millisecond, "more than max_admitted tokens out")
 		admitted, _ := queueStates(t, a, act.ID)
 		require.Equal(t, 5, admitted, "never more than max_admitted tokens out")
 		_, err := b.Signup(t, act.ID, users[0], client.SignupOptions{AdmissionToken: *first.AdmissionToken})
@@ -257,20 +262,32 @@ func TestQueueRateAndCap(t *testing.T) {
 	})
 }
 
-// queueStates returns the admitted places of the activity's line that
-// are out (admitted, unused) and how many of the places admitted or used
-// hold the first positions.
+// queueStates reads the activity's places at the authority: how many are
+// admitted, and how many places admitted or used form the first positions
+// (-1 if they do not).
 func queueStates(t *testing.T, inst *apptest.Instance, activityID string) (out, prefix int) {
 	t.Helper()
-	rows, err := inst.App.Pool.Query(t.Context(), `SELECT t.state, t.position FROM queue_ticket t JOIN activity a ON a.id = t.activity_id
-		WHERE a.public_id = $1 ORDER BY t.position`, activityID)
+	out, prefix, err := readQueueStates(t.Context(), inst, activityID)
 	require.NoError(t, err)
+	return out, prefix
+}
+
+// readQueueStates is queueStates with its error returned, for conditions
+// that run outside the test's goroutine.
+func readQueueStates(ctx context.Context, inst *apptest.Instance, activityID string) (out, prefix int, err error) {
+	rows, err := inst.App.Pool.Query(ctx, `SELECT t.state, t.position FROM queue_ticket t JOIN activity a ON a.id = t.activity_id
+		WHERE a.public_id = $1 ORDER BY t.position`, activityID)
+	if err != nil {
+		return 0, 0, err
+	}
 	defer rows.Close()
 	var taken []int64
 	for rows.Next() {
 		var state string
 		var pos *int64
-		require.NoError(t, rows.Scan(&state, &pos))
+		if err := rows.Scan(&state, &pos); err != nil {
+			return 0, 0, err
+		}
 		if state == "admitted" {
 			out++
 		}
@@ -278,13 +295,15 @@ func queueStates(t *testing.T, inst *apptest.Instance, activityID string) (out, 
 			taken = append(taken, *pos)
 		}
 	}
-	require.NoError(t, rows.Err())
+	if err := rows.Err(); err != nil {
+		return 0, 0, err
+	}
 	for i, p := range taken {
 		if p != int64(i+1) {
-			return out, -1
+			return out, -1, nil
 		}
 	}
-	return out, len(taken)
+	return out, len(taken), nil
 }
 
 // TestQueuePresence: a waiting place not asked about for absent_seconds

@@ -181,7 +181,10 @@ func TestTwoInstancesMakeEachAttemptOnce(t *testing.T) {
 				LEFT JOIN webhook_cursor c ON c.activity_id = s.activity_id)`).Scan(&pending))
 		return pending == 0
 	}, 30*time.Second, 50*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // proves no duplicate: room for one to show up before the counts are read
+	// No extra attempt shows up over 300 ms, the room one would need to arrive.
+	settled := len(rc.deliveries())
+	require.Never(t, func() bool { return len(rc.deliveries()) != settled }, 300*time.Millisecond, 10*time.Millisecond,
+		"an attempt after every event was delivered")
 	require.Empty(t, rc.failures())
 
 	counts := rc.counts()
