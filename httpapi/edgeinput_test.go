@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/internal/apptest"
 )
 
@@ -88,6 +89,34 @@ func TestEdgeRefusesASecondAdmissionToken(t *testing.T) {
 	res = e.do(t, "POST", path, user, `{}`, "Admission-Token", "one")
 	require.Equal(t, http.StatusCreated, res.Status, "%s", res.Body)
 	require.Equal(t, "one", e.regs.signups[0].AdmissionToken)
+}
+
+// TestEdgeForgetsAPlaceWhoseTokenWasRefused: a signup refused
+// admission_required with an Admission-Token makes this instance forget
+// the caller's place, so that its next read asks the authority; other
+// refusals, and refusals without a token, forget nothing.
+func TestEdgeForgetsAPlaceWhoseTokenWasRefused(t *testing.T) {
+	t.Parallel()
+	e := startEdge(t)
+	user := e.token(t, "alice", false)
+	path := "/v1/activities/" + fakeActivityID + "/registrations"
+	e.regs.mu.Lock()
+	e.regs.err = capacityd.Errorf(capacityd.EAdmissionRequired, "the admission token was used")
+	e.regs.mu.Unlock()
+	res := e.do(t, "POST", path, user, `{}`)
+	require.Equal(t, http.StatusForbidden, res.Status, "%s", res.Body)
+	require.Empty(t, e.queues.forgotten, "no token sent: no place to forget")
+	res = e.do(t, "POST", path, user, `{}`, "Admission-Token", "adm_used")
+	require.Equal(t, http.StatusForbidden, res.Status, "%s", res.Body)
+	require.Equal(t, []string{fakeActivityID + "/alice"}, e.queues.forgotten)
+
+	e.regs.mu.Lock()
+	zero := 0
+	e.regs.err = &capacityd.Error{Code: capacityd.EActivityFull, Message: "no seats left", Remaining: &zero}
+	e.regs.mu.Unlock()
+	res = e.do(t, "POST", path, user, `{}`, "Admission-Token", "adm_live")
+	require.Equal(t, http.StatusConflict, res.Status, "%s", res.Body)
+	require.Len(t, e.queues.forgotten, 1, "a refusal for another reason keeps the place")
 }
 
 // rawToken signs the claims JSON payload as it is (golang-jwt would

@@ -108,8 +108,19 @@ func (f *fakeRegistrations) ListRegistrations(_ context.Context, lf registration
 	return registration.Page{Items: []registration.Registration{}}, nil
 }
 
-// fakeQueues is an admission queue that keeps everyone waiting.
-type fakeQueues struct{ joined int }
+// fakeQueues is an admission queue that keeps everyone waiting, and
+// records the places it was asked to forget.
+type fakeQueues struct {
+	mu        sync.Mutex
+	joined    int
+	forgotten []string
+}
+
+func (q *fakeQueues) Forget(activityID, userID string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.forgotten = append(q.forgotten, activityID+"/"+userID)
+}
 
 func (q *fakeQueues) Join(_ context.Context, activityID, userID string) (onsale.Ticket, error) {
 	q.joined++

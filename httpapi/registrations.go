@@ -137,9 +137,22 @@ func (s *Server) signup(c echo.Context) error {
 		c.Response().Header().Set(headerReplayed, "true")
 	}
 	if err != nil {
+		s.forgetRefusedPlace(c, id, err)
 		return err
 	}
 	return writeSignup(c, reg)
+}
+
+// forgetRefusedPlace drops the caller's cached place in the activity's
+// admission queue when a signup with an Admission-Token was refused for
+// it (used on another instance, or expired), so that the place's next
+// read here asks the authority instead of answering "admitted".
+func (s *Server) forgetRefusedPlace(c echo.Context, activityID string, err error) {
+	if s.cfg.Queues == nil || c.Request().Header.Get(headerAdmissionToken) == "" ||
+		capacityd.ErrorCode(err) != capacityd.EAdmissionRequired {
+		return
+	}
+	s.cfg.Queues.Forget(activityID, callerOf(c).UserID)
 }
 
 // signupSeats returns the seats a signup body asks for: 1 when absent. More

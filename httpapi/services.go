@@ -91,6 +91,9 @@ type WebhookService interface {
 type QueueService interface {
 	Join(ctx context.Context, activityID, userID string) (onsale.Ticket, error)
 	Me(ctx context.Context, activityID, userID string) (onsale.Ticket, error)
+	// Forget drops the user's place from this instance's memory, so that
+	// its next read asks the authority.
+	Forget(activityID, userID string)
 }
 
 // SeatStreams is what the edge asks of the seat stream hub.
