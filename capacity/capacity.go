@@ -40,19 +40,17 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// newSeats returns a seat display: remaining is what a new signup could
-// get (the activity's free seats, or fewer when a pool has fewer left).
-func newSeats(id string, capacity, taken, waiting, remaining int, source string, now time.Time) registration.Seats {
-	return registration.Seats{ActivityID: id, Capacity: capacity, Taken: taken, Remaining: max(0, remaining),
-		Waiting: waiting, Source: source, AsOf: now.UTC().Truncate(time.Second)}
+// newSeats returns the seat display of counts c: remaining is what a new
+// signup could get (registration.Counts.Remaining).
+func newSeats(id string, c registration.Counts, source string, now time.Time) registration.Seats {
+	return registration.Seats{ActivityID: id, Capacity: c.Capacity, Taken: c.Taken, Reserved: c.Reserved,
+		Remaining: c.Remaining(), Waiting: c.Waiting, Source: source, AsOf: now.UTC().Truncate(time.Second)}
 }
 
 // stateSeats returns the seat display of an activity's state at the
 // authority.
 func stateSeats(id string, st registration.SeatState, now time.Time) registration.Seats {
-	s := newSeats(id, st.Capacity, st.Taken, st.Waiting, st.Remaining(), registration.SourceDatabase, now)
-	s.Reserved = st.Reserved
-	return s
+	return newSeats(id, st.Counts(), registration.SourceDatabase, now)
 }
 
 // Authority reads an activity's seats, or a pool's, in the database.
@@ -269,6 +267,9 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 		return registration.Hold{}, c.redisError("reserve", err)
 	}
 	if err := gateAnswer(v); err != nil {
+		if errors.Is(err, registration.ErrGateWaitlist) {
+			return registration.Hold{}, c.waitlistIn(ctx, splitIDs(field(v, 1)), seats)
+		}
 		return registration.Hold{}, err
 	}
 	gen, _ := v[1].(string)
@@ -283,6 +284,32 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 	}
 	c.recovered(ctx)
 	return hold, nil
+}
+
+// waitlistIn answers a signup for seats that its activity's counter puts
+// on the waiting list: ErrGateWaitlist, unless one of the activity's pools
+// can never hold the seats (ErrGateFull) or has no counter (ErrNoCounter).
+func (c *Counter) waitlistIn(ctx context.Context, pools []string, seats int) error {
+	if len(pools) == 0 {
+		return registration.ErrGateWaitlist
+	}
+	runs := make([]script, len(pools))
+	for i, id := range pools {
+		runs[i] = script{s: poolHoldsScript, keys: []string{PoolKey(id)}, args: []any{seats}}
+	}
+	cmds, err := runScripts(ctx, c.rdb, runs)
+	if err != nil {
+		return c.redisError("reserve", err)
+	}
+	for _, cmd := range cmds {
+		switch n, _ := cmd.Int64(); n {
+		case -1:
+			return ErrNoCounter
+		case 0:
+			return registration.ErrGateFull
+		}
+	}
+	return registration.ErrGateWaitlist
 }
 
 // gateAnswer returns the refusal a reserve script answered, nil when it
@@ -368,7 +395,7 @@ func (c *Counter) reservePools(ctx context.Context, activityID string, hold regi
 	}
 	cmds, _ := runScripts(ctx, c.rdb, runs)
 	var failed error
-	missing, full := false, false
+	missing, full, never := false, false, false
 	for i, cmd := range cmds {
 		v, err := cmd.Slice()
 		if err != nil {
@@ -380,6 +407,8 @@ func (c *Counter) reservePools(ctx context.Context, activityID string, hold regi
 			missing = true
 		case -2:
 			full = true
+		case -5:
+			full, never = true, true
 		default:
 			hold.Pools = append(hold.Pools, registration.PoolHold{PoolID: pools[i], Gen: field(v, 1), Seats: hold.Seats})
 		}
@@ -393,7 +422,7 @@ func (c *Counter) reservePools(ctx context.Context, activityID string, hold regi
 		return registration.Hold{}, c.redisError("reserve", failed)
 	case missing:
 		return registration.Hold{}, ErrNoCounter
-	case waitlist:
+	case waitlist && !never:
 		return registration.Hold{}, registration.ErrGateWaitlist
 	default:
 		return registration.Hold{}, registration.ErrGateFull
@@ -686,8 +715,8 @@ func (c *Counter) read(ctx context.Context, activityID string) (registration.Sea
 	seen := &ActivitySeats{Seq: int64(optionalInt(v[6])), Version: int64(optionalInt(v[7])), Capacity: n[2], Taken: n[0],
 		Waiting: n[3], Reserved: reserved, Pools: splitIDs(pools)}
 	life := pttl(v)
-	taken := n[0] + shownHeld(n[1], n[2], n[0], reserved)
-	remaining := n[2] - taken - reserved
+	counts := registration.NewCounts(shown(registration.Room{Capacity: n[2], Taken: n[0], Reserved: reserved}, n[1]),
+		n[3], false, "", []registration.Room(nil))
 	var poolsSeen []PoolSeatsSeen
 	if ids := seen.Pools; len(ids) > 0 {
 		runs := make([]script, len(ids))
@@ -706,7 +735,7 @@ func (c *Counter) read(ctx context.Context, activityID string) (registration.Sea
 			}
 			preserved := optionalInt(pv[3])
 			life = min(life, pttl(pv))
-			remaining = min(remaining, p[2]-p[0]-shownHeld(p[1], p[2], p[0], preserved)-preserved)
+			counts = counts.Within(shown(registration.Room{Pool: ids[i], Capacity: p[2], Taken: p[0], Reserved: preserved}, p[1]))
 			poolsSeen = append(poolsSeen, PoolSeatsSeen{PoolID: ids[i], Seq: int64(optionalInt(pv[4])),
 				Version: int64(optionalInt(pv[5])), Capacity: p[2], Taken: p[0], Reserved: preserved})
 		}
@@ -714,9 +743,7 @@ func (c *Counter) read(ctx context.Context, activityID string) (registration.Sea
 	if epoch != 0 {
 		c.memory.Fill(epoch, activityID, seen, poolsSeen, life)
 	}
-	s := newSeats(activityID, n[2], taken, n[3], remaining, registration.SourceCache, c.now())
-	s.Reserved = reserved
-	return s, true, nil
+	return newSeats(activityID, counts, registration.SourceCache, c.now()), true, nil
 }
 
 // pttl returns the time to live that readFields appends to the fields
@@ -726,11 +753,12 @@ func pttl(v []any) time.Duration {
 	return time.Duration(max(ms, 0)) * time.Millisecond
 }
 
-// shownHeld returns how many of a counter's held seats its display counts
-// as taken: all of them, but never so many that taken + held + reserved
-// passes the capacity (the authority's taken alone may).
-func shownHeld(held, capacity, taken, reserved int) int {
-	return max(0, min(held, capacity-taken-reserved))
+// shown returns a counter's room as its display shows it, held seats
+// counted as taken: all of them, but never so many that taken + held +
+// reserved passes the capacity (the authority's taken alone may).
+func shown(r registration.Room, held int) registration.Room {
+	r.Taken += min(held, r.Remaining())
+	return r
 }
 
 // PoolSeats returns a pool's seat display, and where it was read
@@ -744,7 +772,8 @@ func (c *Counter) PoolSeats(ctx context.Context, poolID string) (registration.Po
 		if err == nil {
 			c.recovered(ctx)
 			if n, ok := parseInts(v[:5]); ok {
-				return registration.PoolSeatState{PoolID: poolID, Capacity: n[2], Taken: n[0] + shownHeld(n[1], n[2], n[0], optionalInt(v[6])), Reserved: optionalInt(v[6]),
+				r := shown(registration.Room{Capacity: n[2], Taken: n[0], Reserved: optionalInt(v[6])}, n[1])
+				return registration.PoolSeatState{PoolID: poolID, Capacity: r.Capacity, Taken: r.Taken, Reserved: r.Reserved,
 					LastSeq:   int64(n[3]),
 					UpdatedAt: time.UnixMicro(int64(n[4])).UTC(), Activities: append([]string{}, splitIDs(field(v, 5))...),
 				}, registration.SourceCache, nil

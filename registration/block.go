@@ -225,7 +225,7 @@ func (d *decision) blockFor(c SignupCommand, n int) (*Block, error) {
 		// Its own unused seats are free to its audience: what is free
 		// besides them must not be overdrawn (a capacity lowered after
 		// the block was made).
-		if b.serves(c.Code, c.Roles) && b.Unused() >= n && d.free()+b.Unused() >= n {
+		if b.serves(c.Code, c.Roles) && b.Unused() >= n && d.counts(n).Unreserve(b.Unused()).Fits(n) {
 			return b, nil
 		}
 	}
@@ -286,8 +286,8 @@ func (d *decision) touchBlock(b *Block, created bool, ended EventType) {
 func (d *decision) block(i int, c BlockCommand, now time.Time) error {
 	if c.Op == BlockCreate {
 		n := c.New.Seats
-		if n > d.free() {
-			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, n, d.remaining())}
+		if c := d.counts(n); !c.Fits(n) {
+			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, c)}
 			return nil
 		}
 		b := &Block{ID: c.BlockID, ActivityID: d.act.ID, Seats: n, ExpiresAt: c.New.ExpiresAt, CreatedAt: d.st.At}

@@ -93,7 +93,7 @@ func TestBlockRules(t *testing.T) {
 			registration.BlockCommand{Op: registration.BlockCreate, BlockID: "b_2", New: registration.NewBlock{Seats: 4, Role: "r"}},
 		}, now)
 		require.NoError(t, err)
-		require.ErrorContains(t, p.Outcomes[0].Err, "has not 4 seats left")
+		require.ErrorContains(t, p.Outcomes[0].Err, "has only 3 of the 4 seats asked left")
 		require.Empty(t, p.Events)
 	})
 }

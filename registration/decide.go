@@ -229,15 +229,9 @@ func sortLine(line []*Registration) {
 	slices.SortFunc(line, func(a, b *Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
 }
 
-// free returns the seats a signup or promotion could take now: the
-// activity's own free seats, or fewer when one of its pools has fewer.
-func (d *decision) free() int {
-	free := d.act.Capacity - d.act.Taken - d.act.Reserved
-	for _, p := range d.pools {
-		free = min(free, p.Capacity-p.Taken-p.Reserved)
-	}
-	return free
-}
+// fits reports whether n seats are free now, in the activity and its
+// pools.
+func (d *decision) fits(n int) bool { return d.counts(0).Fits(n) }
 
 // take counts n more seats taken, in the activity and its pools.
 func (d *decision) take(n int) {
@@ -248,7 +242,7 @@ func (d *decision) take(n int) {
 }
 
 // remaining is what a new signup could get now.
-func (d *decision) remaining() int { return max(0, d.free()) }
+func (d *decision) remaining() int { return d.counts(0).Remaining() }
 
 // record appends the event of r moving from from (nil: created) to its
 // current status, and marks r as changed.
@@ -367,7 +361,7 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.outcomes[i] = Outcome{Registration: &snapshot, Changed: true}
 		return
 	default:
-		d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, n, d.remaining())}
+		d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, d.counts(n))}
 		return
 	}
 	d.regs[r.ID] = r
@@ -381,12 +375,7 @@ func (d *decision) waiting() int { return d.act.Waiting }
 // counts returns the activity's counts as they stand, for Admit of a
 // signup for seats.
 func (d *decision) counts(seats int) Counts {
-	c := Counts{Capacity: d.act.Capacity, Taken: d.act.Taken, Reserved: d.act.Reserved, Waiting: d.act.Waiting,
-		Waitlist: d.act.Waitlist, Fill: d.act.Policy == PolicyFill, Seats: seats}
-	for _, p := range d.pools {
-		c = c.Within(p.Capacity - p.Taken - p.Reserved)
-	}
-	return c
+	return NewCounts(d.act.SeatRoom(), d.act.Waiting, d.act.Waitlist, d.act.Policy, d.pools).For(seats)
 }
 
 func (d *decision) changedOutcome(r *Registration) Outcome {
@@ -482,8 +471,8 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 		}
 		// A re-admission takes its seats or nothing: it never joins the
 		// line.
-		if Admit(d.counts(r.Seats)) != AdmitSeat {
-			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, r.Seats, d.remaining())}
+		if c := d.counts(r.Seats); Admit(c) != AdmitSeat {
+			d.outcomes[i] = Outcome{Err: ActivityFull(d.act.ID, c)}
 			return nil
 		}
 		// It takes public seats: a block it once used keeps its own.

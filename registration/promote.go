@@ -66,7 +66,7 @@ func (d *decision) promote(cause Origin) error {
 		d.tail = d.promoteFitting(d.tail, o)
 		return nil
 	}
-	for d.free() > 0 && d.waiting() > 0 {
+	for d.fits(1) && d.waiting() > 0 {
 		var r *Registration
 		switch {
 		case len(d.queue) > 0:
@@ -76,7 +76,7 @@ func (d *decision) promote(cause Origin) error {
 		default:
 			r = d.tail[0]
 		}
-		if r.Seats > d.free() {
+		if !d.fits(r.Seats) {
 			return nil
 		}
 		if len(d.queue) > 0 {
@@ -94,7 +94,7 @@ func (d *decision) promote(cause Origin) error {
 func (d *decision) promoteFitting(line []*Registration, o Origin) []*Registration {
 	rest := line[:0:0]
 	for _, r := range line {
-		if r.Seats <= d.free() {
+		if d.fits(r.Seats) {
 			d.admit(r, o)
 			continue
 		}

@@ -126,8 +126,10 @@ type Activity struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Remaining returns max(0, capacity - taken).
-func Remaining(capacity, taken int) int { return max(0, capacity-taken) }
+// SeatRoom returns the activity's own room (its pools aside).
+func (a Activity) SeatRoom() Room {
+	return Room{Capacity: a.Capacity, Taken: a.Taken, Reserved: a.Reserved}
+}
 
 // NewActivity is what an admin sends to create an activity.
 type NewActivity struct {
@@ -335,14 +337,40 @@ func InvalidTransition(r Registration, to Status) error {
 	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s cannot move from %s to %s", r.ID, r.Status, to)
 }
 
-// ActivityFull returns the activity_full error of a signup for seats
-// seats, with the seats a signup could get (remaining).
-func ActivityFull(id string, seats, remaining int) error {
-	msg := "activity " + id + " has no seats left"
-	if seats > 1 {
-		msg = fmt.Sprintf("activity %s has not %d seats left (%d remaining)", id, seats, remaining)
+// ActivityFull returns the activity_full error of a signup for c.Seats
+// seats refused on the counts c, with the seats a signup could get
+// (remaining). Its message names what refused it: the activity, or the
+// pool with the fewest seats left; a capacity too small ever to hold the
+// party; or the waiting line that goes first.
+func ActivityFull(id string, c Counts) error {
+	seats, remaining := max(c.Seats, 1), c.Remaining()
+	where := "activity " + id
+	if c.Pooled && c.Shared < c.Room().Free() {
+		where = "pool " + c.SharedPool + " of activity " + id
+	}
+	var msg string
+	switch {
+	case !holds(c.Capacity, seats):
+		msg = fmt.Sprintf("activity %s holds %s: a signup for %s can never fit", id, seatCount(c.Capacity), seatCount(seats))
+	case c.Pooled && !holds(c.PoolCapacity, seats):
+		msg = fmt.Sprintf("pool %s of activity %s holds %s: a signup for %s can never fit", c.SmallestPool, id,
+			seatCount(c.PoolCapacity), seatCount(seats))
+	case remaining == 0:
+		msg = where + " has no seats left"
+	case remaining < seats:
+		msg = fmt.Sprintf("%s has only %d of the %d seats asked left", where, remaining, seats)
+	default:
+		msg = fmt.Sprintf("activity %s has %s left, for its waiting line first", id, seatCount(remaining))
 	}
 	return &capacityd.Error{Code: capacityd.EActivityFull, Message: msg, Remaining: &remaining}
+}
+
+// seatCount returns "1 seat" or "n seats".
+func seatCount(n int) string {
+	if n == 1 {
+		return "1 seat"
+	}
+	return fmt.Sprintf("%d seats", n)
 }
 
 // TooManySeats returns the invalid_request error of a signup for more
@@ -358,7 +386,8 @@ func SeatsNotReducible(r Registration, to int) error {
 	if !r.Status.Active() {
 		return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s is %s: its seats cannot change", r.ID, r.Status)
 	}
-	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s holds %d seats: seats can only be given back, not added (asked for %d)", r.ID, r.Seats, to)
+	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s holds %s: seats can only be given back, not added (asked for %d)",
+		r.ID, seatCount(r.Seats), to)
 }
 
 // AlreadyRegistered returns the already_registered error naming the

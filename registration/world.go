@@ -222,14 +222,14 @@ func (w *world) promoteAcross(ds []*decision, o Origin) error {
 // candidate returns the registration the activity's policy would promote
 // next into the seats free now, or nil.
 func (d *decision) candidate() (*Registration, error) {
-	if d.waiting() == 0 || d.free() <= 0 {
+	if d.waiting() == 0 || !d.fits(1) {
 		return nil, nil
 	}
 	if d.act.Policy == PolicyFill {
 		d.adoptStray()
 		for _, line := range [][]*Registration{d.queue, d.tail} {
 			for _, r := range line {
-				if r.Seats <= d.free() {
+				if d.fits(r.Seats) {
 					return r, nil
 				}
 			}
@@ -247,7 +247,7 @@ func (d *decision) candidate() (*Registration, error) {
 	default:
 		return nil, nil
 	}
-	if r.Seats > d.free() {
+	if !d.fits(r.Seats) {
 		return nil, nil
 	}
 	return r, nil
@@ -331,7 +331,7 @@ func (w *world) patchPool(p *PoolPlan, i int, c PoolCommand) error {
 	}
 	pool := p.Pool
 	pool.Activities = slices.Clone(pool.Activities)
-	pool.Remaining = Remaining(pool.Capacity, pool.Taken+pool.Reserved)
+	pool.Remaining = pool.SeatRoom().Remaining()
 	p.Outcomes[i] = Outcome{Pool: &pool, Changed: true}
 	return nil
 }
