@@ -76,7 +76,8 @@ func queueNeeded(st ActivityState, cmds []Command, shared bool, bound int) Queue
 			}
 		}
 	}
-	need.Seats, need.Removals = max(0, most-a.Taken)+freed, min(removals, a.Waiting)
+	// Blocks' reserved seats count as free: a block's end may free them.
+	need.Seats, need.Removals = Room{Capacity: most, Taken: a.Taken}.Remaining()+freed, min(removals, a.Waiting)
 	if bound >= 0 {
 		need.Seats = min(need.Seats, max(0, bound))
 	}
@@ -149,7 +150,9 @@ func QueueNeeds(c Change) []QueueNeed {
 				}
 			}
 		}
-		most[p.Pool.ID] = capacity - p.Pool.Taken
+		// Blocks' reserved seats count as free: a block's end may free
+		// them.
+		most[p.Pool.ID] = Room{Capacity: capacity, Taken: p.Pool.Taken}.Free()
 	}
 	for i, st := range c.Activities {
 		cmds := commandsOf(c, i)
