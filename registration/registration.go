@@ -351,10 +351,10 @@ func ActivityFull(id string, c Counts) error {
 	var msg string
 	switch {
 	case !holds(c.Capacity, seats):
-		msg = fmt.Sprintf("activity %s holds %s: a signup for %s can never fit", id, seatCount(c.Capacity), seatCount(seats))
+		msg = fmt.Sprintf("activity %s holds no more than %s: %d can never fit", id, seatCount(c.Capacity), seats)
 	case c.Pooled && !holds(c.PoolCapacity, seats):
-		msg = fmt.Sprintf("pool %s of activity %s holds %s: a signup for %s can never fit", c.SmallestPool, id,
-			seatCount(c.PoolCapacity), seatCount(seats))
+		msg = fmt.Sprintf("pool %s of activity %s holds no more than %s: %d can never fit", c.SmallestPool, id,
+			seatCount(c.PoolCapacity), seats)
 	case remaining == 0:
 		msg = where + " has no seats left"
 	case remaining < seats:
