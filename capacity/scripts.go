@@ -61,6 +61,23 @@ local function admit(capacity, taken, waiting, waitlist, fill, seats)
 end
 `
 
+// gateLua is the prelude of the reserve scripts, written once: admitLua,
+// holdsLua, and gate(seats), which prunes the activity's holds (KEYS[1],
+// KEYS[2]), reads its counter and answers admitLua on it. It returns nil
+// when the counter is missing (or lacks its pools field), else the fields
+// read (taken, held, capacity, waiting, waitlist, gen, fill, pools,
+// reserved) and the answer.
+const gateLua = admitLua + holdsLua + `
+local function gate(seats)
+  prune()
+  local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
+  if not v[1] or not v[3] or not v[8] then return nil end
+  local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
+    v[5] == '1', v[7] == '1', seats)
+  return v, a
+end
+`
+
 // reserveScript holds seats for a signup, as admitLua answers on the
 // counter's fields.
 //
@@ -76,13 +93,10 @@ end
 // pools (the caller holds the seats in each of them next, see
 // poolReserveScript) and its waiting-list setting ('1' or '0': what a pool
 // without room answers).
-var reserveScript = redis.NewScript(admitLua + holdsLua + `
-prune()
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
-if not v[1] or not v[3] or not v[8] then return {-1} end
+var reserveScript = redis.NewScript(gateLua + `
 local seats = tonumber(ARGV[1])
-local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
-  v[5] == '1', v[7] == '1', seats)
+local v, a = gate(seats)
+if not v then return {-1} end
 if a == 'waitlist' then return {-3, v[8]} end
 if a == 'full' then return {-2} end
 hold(seats, tonumber(ARGV[2]), ARGV[3])
@@ -309,14 +323,11 @@ return 1
 // (or when a pool can never hold the seats),
 // else {1, member, pools, waitlist} after adding the seats to every
 // counter's held.
-var pooledReserveScript = redis.NewScript(admitLua + poolLua + holdsLua + `
-prune()
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
-if not v[1] or not v[3] or not v[8] then return {-1} end
-if v[8] ~= ARGV[4] then return {-4, v[8]} end
+var pooledReserveScript = redis.NewScript(gateLua + poolLua + `
 local seats = tonumber(ARGV[1])
-local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
-  v[5] == '1', v[7] == '1', seats)
+local v, a = gate(seats)
+if not v then return {-1} end
+if v[8] ~= ARGV[4] then return {-4, v[8]} end
 if a == 'full' then return {-2} end
 local room = true
 for i = 3, #KEYS, 2 do
