@@ -524,6 +524,10 @@ func (d *decision) patch(i int, c ActivityCommand) error {
 			d.outcomes[i] = Outcome{Err: UnknownPools(missing)}
 			return nil
 		}
+		if err := d.overfullJoin(*p.Pools); err != nil {
+			d.outcomes[i] = Outcome{Err: err}
+			return nil
+		}
 		d.left = append(d.left, d.repool(*p.Pools)...)
 	}
 	if p.Title != nil {

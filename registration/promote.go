@@ -67,26 +67,43 @@ func (d *decision) promote(cause Origin) error {
 		return nil
 	}
 	for d.fits(1) && d.waiting() > 0 {
-		var r *Registration
-		switch {
-		case len(d.queue) > 0:
-			r = d.queue[0]
-		case d.unread > 0:
-			return errShortQueue
-		default:
-			r = d.tail[0]
+		r, err := d.strictHead()
+		if err != nil || r == nil || !d.fits(r.Seats) {
+			return err
 		}
-		if !d.fits(r.Seats) {
-			return nil
-		}
-		if len(d.queue) > 0 {
-			d.queue = d.queue[1:]
-		} else {
-			d.tail = d.tail[1:]
-		}
-		d.admit(r, o)
+		d.admitFromLine(r, o)
 	}
 	return nil
+}
+
+// strictHead returns the head of the line that PolicyStrict serves next:
+// the oldest waiting party the activity and its pools can ever hold. A
+// party larger than a capacity lowered below it is passed over: it keeps
+// its place, and is served again once the capacity holds it. nil when
+// nobody waits that can be held, as far as the line was read.
+func (d *decision) strictHead() (*Registration, error) {
+	c := d.counts(0)
+	skipped := false
+	for _, r := range d.queue {
+		if c.CanEverHold(r.Seats) {
+			return r, nil
+		}
+		skipped = true
+	}
+	if d.unread > 0 {
+		if skipped {
+			// The head that was read is all parties that cannot be held:
+			// the next change reads the line again.
+			return nil, nil
+		}
+		return nil, errShortQueue
+	}
+	for _, r := range d.tail {
+		if c.CanEverHold(r.Seats) {
+			return r, nil
+		}
+	}
+	return nil, nil
 }
 
 // promoteFitting admits, oldest first, every registration of line that

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/physiciansnet/capacityd"
 )
 
 // JoinStride spaces the join orders of two change transactions: a
@@ -236,19 +238,9 @@ func (d *decision) candidate() (*Registration, error) {
 		}
 		return nil, nil
 	}
-	var r *Registration
-	switch {
-	case len(d.queue) > 0:
-		r = d.queue[0]
-	case d.unread > 0:
-		return nil, errShortQueue
-	case len(d.tail) > 0:
-		r = d.tail[0]
-	default:
-		return nil, nil
-	}
-	if !d.fits(r.Seats) {
-		return nil, nil
+	r, err := d.strictHead()
+	if err != nil || r == nil || !d.fits(r.Seats) {
+		return nil, err
 	}
 	return r, nil
 }
@@ -295,6 +287,31 @@ func (d *decision) repool(ids []string) []*Pool {
 	d.act.Pools = slices.Clone(ids)
 	slices.Sort(d.act.Pools)
 	return left
+}
+
+// overfullJoin returns activity_full when the activity, joining the pools
+// ids, would bring a pool it is not in past its capacity with its taken
+// and reserved seats (a pool never reads more seats taken than it holds
+// because of a join; a lowered capacity may, as an activity's may).
+func (d *decision) overfullJoin(ids []string) error {
+	brought := d.act.Taken + d.act.Reserved
+	if brought == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		if slices.ContainsFunc(d.pools, func(p *Pool) bool { return p.ID == id }) {
+			continue
+		}
+		room := d.w.pools[id].Pool.SeatRoom()
+		if room.Free() >= brought {
+			continue
+		}
+		remaining := room.Remaining()
+		return &capacityd.Error{Code: capacityd.EActivityFull, Remaining: &remaining,
+			Message: fmt.Sprintf("pool %s has %s left: activity %s, with %s taken or reserved, cannot join it", id,
+				seatCount(remaining), d.act.ID, seatCount(brought))}
+	}
+	return nil
 }
 
 // unknownPools returns the ids of pools the transaction did not read
