@@ -1,36 +1,8 @@
 package registration
 
-import "slices"
-
-// reduce gives back some of a registration's seats: it keeps c.Seats.
-func (d *decision) reduce(i int, c SeatsCommand) error {
-	r, err := d.named(c.RegistrationID)
-	if err != nil || (!c.Caller.Admin && r.UserID != c.Caller.UserID) {
-		d.outcomes[i] = Outcome{Err: RegistrationNotFound(c.RegistrationID)}
-		return nil
-	}
-	switch {
-	case !r.Status.Active() || c.Seats > r.Seats || c.Seats < 1:
-		d.outcomes[i] = Outcome{Err: SeatsNotReducible(*r, c.Seats)}
-		return nil
-	case c.Seats == r.Seats:
-		d.outcomes[i] = d.unchangedOutcome(r)
-		return nil
-	}
-	from := r.Seats
-	if r.Status.Occupying() {
-		d.release(r, from-c.Seats)
-	}
-	r.Seats = c.Seats
-	status := r.Status
-	d.record(r, EventSeatsChanged, &status, c.Origin)
-	d.events[len(d.events)-1].SeatsFrom = &from
-	// The answer is the registration as the command left it: promoted,
-	// if it now fits.
-	err = d.promote(c.Origin)
-	d.outcomes[i] = d.changedOutcome(r)
-	return err
-}
+import (
+	"slices"
+)
 
 // adoptStray takes the waiting registrations the commands named, and
 // that the read of the line did not hold, into the known part of the line
@@ -76,32 +48,16 @@ func (d *decision) promote(cause Origin) error {
 	return nil
 }
 
-// strictHead returns the head of the line that PolicyStrict serves next:
-// the oldest waiting party the activity and its pools can ever hold. A
-// party larger than a capacity lowered below it is passed over: it keeps
-// its place, and is served again once the capacity holds it. nil when
-// nobody waits that can be held, as far as the line was read.
+// strictHead returns the head of the line that PolicyStrict serves next,
+// nil when nobody waits.
 func (d *decision) strictHead() (*Registration, error) {
-	c := d.counts(0)
-	skipped := false
-	for _, r := range d.queue {
-		if c.CanEverHold(r.Seats) {
-			return r, nil
-		}
-		skipped = true
-	}
-	if d.unread > 0 {
-		if skipped {
-			// The head that was read is all parties that cannot be held:
-			// the next change reads the line again.
-			return nil, nil
-		}
+	switch {
+	case len(d.queue) > 0:
+		return d.queue[0], nil
+	case d.unread > 0:
 		return nil, errShortQueue
-	}
-	for _, r := range d.tail {
-		if c.CanEverHold(r.Seats) {
-			return r, nil
-		}
+	case len(d.tail) > 0:
+		return d.tail[0], nil
 	}
 	return nil, nil
 }
@@ -125,4 +81,61 @@ func (d *decision) admit(r *Registration, o Origin) {
 	d.act.Waiting--
 	d.take(r.Seats)
 	d.move(r, Pending, EventPromoted, o)
+}
+
+// promoteAcross gives the free seats to the lines of the activities ds:
+// over and over, each activity's next promotion by its policy (the head
+// under PolicyStrict, the oldest that fits under PolicyFill) is a
+// candidate when it fits all its limits, and the candidate that joined
+// first is admitted.
+func (w *world) promoteAcross(ds []*decision, o Origin) error {
+	for {
+		var best *decision
+		var pick *Registration
+		for _, d := range ds {
+			r, err := d.candidate()
+			if err != nil {
+				return err
+			}
+			if r != nil && (pick == nil || r.Joined < pick.Joined) {
+				best, pick = d, r
+			}
+		}
+		if best == nil {
+			return nil
+		}
+		best.admitFromLine(pick, o)
+	}
+}
+
+// candidate returns the registration the activity's policy would promote
+// next into the seats free now, or nil.
+func (d *decision) candidate() (*Registration, error) {
+	if d.waiting() == 0 || !d.fits(1) {
+		return nil, nil
+	}
+	if d.act.Policy == PolicyFill {
+		d.adoptStray()
+		for _, line := range [][]*Registration{d.queue, d.tail} {
+			for _, r := range line {
+				if d.fits(r.Seats) {
+					return r, nil
+				}
+			}
+		}
+		return nil, nil
+	}
+	r, err := d.strictHead()
+	if err != nil || r == nil || !d.fits(r.Seats) {
+		return nil, err
+	}
+	return r, nil
+}
+
+// admitFromLine takes r off the known line and admits it.
+func (d *decision) admitFromLine(r *Registration, o Origin) {
+	if !removeReg(&d.queue, r) {
+		removeReg(&d.tail, r)
+	}
+	d.admit(r, o)
 }
