@@ -1,7 +1,6 @@
 package registration
 
 import (
-	"cmp"
 	"time"
 )
 
@@ -73,8 +72,8 @@ func (d *decision) setStatus(i int, c StatusCommand, now time.Time) error {
 			d.outcomes[i] = Outcome{Err: AlreadyRegistered(d.act.ID, id)}
 			return nil
 		}
-		if refusal, err := d.overLimit(r.UserID); err != nil || refusal != nil {
-			d.outcomes[i] = Outcome{Err: cmp.Or(err, refusal)}
+		if err := d.seriesRefusal(r.UserID); err != nil {
+			d.outcomes[i] = Outcome{Err: err}
 			return nil
 		}
 		// A re-admission takes its seats or nothing: it never joins the

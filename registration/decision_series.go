@@ -18,17 +18,19 @@ func (d *decision) seriesOf() (*SeriesState, error) {
 	return sr, nil
 }
 
-// overLimit returns limit_reached when the user already holds the most
-// active registrations the activity's series allows.
-func (d *decision) overLimit(user string) (error, error) {
+// seriesRefusal returns why the user may not take one more active
+// registration in the activity's series: limit_reached when they already
+// hold the most it allows (or the error of a series that was not read);
+// nil when they may.
+func (d *decision) seriesRefusal(user string) error {
 	sr, err := d.seriesOf()
 	if sr == nil || err != nil {
-		return nil, err
+		return err
 	}
 	if held := sr.Held[user]; len(held) >= sr.MaxPerUser {
-		return LimitReached(sr.ID, sr.MaxPerUser, held), nil
+		return LimitReached(sr.ID, sr.MaxPerUser, held)
 	}
-	return nil, nil
+	return nil
 }
 
 // holdInSeries counts r as one of its user's active registrations in the

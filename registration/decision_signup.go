@@ -2,7 +2,6 @@ package registration
 
 import (
 	"bytes"
-	"cmp"
 )
 
 func (d *decision) signup(i int, c SignupCommand) {
@@ -42,8 +41,8 @@ func (d *decision) signup(i int, c SignupCommand) {
 		d.outcomes[i] = Outcome{Err: TooManySeats(d.act, n)}
 		return
 	}
-	if refusal, err := d.overLimit(c.UserID); err != nil || refusal != nil {
-		d.outcomes[i] = Outcome{Err: cmp.Or(err, refusal)}
+	if err := d.seriesRefusal(c.UserID); err != nil {
+		d.outcomes[i] = Outcome{Err: err}
 		return
 	}
 	b, err := d.blockFor(c, n)
