@@ -27,9 +27,9 @@ type ActivityState struct {
 	Holders map[string]string
 	// Outcomes holds the stored outcomes of the commands' idempotency keys.
 	Outcomes map[IdempotencyRef]IdempotentOutcome
-	// Queue is the head of the waiting list, oldest first: the whole list,
-	// or at least QueueNeeded registrations of it.
-	Queue []Registration
+	// Line is the head of the waiting line, oldest first: the whole line,
+	// or at least LineNeeded registrations of it.
+	Line []Registration
 	// Blocks are the activity's live blocks, oldest first, with their
 	// exact Used.
 	Blocks []Block
@@ -66,9 +66,9 @@ type Plan struct {
 	UsedTokens []string
 }
 
-// errShortQueue means the state's queue held fewer registrations than the
+// errShortLine means the state's line held fewer registrations than the
 // decision needed: a bug of the caller, never a client's fault.
-var errShortQueue = errors.New("registration: the waiting list's head was read too short")
+var errShortLine = errors.New("registration: the waiting list's head was read too short")
 
 // Decide applies the commands of one activity, in order, to its state. It
 // is the one copy of the rules of every seat change:
@@ -145,11 +145,11 @@ type decision struct {
 	updated  map[string]bool // existing registrations that changed
 	order    []string        // ids of updated registrations, first change first
 	holders  map[string]string
-	queue    []*Registration // waiting, oldest first, as far as known
-	unread   int             // waiting registrations not in queue
+	line     []*Registration // waiting, oldest first, as far as known
+	unread   int             // waiting registrations not in line
 	tail     []*Registration // waitlisted by this batch, after the unread ones
 	// stray are the waiting registrations the commands name that are not
-	// in queue: promotion under PolicyFill takes them into the line (see
+	// in line: promotion under PolicyFill takes them into the line (see
 	// adoptStray).
 	stray    []*Registration
 	events   []Event
@@ -198,28 +198,28 @@ func newDecision(st ActivityState, cmds []Command) *decision {
 		d.blocks = append(d.blocks, &b)
 	}
 	d.act.Reserved = Reserved(st.Blocks)
-	inQueue := make(map[string]bool, len(st.Queue))
-	for _, r := range st.Queue {
-		if inQueue[r.ID] {
+	inLine := make(map[string]bool, len(st.Line))
+	for _, r := range st.Line {
+		if inLine[r.ID] {
 			continue // read twice (the head and a party size)
 		}
-		inQueue[r.ID] = true
+		inLine[r.ID] = true
 		if p, ok := d.regs[r.ID]; ok {
-			d.queue = append(d.queue, p)
+			d.line = append(d.line, p)
 			continue
 		}
 		p := &r
 		p.Seats = max(p.Seats, 1)
 		d.regs[r.ID] = p
-		d.queue = append(d.queue, p)
+		d.line = append(d.line, p)
 	}
-	sortLine(d.queue)
+	sortLine(d.line)
 	for id, r := range st.Registrations {
-		if r.Status == Waitlisted && !inQueue[id] {
+		if r.Status == Waitlisted && !inLine[id] {
 			d.stray = append(d.stray, d.regs[id])
 		}
 	}
-	d.unread = max(0, st.Activity.Waiting-len(d.queue))
+	d.unread = max(0, st.Activity.Waiting-len(d.line))
 	return d
 }
 

@@ -19,7 +19,7 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 		d.outcomes[i] = d.changedOutcome(r)
 		return d.promote(c.Origin)
 	case r.Status == Waitlisted:
-		d.leaveQueue(r)
+		d.leaveLine(r)
 		d.move(r, Cancelled, EventCancelled, c.Origin)
 		delete(d.holders, r.UserID)
 		d.holdInSeries(r, false)
@@ -32,10 +32,10 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 	return nil
 }
 
-// leaveQueue takes a waitlisted registration off the list.
-func (d *decision) leaveQueue(r *Registration) {
+// leaveLine takes a waitlisted registration off the list.
+func (d *decision) leaveLine(r *Registration) {
 	d.act.Waiting--
-	if removeReg(&d.queue, r) || removeReg(&d.tail, r) {
+	if removeReg(&d.line, r) || removeReg(&d.tail, r) {
 		return
 	}
 	// Behind the known head: one fewer unread.

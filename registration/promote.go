@@ -8,7 +8,7 @@ import (
 // that the read of the line did not hold, into the known part of the line
 // at their places, for PolicyFill: one that shrank may now fit. No unread
 // party of the same size is older and reachable in the batch (see
-// QueueNeed), so taking it in skips nobody. Under PolicyStrict the known
+// LineNeed), so taking it in skips nobody. Under PolicyStrict the known
 // line is a head without gaps, and they stay out of it.
 func (d *decision) adoptStray() {
 	if len(d.stray) == 0 {
@@ -17,11 +17,11 @@ func (d *decision) adoptStray() {
 	for _, r := range d.stray {
 		if r.Status == Waitlisted {
 			d.unread--
-			d.queue = append(d.queue, r)
+			d.line = append(d.line, r)
 		}
 	}
 	d.stray = nil
-	sortLine(d.queue)
+	sortLine(d.line)
 }
 
 // promote gives the free seats to the line by the activity's policy:
@@ -34,7 +34,7 @@ func (d *decision) promote(cause Origin) error {
 	}
 	if d.act.Policy == PolicyFill {
 		d.adoptStray()
-		d.queue = d.promoteFitting(d.queue, o)
+		d.line = d.promoteFitting(d.line, o)
 		d.tail = d.promoteFitting(d.tail, o)
 		return nil
 	}
@@ -52,10 +52,10 @@ func (d *decision) promote(cause Origin) error {
 // nil when nobody waits.
 func (d *decision) strictHead() (*Registration, error) {
 	switch {
-	case len(d.queue) > 0:
-		return d.queue[0], nil
+	case len(d.line) > 0:
+		return d.line[0], nil
 	case d.unread > 0:
-		return nil, errShortQueue
+		return nil, errShortLine
 	case len(d.tail) > 0:
 		return d.tail[0], nil
 	}
@@ -116,7 +116,7 @@ func (d *decision) candidate() (*Registration, error) {
 	}
 	if d.act.Policy == PolicyFill {
 		d.adoptStray()
-		for _, line := range [][]*Registration{d.queue, d.tail} {
+		for _, line := range [][]*Registration{d.line, d.tail} {
 			for _, r := range line {
 				if d.fits(r.Seats) {
 					return r, nil
@@ -134,7 +134,7 @@ func (d *decision) candidate() (*Registration, error) {
 
 // admitFromLine takes r off the known line and admits it.
 func (d *decision) admitFromLine(r *Registration, o Origin) {
-	if !removeReg(&d.queue, r) {
+	if !removeReg(&d.line, r) {
 		removeReg(&d.tail, r)
 	}
 	d.admit(r, o)

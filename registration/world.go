@@ -70,7 +70,7 @@ func (p PoolPlan) SeatState() PoolSeatState {
 // lines, each by its own waitlist_policy, oldest Joined first, while they
 // fit all their limits. The caller must have locked and read every
 // activity of a pool that something in the transaction may free (and
-// every pool of those), as QueueNeeds assumes.
+// every pool of those), as LineNeeds assumes.
 func DecideAll(c Change, now time.Time) ([]Plan, []PoolPlan, error) {
 	w := &world{
 		byID:     make(map[string]*decision, len(c.Activities)),
