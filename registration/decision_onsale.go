@@ -39,19 +39,11 @@ func (d *decision) useToken(c SignupCommand) {
 // leave closes after it opens. It runs before any other field of the
 // patch is applied: a refused patch changes nothing.
 func (d *decision) patchOnSale(p ActivityPatch) error {
-	opens, closes := d.act.OpensAt, d.act.ClosesAt
-	if p.OpensAt != nil {
-		opens = *p.OpensAt
-	}
-	if p.ClosesAt != nil {
-		closes = *p.ClosesAt
-	}
+	opens, closes := p.OpensAt.Or(d.act.OpensAt), p.ClosesAt.Or(d.act.ClosesAt)
 	if err := ValidateWindow(opens, closes); err != nil {
 		return err
 	}
 	d.act.OpensAt, d.act.ClosesAt = opens, closes
-	if p.Queue != nil {
-		d.act.Queue = *p.Queue
-	}
+	d.act.Queue = p.Queue.Or(d.act.Queue)
 	return nil
 }

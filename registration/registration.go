@@ -164,9 +164,34 @@ type ActivityPatch struct {
 	// SeriesID, when set, puts the activity in that series ("": in none).
 	SeriesID *string
 	// OpensAt, ClosesAt and Queue, when set, replace the window's bounds
-	// and the admission queue (a nil inner value removes them).
-	OpensAt, ClosesAt **time.Time
-	Queue             **QueueSettings
+	// and the admission queue (a nil Value removes them).
+	OpensAt, ClosesAt Optional[time.Time]
+	Queue             Optional[QueueSettings]
+}
+
+// Optional is a patch's change of a field that may be removed: Set says
+// whether the patch changes the field at all, and Value is then its new
+// value, nil to remove it.
+type Optional[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// OptionalOf returns the change that a decoded field says: nil (the field
+// absent) changes nothing; a nil inner value (null) removes the field.
+func OptionalOf[T any](p **T) Optional[T] {
+	if p == nil {
+		return Optional[T]{}
+	}
+	return Optional[T]{Set: true, Value: *p}
+}
+
+// Or returns the new value when the change is set, else current.
+func (o Optional[T]) Or(current *T) *T {
+	if o.Set {
+		return o.Value
+	}
+	return current
 }
 
 // Registration is one user's claim on a seat of an activity.
@@ -246,7 +271,7 @@ func (n *NewActivity) Validate() error {
 	if err := validSeriesID(n.SeriesID); err != nil {
 		return err
 	}
-	if err := validateOnSale(&n.OpensAt, &n.ClosesAt, &n.Queue); err != nil {
+	if err := validateOnSale(OptionalOf(&n.OpensAt), OptionalOf(&n.ClosesAt), OptionalOf(&n.Queue)); err != nil {
 		return err
 	}
 	return validateGroups(&n.MaxSeats, &n.Policy)
@@ -255,7 +280,7 @@ func (n *NewActivity) Validate() error {
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
 	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil &&
-		p.Pools == nil && p.SeriesID == nil && p.OpensAt == nil && p.ClosesAt == nil && p.Queue == nil {
+		p.Pools == nil && p.SeriesID == nil && !p.OpensAt.Set && !p.ClosesAt.Set && !p.Queue.Set {
 		return capacityd.Errorf(capacityd.EInvalid,
 			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy, pools, series_id, opens_at, closes_at or queue")
 	}
@@ -280,14 +305,14 @@ func (p ActivityPatch) Validate() error {
 
 // validateOnSale checks the signup window and the queue settings that are
 // set.
-func validateOnSale(opensAt, closesAt **time.Time, queue **QueueSettings) error {
-	if queue != nil && *queue != nil {
-		if err := (*queue).Validate(); err != nil {
+func validateOnSale(opensAt, closesAt Optional[time.Time], queue Optional[QueueSettings]) error {
+	if queue.Value != nil {
+		if err := queue.Value.Validate(); err != nil {
 			return err
 		}
 	}
-	if opensAt != nil && closesAt != nil {
-		return ValidateWindow(*opensAt, *closesAt)
+	if opensAt.Set && closesAt.Set {
+		return ValidateWindow(opensAt.Value, closesAt.Value)
 	}
 	return nil
 }
