@@ -17,15 +17,26 @@ import (
 
 // gateCase is a display counter's fields.
 type gateCase struct {
-	capacity, taken, held, waiting int
-	waitlist                       bool
-	fill                           bool
-	seats                          int
+	capacity, taken, held, reserved, waiting int
+	waitlist                                 bool
+	fill                                     bool
+	seats                                    int
 }
 
 func (c gateCase) String() string {
-	return fmt.Sprintf("capacity %d, taken %d, held %d, waiting %d, waitlist %t, fill %t, seats %d",
-		c.capacity, c.taken, c.held, c.waiting, c.waitlist, c.fill, c.seats)
+	return fmt.Sprintf("capacity %d, taken %d, held %d, reserved %d, waiting %d, waitlist %t, fill %t, seats %d",
+		c.capacity, c.taken, c.held, c.reserved, c.waiting, c.waitlist, c.fill, c.seats)
+}
+
+// counts returns the case's counts as the gate sees them: taken + held
+// as taken.
+func (c gateCase) counts() registration.Counts {
+	policy := registration.PolicyStrict
+	if c.fill {
+		policy = registration.PolicyFill
+	}
+	own := registration.Room{Capacity: c.capacity, Taken: c.taken + c.held, Reserved: c.reserved}
+	return registration.NewCounts(own, c.waiting, c.waitlist, policy, []registration.Room(nil)).For(c.seats)
 }
 
 // gateCases are the named cases (free seats 0, 1, several; taken + held
@@ -46,6 +57,13 @@ func gateCases() []gateCase {
 			gateCase{capacity: 5, taken: 5, waiting: 3, waitlist: on}, // full, and a line
 			gateCase{capacity: 0, waitlist: on},                       // capacity 0
 			gateCase{capacity: 0, waiting: 1, waitlist: on},
+			gateCase{capacity: 5, taken: 2, reserved: 2, waitlist: on},           // one free besides a block
+			gateCase{capacity: 5, taken: 2, reserved: 3, waitlist: on},           // none free: a block holds the rest
+			gateCase{capacity: 5, taken: 1, held: 1, reserved: 3, waitlist: on},  // none free: holds and a block
+			gateCase{capacity: 5, taken: 3, reserved: 4, waitlist: on},           // a block over a lowered capacity
+			gateCase{capacity: 3, seats: 4, waitlist: on},                        // more than it can ever hold
+			gateCase{capacity: 3, taken: 3, waiting: 2, seats: 4, waitlist: on},  // the same, behind a line
+			gateCase{capacity: 3, reserved: 1, seats: 3, waitlist: on, fill: on}, // all it holds, one reserved
 		)
 	}
 	for capacity := range 3 {
@@ -59,15 +77,19 @@ func gateCases() []gateCase {
 			}
 		}
 	}
-	// Parties: several seats asked for, under both policies.
+	// Parties: several seats asked for, under both policies, with and
+	// without seats reserved for blocks (some of them more seats than
+	// the capacity can ever hold).
 	for capacity := range 6 {
 		for taken := range 4 {
 			for waiting := range 2 {
 				for seats := 1; seats <= 4; seats++ {
-					for _, fill := range []bool{false, true} {
-						for _, on := range []bool{false, true} {
-							out = append(out, gateCase{capacity: capacity, taken: taken, held: 1, waiting: waiting,
-								waitlist: on, fill: fill, seats: seats})
+					for reserved := range 3 {
+						for _, fill := range []bool{false, true} {
+							for _, on := range []bool{false, true} {
+								out = append(out, gateCase{capacity: capacity, taken: taken, held: 1, reserved: reserved,
+									waiting: waiting, waitlist: on, fill: fill, seats: seats})
+							}
 						}
 					}
 				}
@@ -97,12 +119,11 @@ func TestTheGateAdmitsAsTheRule(t *testing.T) {
 		}
 		require.NoError(t, rdb.HSet(ctx, key, "taken", c.taken, "held", c.held, "capacity", c.capacity,
 			"waiting", c.waiting, "waitlist", flag(c.waitlist), "fill", flag(c.fill), "seq", 1, "version", 1, "gen", "g1",
-			"pools", "").Err())
+			"pools", "", "reserved", c.reserved).Err())
 		require.NoError(t, rdb.PExpire(ctx, key, time.Minute).Err())
 		t.Cleanup(func() { rdb.Del(context.Background(), key) })
 
-		want := registration.Admit(registration.Counts{Capacity: c.capacity, Taken: c.taken + c.held,
-			Waiting: c.waiting, Waitlist: c.waitlist, Fill: c.fill, Seats: c.seats})
+		want := registration.Admit(c.counts())
 		hold, err := counter.Reserve(ctx, id, c.seats)
 		var got registration.Admission
 		switch {
@@ -126,11 +147,12 @@ func TestTheGateAdmitsAsTheRule(t *testing.T) {
 }
 
 // poolCase is the counters of an activity's pools.
-type poolCase []struct{ capacity, taken, held int }
+type poolCase []struct{ capacity, taken, held, reserved int }
 
 // poolCases are pool sets of an activity: one pool with room for several,
-// one, none, overfull (taken + held over capacity), and two pools, the
-// second with less room than the first.
+// one, none, overfull (taken + held over capacity), room taken by blocks'
+// reserved seats, a pool too small ever to hold a party of 3 or 4, and
+// two pools, the second with less room than the first.
 func poolCases() []poolCase {
 	return []poolCase{
 		{{capacity: 10, taken: 2}},
@@ -139,6 +161,11 @@ func poolCases() []poolCase {
 		{{capacity: 2, taken: 2, held: 1}},
 		{{capacity: 5, taken: 1}, {capacity: 4, taken: 1, held: 1}},
 		{{capacity: 20}, {capacity: 2, held: 2}},
+		{{capacity: 10, taken: 2, reserved: 6}},
+		{{capacity: 6, taken: 1, reserved: 3}, {capacity: 9, reserved: 7}},
+		{{capacity: 4, reserved: 5}},
+		{{capacity: 2}},
+		{{capacity: 30, taken: 1}, {capacity: 3, reserved: 1}},
 	}
 }
 
@@ -185,23 +212,24 @@ func gateAdmitsAsTheRuleInPools(t *testing.T, known bool) {
 			for k, p := range pc {
 				pid := fmt.Sprintf("p_%s_%d", id, k)
 				pools = append(pools, pid)
-				shared = min(shared, p.capacity-p.taken-p.held)
+				shared = min(shared, p.capacity-p.taken-p.held-p.reserved)
 				require.NoError(t, rdb.HSet(ctx, capacity.PoolKey(pid), "taken", p.taken, "held", p.held,
-					"capacity", p.capacity, "seq", 1, "version", 1, "gen", "pg"+fmt.Sprint(k), "activities", id).Err())
+					"capacity", p.capacity, "seq", 1, "version", 1, "gen", "pg"+fmt.Sprint(k), "activities", id,
+					"reserved", p.reserved).Err())
 				require.NoError(t, rdb.PExpire(ctx, capacity.PoolKey(pid), time.Minute).Err())
 			}
 			require.NoError(t, rdb.HSet(ctx, capacity.Key(id), "taken", c.taken, "held", c.held, "capacity", c.capacity,
 				"waiting", c.waiting, "waitlist", flag(c.waitlist), "fill", flag(c.fill), "seq", 1, "version", 1, "gen", "g1",
-				"pools", strings.Join(pools, ",")).Err())
+				"pools", strings.Join(pools, ","), "reserved", c.reserved).Err())
 			require.NoError(t, rdb.PExpire(ctx, capacity.Key(id), time.Minute).Err())
 			if known {
 				capacity.LearnPools(counter, id, strings.Join(pools, ","))
 			}
 
-			counts := registration.Counts{Capacity: c.capacity, Taken: c.taken + c.held,
-				Waiting: c.waiting, Waitlist: c.waitlist, Fill: c.fill, Seats: c.seats}
-			for _, p := range pc {
-				counts = counts.Within(p.capacity - p.taken - p.held)
+			counts := c.counts()
+			for k, p := range pc {
+				counts = counts.Within(registration.Room{Pool: pools[k], Capacity: p.capacity, Taken: p.taken + p.held,
+					Reserved: p.reserved})
 			}
 			require.Equal(t, shared, counts.Shared)
 			want := registration.Admit(counts)

@@ -90,6 +90,7 @@ func TestReadsOfTwoInstancesConvergeAfterFlushesAndLostAnnouncements(t *testing.
 		wg.Wait()
 	}()
 	var readers sync.WaitGroup
+	var reads atomic.Int64
 	for _, inst := range insts {
 		readers.Go(func() {
 			for {
@@ -101,13 +102,20 @@ func TestReadsOfTwoInstancesConvergeAfterFlushesAndLostAnnouncements(t *testing.
 				for _, id := range acts {
 					read(inst, id)
 				}
+				reads.Add(1)
 			}
 		})
 	}
+	// Each fault strikes after the readers went round every activity a few
+	// times since the last one: faults among reads, not all at once.
+	readsOn := func() {
+		from := reads.Load()
+		require.Eventually(t, func() bool { return reads.Load() >= from+3*int64(len(insts)) }, 10*time.Second, time.Millisecond)
+	}
 	for range 3 {
-		time.Sleep(60 * time.Millisecond)
+		readsOn()
 		require.NoError(t, admin.FlushAll(ctx).Err())
-		time.Sleep(60 * time.Millisecond)
+		readsOn()
 		require.NoError(t, admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Err())
 	}
 	<-burst
@@ -124,7 +132,11 @@ func TestReadsOfTwoInstancesConvergeAfterFlushesAndLostAnnouncements(t *testing.
 	for _, inst := range insts {
 		require.Eventually(t, inst.App.Changes.Healthy, 10*time.Second, 10*time.Millisecond, "the subscription comes back")
 	}
-	time.Sleep(200 * time.Millisecond) // the last announcements are delivered
+	// The last announcements are delivered: a read equal to the authority
+	// before one arrives may be moved by it, and the loop below requires
+	// equal reads to stay equal. (No event says "delivered"; this proves
+	// nothing, it only keeps that check from reading too early.)
+	time.Sleep(200 * time.Millisecond)
 	var converged time.Duration
 	for {
 		equal := true
@@ -147,6 +159,8 @@ func TestReadsOfTwoInstancesConvergeAfterFlushesAndLostAnnouncements(t *testing.
 		}
 		require.True(t, converged > 0 || since < ttl+time.Second,
 			"every read equals the authority within SEAT_CACHE_TTL (and a second for a loaded machine)")
+		// The loop samples the reads over SEAT_CACHE_TTL: the sleep is its
+		// sampling period, not a wait for a condition.
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("reads equal to the authority %v after the burst was answered", converged.Round(time.Millisecond))

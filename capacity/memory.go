@@ -52,6 +52,11 @@ type PoolSeatsSeen struct {
 	Reserved int    `json:"r"`
 }
 
+// room returns the seats' room, for registration.NewCounts.
+func (a ActivitySeats) room() registration.Room {
+	return registration.Room{Capacity: a.Capacity, Taken: a.Taken, Reserved: a.Reserved}
+}
+
 // Encode returns the change's wire form.
 func (c SeatChange) Encode() string {
 	b, _ := json.Marshal(c)
@@ -232,17 +237,15 @@ func (m *Memory) Seats(activityID string) (registration.Seats, bool) {
 		return registration.Seats{}, false
 	}
 	a := e.seats
-	remaining := a.Capacity - a.Taken - a.Reserved
+	counts := registration.NewCounts(a.room(), a.Waiting, false, "", []registration.Room(nil))
 	for _, id := range a.Pools {
 		p, ok := m.pools.Get(id)
 		if !ok || !p.valid || !now.Before(p.expires) {
 			return registration.Seats{}, false
 		}
-		remaining = min(remaining, p.seats.Capacity-p.seats.Taken-p.seats.Reserved)
+		counts = counts.Within(p.seats.room())
 	}
-	s := newSeats(activityID, a.Capacity, a.Taken, a.Waiting, remaining, registration.SourceCache, now)
-	s.Reserved = a.Reserved
-	return s, true
+	return newSeats(activityID, counts, registration.SourceCache, now), true
 }
 
 // Fill remembers what a read of Redis (or of the authority) found, for

@@ -46,14 +46,35 @@ import (
 // (a Redis script cannot call Go): a signup for seats takes them when that
 // many are free and nobody waits (strict) or whoever waits (fill); else
 // it joins the waiting list when the activity keeps one; else it is
-// refused as full. taken is the counter's taken + held. It is written here
+// refused as full. A signup for more seats than the capacity can ever
+// hold is refused as full, waiting list or not (a capacity of 0 refuses
+// none: it holds no seats yet). taken is the counter's
+// taken + held + reserved. It is written here
 // once, and TestTheGateAdmitsAsTheRule requires it to answer as
 // registration.Admit on the same counts: change both together.
 const admitLua = `
 local function admit(capacity, taken, waiting, waitlist, fill, seats)
+  if capacity > 0 and seats > capacity then return 'full' end
   if capacity - taken >= seats and (waiting == 0 or fill) then return 'seat' end
   if waitlist then return 'waitlist' end
   return 'full'
+end
+`
+
+// gateLua is the prelude of the reserve scripts, written once: admitLua,
+// holdsLua, and gate(seats), which prunes the activity's holds (KEYS[1],
+// KEYS[2]), reads its counter and answers admitLua on it. It returns nil
+// when the counter is missing (or lacks its pools field), else the fields
+// read (taken, held, capacity, waiting, waitlist, gen, fill, pools,
+// reserved) and the answer.
+const gateLua = admitLua + holdsLua + `
+local function gate(seats)
+  prune()
+  local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
+  if not v[1] or not v[3] or not v[8] then return nil end
+  local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
+    v[5] == '1', v[7] == '1', seats)
+  return v, a
 end
 `
 
@@ -65,19 +86,18 @@ end
 // ARGV[3] the hold's member ("<id>:<seats>"). Returns {-1} when the
 // counter is missing (it never creates it; a counter without its pools
 // field, written before pools existed, counts as missing), {-3} when the
-// signup joins the waiting list, {-2} when it is refused as full, else
+// signup joins the waiting list (with the activity's pools: the caller asks
+// whether they can ever hold the signup, see poolHoldsScript), {-2} when
+// it is refused as full, else
 // {1, member, pools, waitlist} after adding the seats to held: the activity's
 // pools (the caller holds the seats in each of them next, see
 // poolReserveScript) and its waiting-list setting ('1' or '0': what a pool
 // without room answers).
-var reserveScript = redis.NewScript(admitLua + holdsLua + `
-prune()
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
-if not v[1] or not v[3] or not v[8] then return {-1} end
+var reserveScript = redis.NewScript(gateLua + `
 local seats = tonumber(ARGV[1])
-local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
-  v[5] == '1', v[7] == '1', seats)
-if a == 'waitlist' then return {-3} end
+local v, a = gate(seats)
+if not v then return {-1} end
+if a == 'waitlist' then return {-3, v[8]} end
 if a == 'full' then return {-2} end
 hold(seats, tonumber(ARGV[2]), ARGV[3])
 return {1, ARGV[3], v[8], v[5] or '0'}
@@ -241,13 +261,19 @@ return 1
 // per slot, since one script cannot touch keys of several slots.
 
 // poolLua is the pool's part of the admission rule (registration.Admit's
-// Counts.Shared): a signup for seats fits a pool when that many are left
-// in it, taken + held counted as taken. The activity's part (admitLua)
-// is decided first; TestTheGateAdmitsAsTheRule requires both together to
-// answer as registration.Admit.
+// Counts.Shared and PoolCapacity): a signup for seats fits a pool
+// ('seat') when that many are left in it, taken + held + reserved counted
+// as taken; it is 'short' when they are not, and 'never' when the pool's
+// capacity (unless 0) can never hold them (refused as full, waiting list
+// or not).
+// The activity's part (admitLua) is decided first;
+// TestTheGateAdmitsAsTheRuleInPools requires both together to answer as
+// registration.Admit.
 const poolLua = `
-local function fits(capacity, taken, seats)
-  return capacity - taken >= seats
+local function pool_fit(capacity, taken, seats)
+  if capacity > 0 and seats > capacity then return 'never' end
+  if capacity - taken >= seats then return 'seat' end
+  return 'short'
 end
 `
 
@@ -256,15 +282,30 @@ end
 // KEYS[1] the pool's counter, KEYS[2] its holds, ARGV[1] the seats,
 // ARGV[2] the hold's lifetime in milliseconds, ARGV[3] its member.
 // Returns {-1} when the counter is missing (it never creates it), {-2}
-// when the seats do not fit, else {1, member} after adding them to held.
+// when the seats do not fit, {-5} when the pool can never hold them, else
+// {1, member} after adding them to held.
 var poolReserveScript = redis.NewScript(poolLua + holdsLua + `
 prune()
 local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'gen', 'reserved')
 if not v[1] or not v[3] then return {-1} end
 local seats = tonumber(ARGV[1])
-if not fits(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[5] or '0'), seats) then return {-2} end
+local f = pool_fit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[5] or '0'), seats)
+if f == 'never' then return {-5} end
+if f == 'short' then return {-2} end
 hold(seats, tonumber(ARGV[2]), ARGV[3])
 return {1, ARGV[3]}
+`)
+
+// poolHoldsScript answers whether a pool's capacity can ever hold a
+// signup (for one that its activity would put on the waiting list).
+//
+// KEYS[1] the pool's counter, ARGV[1] the seats. Returns -1 when the
+// counter is missing, 0 when the pool can never hold them, else 1.
+var poolHoldsScript = redis.NewScript(poolLua + `
+local c = redis.call('HGET', KEYS[1], 'capacity')
+if not c then return -1 end
+if pool_fit(tonumber(c), 0, tonumber(ARGV[1])) == 'never' then return 0 end
+return 1
 `)
 
 // pooledReserveScript holds seats for a signup of a pooled activity in
@@ -278,26 +319,26 @@ return {1, ARGV[3]}
 // milliseconds, ARGV[3] its member, ARGV[4] the activity's pools as the
 // caller knows them (the counter's pools field). Returns {-1} when a
 // counter is missing, {-4, pools} when the activity's pools are not the
-// ones given (nothing held), {-3} for the waiting list, {-2} when full,
+// ones given (nothing held), {-3} for the waiting list, {-2} when full
+// (or when a pool can never hold the seats),
 // else {1, member, pools, waitlist} after adding the seats to every
 // counter's held.
-var pooledReserveScript = redis.NewScript(admitLua + poolLua + holdsLua + `
-prune()
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
-if not v[1] or not v[3] or not v[8] then return {-1} end
-if v[8] ~= ARGV[4] then return {-4, v[8]} end
+var pooledReserveScript = redis.NewScript(gateLua + poolLua + `
 local seats = tonumber(ARGV[1])
-local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
-  v[5] == '1', v[7] == '1', seats)
-if a == 'waitlist' then return {-3} end
+local v, a = gate(seats)
+if not v then return {-1} end
+if v[8] ~= ARGV[4] then return {-4, v[8]} end
 if a == 'full' then return {-2} end
 local room = true
 for i = 3, #KEYS, 2 do
   prune_at(KEYS[i], KEYS[i + 1])
   local p = redis.call('HMGET', KEYS[i], 'taken', 'held', 'capacity', 'reserved')
   if not p[1] or not p[3] then return {-1} end
-  if not fits(tonumber(p[3]), tonumber(p[1]) + tonumber(p[2] or '0') + tonumber(p[4] or '0'), seats) then room = false end
+  local f = pool_fit(tonumber(p[3]), tonumber(p[1]) + tonumber(p[2] or '0') + tonumber(p[4] or '0'), seats)
+  if f == 'never' then return {-2} end
+  if f == 'short' then room = false end
 end
+if a == 'waitlist' then return {-3} end
 if not room then
   if v[5] == '1' then return {-3} end
   return {-2}

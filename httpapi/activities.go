@@ -166,7 +166,7 @@ func (s *Server) patchActivity(c echo.Context) error {
 	a, err := s.regs.UpdateActivity(c.Request().Context(), id, registration.ActivityPatch{
 		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds, Waitlist: req.Waitlist,
 		MaxSeats: req.MaxSeats, Policy: req.policy(), Pools: req.Pools, SeriesID: series,
-		OpensAt: opens, ClosesAt: closes, Queue: queue,
+		OpensAt: registration.OptionalOf(opens), ClosesAt: registration.OptionalOf(closes), Queue: registration.OptionalOf(queue),
 	}, callerOf(c))
 	if err != nil {
 		return err

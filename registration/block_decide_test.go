@@ -60,7 +60,7 @@ func TestBlockRules(t *testing.T) {
 		st := blockState(9, 8, 1, codeBlock("b_1", "X", 4, 3))
 		st.Registrations["r_s"] = registration.Registration{ID: "r_s", ActivityID: "a_1", UserID: "s", Status: registration.Approved,
 			Seats: 3, BlockID: &b}
-		st.Queue = []registration.Registration{{ID: "r_w", ActivityID: "a_1", UserID: "w", Status: registration.Waitlisted, Seats: 1, WaitlistSeq: 9}}
+		st.Line = []registration.Registration{{ID: "r_w", ActivityID: "a_1", UserID: "w", Status: registration.Waitlisted, Seats: 1, WaitlistSeq: 9}}
 		p, err := registration.Decide(st, []registration.Command{
 			registration.SeatsCommand{RegistrationID: "r_s", Seats: 1, Caller: registration.Caller{Admin: true}},
 		}, now)
@@ -93,7 +93,7 @@ func TestBlockRules(t *testing.T) {
 			registration.BlockCommand{Op: registration.BlockCreate, BlockID: "b_2", New: registration.NewBlock{Seats: 4, Role: "r"}},
 		}, now)
 		require.NoError(t, err)
-		require.ErrorContains(t, p.Outcomes[0].Err, "has not 4 seats left")
+		require.ErrorContains(t, p.Outcomes[0].Err, "has only 3 of the 4 seats asked left")
 		require.Empty(t, p.Events)
 	})
 }

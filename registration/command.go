@@ -242,12 +242,13 @@ type SeatState struct {
 
 // Remaining is what a new signup could get: the activity's own free
 // seats, or fewer when one of its pools has fewer left.
-func (s SeatState) Remaining() int {
-	r := Remaining(s.Capacity, s.Taken+s.Reserved)
-	for _, p := range s.Pools {
-		r = min(r, p.Remaining())
-	}
-	return r
+func (s SeatState) Remaining() int { return s.Counts().Remaining() }
+
+// Counts returns the state's counts, for Admit (with Counts.For the seats
+// a signup asks for).
+func (s SeatState) Counts() Counts {
+	own := Room{Capacity: s.Capacity, Taken: s.Taken, Reserved: s.Reserved}
+	return NewCounts(own, s.Waiting, s.Waitlist, s.Policy, s.Pools)
 }
 
 // DueHold is an awaiting_payment registration whose hold has run out.
@@ -276,8 +277,8 @@ type FullAnswer struct {
 	Waitlist bool
 	Policy   WaitlistPolicy
 	MaxSeats int
-	// Pools are the activity's pools, in the same snapshot.
-	Pools []PoolSeatState
+	// Pools are the rooms of the activity's pools, in the same snapshot.
+	Pools []Room
 	// Holders maps the users that hold an active registration of the
 	// activity to its id.
 	Holders map[string]string
@@ -286,10 +287,6 @@ type FullAnswer struct {
 // Counts returns the answer's counts, for Admit (with Counts.For the
 // seats a signup asks for).
 func (a FullAnswer) Counts() Counts {
-	c := Counts{Capacity: a.Capacity, Taken: a.Taken, Reserved: a.Reserved, Waiting: a.Waiting, Waitlist: a.Waitlist,
-		Fill: a.Policy == PolicyFill}
-	for _, p := range a.Pools {
-		c = c.Within(p.Capacity - p.Taken - p.Reserved)
-	}
-	return c
+	own := Room{Capacity: a.Capacity, Taken: a.Taken, Reserved: a.Reserved}
+	return NewCounts(own, a.Waiting, a.Waitlist, a.Policy, a.Pools)
 }

@@ -34,7 +34,7 @@ func state(capacity int, waitlist bool, regs ...registration.Registration) regis
 			st.Activity.Taken++
 		case r.Status == registration.Waitlisted:
 			st.Activity.Waiting++
-			st.Queue = append(st.Queue, r)
+			st.Line = append(st.Line, r)
 		}
 		if r.Status.Active() {
 			st.Holders[r.UserID] = r.ID
@@ -335,9 +335,9 @@ func TestDecideRefusesToPromotePastAShortQueue(t *testing.T) {
 	t.Parallel()
 	st := state(1, true, reg("a", "u1", registration.Pending), waiting("w1", "v1", 1))
 	st.Activity.Waiting = 5 // the store read only the head of a longer list
-	n := registration.QueueNeeded(st, []registration.Command{cancelCmd("a", "u1")})
+	n := registration.LineNeeded(st, []registration.Command{cancelCmd("a", "u1")})
 	require.Equal(t, 1, n.Head(), "the seat the cancellation of an occupying registration frees")
-	st.Queue = nil
+	st.Line = nil
 	_, err := registration.Decide(st, []registration.Command{cancelCmd("a", "u1")}, now)
-	require.Error(t, err, "a head shorter than QueueNeeded is a bug, not a guess")
+	require.Error(t, err, "a head shorter than LineNeeded is a bug, not a guess")
 }

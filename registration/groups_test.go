@@ -47,13 +47,13 @@ func (w *world) state() registration.ActivityState {
 			st.Activity.Taken += r.Seats
 		case r.Status == registration.Waitlisted:
 			st.Activity.Waiting++
-			st.Queue = append(st.Queue, r)
+			st.Line = append(st.Line, r)
 		}
 		if r.Status.Active() {
 			st.Holders[r.UserID] = id
 		}
 	}
-	slices.SortFunc(st.Queue, func(a, b registration.Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
+	slices.SortFunc(st.Line, func(a, b registration.Registration) int { return cmp.Compare(a.WaitlistSeq, b.WaitlistSeq) })
 	return st
 }
 
@@ -77,7 +77,7 @@ func (w *world) check() {
 	st := w.state()
 	free := st.Activity.Capacity - st.Activity.Taken
 	require.Equal(w.t, free, w.act.Capacity-w.act.Taken, "the plan's taken is the rows' seats")
-	for k, r := range st.Queue {
+	for k, r := range st.Line {
 		if w.act.Policy == registration.PolicyStrict && k > 0 {
 			break
 		}
@@ -92,7 +92,7 @@ func (w *world) status(id string) (registration.Status, int) {
 
 // position is a waiting registration's place in line.
 func (w *world) position(id string) int {
-	for k, r := range w.state().Queue {
+	for k, r := range w.state().Line {
 		if r.ID == id {
 			return k + 1
 		}
@@ -260,7 +260,7 @@ func TestDecideGroupsReleasesFreeAllSeats(t *testing.T) {
 }
 
 // TestDecideGroupsNeedsOnlyWhatTheStoreReads: Decide on the part of the
-// waiting list the store reads (QueueNeeded: the head under strict, the
+// waiting list the store reads (LineNeeded: the head under strict, the
 // first parties of each size under fill) makes the same plan as on the
 // whole list, over random histories of both policies.
 func TestDecideGroupsNeedsOnlyWhatTheStoreReads(t *testing.T) {
@@ -302,8 +302,8 @@ func TestDecideGroupsNeedsOnlyWhatTheStoreReads(t *testing.T) {
 			}
 			full := w.state()
 			partial := full
-			need := registration.QueueNeeded(full, cmds)
-			partial.Queue = readAsTheStore(full.Queue, need)
+			need := registration.LineNeeded(full, cmds)
+			partial.Line = readAsTheStore(full.Line, need)
 			want, err := registration.Decide(full, cmds, now)
 			require.NoError(t, err)
 			got, err := registration.Decide(partial, cmds, now)
@@ -317,7 +317,7 @@ func TestDecideGroupsNeedsOnlyWhatTheStoreReads(t *testing.T) {
 
 // readAsTheStore is the part of a waiting list (in join order) the store
 // reads for need.
-func readAsTheStore(line []registration.Registration, need registration.QueueNeed) []registration.Registration {
+func readAsTheStore(line []registration.Registration, need registration.LineNeed) []registration.Registration {
 	var out []registration.Registration
 	if need.None() {
 		return nil

@@ -24,7 +24,7 @@ type memWork struct {
 // registrations the commands name, the holders of the signups' users and
 // of the users of registrations that status changes name, the stored
 // outcomes of the signups' idempotency keys, the head of the waiting list
-// as long as QueueNeeded says), decides with Decide, and writes every plan
+// as long as LineNeeded says), decides with Decide, and writes every plan
 // or nothing.
 func (m *MemStore) Apply(ctx context.Context, batches []CommandBatch, now time.Time) ([]Applied, error) {
 	if err := m.faults.enter(ctx, MemApply, batches); err != nil {
@@ -125,13 +125,13 @@ func (m *MemStore) readStates(work map[string]*memWork, order []*memWork) {
 	// reads it: the head under strict, the first parties of each size
 	// under fill.
 	for _, w := range order {
-		need := QueueNeeded(w.state, w.batch.Commands)
+		need := LineNeeded(w.state, w.batch.Commands)
 		bySize := map[int]int{}
 		for k, r := range w.act.waitlisted() {
 			seats := max(r.Seats, 1)
 			if (need.Strict && k < need.Head()) || (need.Fill && bySize[seats] < need.BySize(seats)) {
 				bySize[seats]++
-				w.state.Queue = append(w.state.Queue, memRow(r))
+				w.state.Line = append(w.state.Line, memRow(r))
 			}
 		}
 	}

@@ -88,7 +88,7 @@ func (ma *memActivity) counts() (taken, waiting int) {
 func (ma *memActivity) activity() Activity {
 	a := ma.a
 	a.Taken, a.Waiting = ma.counts()
-	a.Remaining = Remaining(a.Capacity, a.Taken)
+	a.Remaining = a.SeatRoom().Remaining()
 	return a
 }
 

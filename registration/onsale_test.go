@@ -99,7 +99,7 @@ func TestOnSaleRules(t *testing.T) {
 		closes := &before
 		title := "renamed"
 		p, err := registration.Decide(st, []registration.Command{registration.ActivityCommand{Patch: registration.ActivityPatch{
-			Title: &title, ClosesAt: &closes}}}, at)
+			Title: &title, ClosesAt: registration.OptionalOf(&closes)}}}, at)
 		require.NoError(t, err)
 		require.Equal(t, capacityd.EInvalid, code(p, 0))
 		require.False(t, p.ActivityChanged)

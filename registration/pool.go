@@ -87,8 +87,18 @@ type PoolSeatState struct {
 	Activities []string
 }
 
-// Remaining returns max(0, capacity - taken - reserved).
-func (p PoolSeatState) Remaining() int { return Remaining(p.Capacity, p.Taken+p.Reserved) }
+// SeatRoom returns the pool's room.
+func (p PoolSeatState) SeatRoom() Room {
+	return Room{Pool: p.PoolID, Capacity: p.Capacity, Taken: p.Taken, Reserved: p.Reserved}
+}
+
+// Remaining returns the pool's remaining seats (Room.Remaining).
+func (p PoolSeatState) Remaining() int { return p.SeatRoom().Remaining() }
+
+// SeatRoom returns the pool's room.
+func (p Pool) SeatRoom() Room {
+	return Room{Pool: p.ID, Capacity: p.Capacity, Taken: p.Taken, Reserved: p.Reserved}
+}
 
 // PoolNotFound returns the not_found error of a pool that does not exist.
 func PoolNotFound(id string) error {

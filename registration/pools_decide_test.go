@@ -134,7 +134,7 @@ func (pw *poolWorld) check(where string) {
 		st := w.state()
 		own := st.Activity.Capacity - st.Activity.Taken
 		require.GreaterOrEqual(pw.t, own, 0, "%s: %s oversold", where, w.act.ID)
-		for k, r := range st.Queue {
+		for k, r := range st.Line {
 			if w.act.Policy == registration.PolicyStrict && k > 0 {
 				break
 			}
@@ -151,7 +151,7 @@ func (pw *poolWorld) check(where string) {
 // histories over four activities in two overlapping pools (and one in
 // none) — parties, cancellations, seat reductions, activity and pool
 // capacity raises, several activities per transaction — once on the
-// whole lines and once on the parts QueueNeeds says the store reads, and
+// whole lines and once on the parts LineNeeds says the store reads, and
 // requires the same events and counts; after each transaction, no pool
 // or activity is oversold, and no waiting registration fits every limit.
 func TestDecideAllAcrossPoolsNeedsOnlyWhatTheStoreReads(t *testing.T) {
@@ -195,9 +195,9 @@ func TestDecideAllAcrossPoolsNeedsOnlyWhatTheStoreReads(t *testing.T) {
 			full := pw.change(batches)
 			partial := full
 			partial.Activities = slices.Clone(full.Activities)
-			needs := registration.QueueNeeds(full)
+			needs := registration.LineNeeds(full)
 			for i := range partial.Activities {
-				partial.Activities[i].Queue = readAsTheStore(full.Activities[i].Queue, needs[i])
+				partial.Activities[i].Line = readAsTheStore(full.Activities[i].Line, needs[i])
 			}
 			wantPlans, wantPools, err := registration.DecideAll(full, now)
 			require.NoError(t, err)

@@ -1,42 +1,14 @@
 package registration
 
-import "slices"
-
-// reduce gives back some of a registration's seats: it keeps c.Seats.
-func (d *decision) reduce(i int, c SeatsCommand) error {
-	r, err := d.named(c.RegistrationID)
-	if err != nil || (!c.Caller.Admin && r.UserID != c.Caller.UserID) {
-		d.outcomes[i] = Outcome{Err: RegistrationNotFound(c.RegistrationID)}
-		return nil
-	}
-	switch {
-	case !r.Status.Active() || c.Seats > r.Seats || c.Seats < 1:
-		d.outcomes[i] = Outcome{Err: SeatsNotReducible(*r, c.Seats)}
-		return nil
-	case c.Seats == r.Seats:
-		d.outcomes[i] = d.unchangedOutcome(r)
-		return nil
-	}
-	from := r.Seats
-	if r.Status.Occupying() {
-		d.release(r, from-c.Seats)
-	}
-	r.Seats = c.Seats
-	status := r.Status
-	d.record(r, EventSeatsChanged, &status, c.Origin)
-	d.events[len(d.events)-1].SeatsFrom = &from
-	// The answer is the registration as the command left it: promoted,
-	// if it now fits.
-	err = d.promote(c.Origin)
-	d.outcomes[i] = d.changedOutcome(r)
-	return err
-}
+import (
+	"slices"
+)
 
 // adoptStray takes the waiting registrations the commands named, and
 // that the read of the line did not hold, into the known part of the line
 // at their places, for PolicyFill: one that shrank may now fit. No unread
 // party of the same size is older and reachable in the batch (see
-// QueueNeed), so taking it in skips nobody. Under PolicyStrict the known
+// LineNeed), so taking it in skips nobody. Under PolicyStrict the known
 // line is a head without gaps, and they stay out of it.
 func (d *decision) adoptStray() {
 	if len(d.stray) == 0 {
@@ -45,11 +17,11 @@ func (d *decision) adoptStray() {
 	for _, r := range d.stray {
 		if r.Status == Waitlisted {
 			d.unread--
-			d.queue = append(d.queue, r)
+			d.line = append(d.line, r)
 		}
 	}
 	d.stray = nil
-	sortLine(d.queue)
+	sortLine(d.line)
 }
 
 // promote gives the free seats to the line by the activity's policy:
@@ -62,31 +34,32 @@ func (d *decision) promote(cause Origin) error {
 	}
 	if d.act.Policy == PolicyFill {
 		d.adoptStray()
-		d.queue = d.promoteFitting(d.queue, o)
+		d.line = d.promoteFitting(d.line, o)
 		d.tail = d.promoteFitting(d.tail, o)
 		return nil
 	}
-	for d.free() > 0 && d.waiting() > 0 {
-		var r *Registration
-		switch {
-		case len(d.queue) > 0:
-			r = d.queue[0]
-		case d.unread > 0:
-			return errShortQueue
-		default:
-			r = d.tail[0]
+	for d.fits(1) && d.waiting() > 0 {
+		r, err := d.strictHead()
+		if err != nil || r == nil || !d.fits(r.Seats) {
+			return err
 		}
-		if r.Seats > d.free() {
-			return nil
-		}
-		if len(d.queue) > 0 {
-			d.queue = d.queue[1:]
-		} else {
-			d.tail = d.tail[1:]
-		}
-		d.admit(r, o)
+		d.admitFromLine(r, o)
 	}
 	return nil
+}
+
+// strictHead returns the head of the line that PolicyStrict serves next,
+// nil when nobody waits.
+func (d *decision) strictHead() (*Registration, error) {
+	switch {
+	case len(d.line) > 0:
+		return d.line[0], nil
+	case d.unread > 0:
+		return nil, errShortLine
+	case len(d.tail) > 0:
+		return d.tail[0], nil
+	}
+	return nil, nil
 }
 
 // promoteFitting admits, oldest first, every registration of line that
@@ -94,7 +67,7 @@ func (d *decision) promote(cause Origin) error {
 func (d *decision) promoteFitting(line []*Registration, o Origin) []*Registration {
 	rest := line[:0:0]
 	for _, r := range line {
-		if r.Seats <= d.free() {
+		if d.fits(r.Seats) {
 			d.admit(r, o)
 			continue
 		}
@@ -108,4 +81,61 @@ func (d *decision) admit(r *Registration, o Origin) {
 	d.act.Waiting--
 	d.take(r.Seats)
 	d.move(r, Pending, EventPromoted, o)
+}
+
+// promoteAcross gives the free seats to the lines of the activities ds:
+// over and over, each activity's next promotion by its policy (the head
+// under PolicyStrict, the oldest that fits under PolicyFill) is a
+// candidate when it fits all its limits, and the candidate that joined
+// first is admitted.
+func (w *world) promoteAcross(ds []*decision, o Origin) error {
+	for {
+		var best *decision
+		var pick *Registration
+		for _, d := range ds {
+			r, err := d.candidate()
+			if err != nil {
+				return err
+			}
+			if r != nil && (pick == nil || r.Joined < pick.Joined) {
+				best, pick = d, r
+			}
+		}
+		if best == nil {
+			return nil
+		}
+		best.admitFromLine(pick, o)
+	}
+}
+
+// candidate returns the registration the activity's policy would promote
+// next into the seats free now, or nil.
+func (d *decision) candidate() (*Registration, error) {
+	if d.waiting() == 0 || !d.fits(1) {
+		return nil, nil
+	}
+	if d.act.Policy == PolicyFill {
+		d.adoptStray()
+		for _, line := range [][]*Registration{d.line, d.tail} {
+			for _, r := range line {
+				if d.fits(r.Seats) {
+					return r, nil
+				}
+			}
+		}
+		return nil, nil
+	}
+	r, err := d.strictHead()
+	if err != nil || r == nil || !d.fits(r.Seats) {
+		return nil, err
+	}
+	return r, nil
+}
+
+// admitFromLine takes r off the known line and admits it.
+func (d *decision) admitFromLine(r *Registration, o Origin) {
+	if !removeReg(&d.line, r) {
+		removeReg(&d.tail, r)
+	}
+	d.admit(r, o)
 }

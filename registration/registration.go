@@ -126,8 +126,10 @@ type Activity struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Remaining returns max(0, capacity - taken).
-func Remaining(capacity, taken int) int { return max(0, capacity-taken) }
+// SeatRoom returns the activity's own room (its pools aside).
+func (a Activity) SeatRoom() Room {
+	return Room{Capacity: a.Capacity, Taken: a.Taken, Reserved: a.Reserved}
+}
 
 // NewActivity is what an admin sends to create an activity.
 type NewActivity struct {
@@ -162,9 +164,34 @@ type ActivityPatch struct {
 	// SeriesID, when set, puts the activity in that series ("": in none).
 	SeriesID *string
 	// OpensAt, ClosesAt and Queue, when set, replace the window's bounds
-	// and the admission queue (a nil inner value removes them).
-	OpensAt, ClosesAt **time.Time
-	Queue             **QueueSettings
+	// and the admission queue (a nil Value removes them).
+	OpensAt, ClosesAt Optional[time.Time]
+	Queue             Optional[QueueSettings]
+}
+
+// Optional is a patch's change of a field that may be removed: Set says
+// whether the patch changes the field at all, and Value is then its new
+// value, nil to remove it.
+type Optional[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// OptionalOf returns the change that a decoded field says: nil (the field
+// absent) changes nothing; a nil inner value (null) removes the field.
+func OptionalOf[T any](p **T) Optional[T] {
+	if p == nil {
+		return Optional[T]{}
+	}
+	return Optional[T]{Set: true, Value: *p}
+}
+
+// Or returns the new value when the change is set, else current.
+func (o Optional[T]) Or(current *T) *T {
+	if o.Set {
+		return o.Value
+	}
+	return current
 }
 
 // Registration is one user's claim on a seat of an activity.
@@ -244,7 +271,7 @@ func (n *NewActivity) Validate() error {
 	if err := validSeriesID(n.SeriesID); err != nil {
 		return err
 	}
-	if err := validateOnSale(&n.OpensAt, &n.ClosesAt, &n.Queue); err != nil {
+	if err := validateOnSale(OptionalOf(&n.OpensAt), OptionalOf(&n.ClosesAt), OptionalOf(&n.Queue)); err != nil {
 		return err
 	}
 	return validateGroups(&n.MaxSeats, &n.Policy)
@@ -253,7 +280,7 @@ func (n *NewActivity) Validate() error {
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
 	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil &&
-		p.Pools == nil && p.SeriesID == nil && p.OpensAt == nil && p.ClosesAt == nil && p.Queue == nil {
+		p.Pools == nil && p.SeriesID == nil && !p.OpensAt.Set && !p.ClosesAt.Set && !p.Queue.Set {
 		return capacityd.Errorf(capacityd.EInvalid,
 			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy, pools, series_id, opens_at, closes_at or queue")
 	}
@@ -278,14 +305,14 @@ func (p ActivityPatch) Validate() error {
 
 // validateOnSale checks the signup window and the queue settings that are
 // set.
-func validateOnSale(opensAt, closesAt **time.Time, queue **QueueSettings) error {
-	if queue != nil && *queue != nil {
-		if err := (*queue).Validate(); err != nil {
+func validateOnSale(opensAt, closesAt Optional[time.Time], queue Optional[QueueSettings]) error {
+	if queue.Value != nil {
+		if err := queue.Value.Validate(); err != nil {
 			return err
 		}
 	}
-	if opensAt != nil && closesAt != nil {
-		return ValidateWindow(*opensAt, *closesAt)
+	if opensAt.Set && closesAt.Set {
+		return ValidateWindow(opensAt.Value, closesAt.Value)
 	}
 	return nil
 }
@@ -335,14 +362,40 @@ func InvalidTransition(r Registration, to Status) error {
 	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s cannot move from %s to %s", r.ID, r.Status, to)
 }
 
-// ActivityFull returns the activity_full error of a signup for seats
-// seats, with the seats a signup could get (remaining).
-func ActivityFull(id string, seats, remaining int) error {
-	msg := "activity " + id + " has no seats left"
-	if seats > 1 {
-		msg = fmt.Sprintf("activity %s has not %d seats left (%d remaining)", id, seats, remaining)
+// ActivityFull returns the activity_full error of a signup for c.Seats
+// seats refused on the counts c, with the seats a signup could get
+// (remaining). Its message names what refused it: the activity, or the
+// pool with the fewest seats left; a capacity too small ever to hold the
+// party; or the waiting line that goes first.
+func ActivityFull(id string, c Counts) error {
+	seats, remaining := max(c.Seats, 1), c.Remaining()
+	where := "activity " + id
+	if c.Pooled && c.Shared < c.Room().Free() {
+		where = "pool " + c.SharedPool + " of activity " + id
+	}
+	var msg string
+	switch {
+	case !holds(c.Capacity, seats):
+		msg = fmt.Sprintf("activity %s holds no more than %s: %d can never fit", id, seatCount(c.Capacity), seats)
+	case c.Pooled && !holds(c.PoolCapacity, seats):
+		msg = fmt.Sprintf("pool %s of activity %s holds no more than %s: %d can never fit", c.SmallestPool, id,
+			seatCount(c.PoolCapacity), seats)
+	case remaining == 0:
+		msg = where + " has no seats left"
+	case remaining < seats:
+		msg = fmt.Sprintf("%s has only %d of the %d seats asked left", where, remaining, seats)
+	default:
+		msg = fmt.Sprintf("activity %s has %s left, for its waiting line first", id, seatCount(remaining))
 	}
 	return &capacityd.Error{Code: capacityd.EActivityFull, Message: msg, Remaining: &remaining}
+}
+
+// seatCount returns "1 seat" or "n seats".
+func seatCount(n int) string {
+	if n == 1 {
+		return "1 seat"
+	}
+	return fmt.Sprintf("%d seats", n)
 }
 
 // TooManySeats returns the invalid_request error of a signup for more
@@ -358,7 +411,8 @@ func SeatsNotReducible(r Registration, to int) error {
 	if !r.Status.Active() {
 		return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s is %s: its seats cannot change", r.ID, r.Status)
 	}
-	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s holds %d seats: seats can only be given back, not added (asked for %d)", r.ID, r.Seats, to)
+	return capacityd.Errorf(capacityd.EInvalidTransition, "registration %s holds %s: seats can only be given back, not added (asked for %d)",
+		r.ID, seatCount(r.Seats), to)
 }
 
 // AlreadyRegistered returns the already_registered error naming the

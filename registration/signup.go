@@ -109,7 +109,7 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string, se
 	}
 	if c := v.counts.For(seats); Admit(c) == AdmitFull {
 		s.metrics.signups.WithLabelValues("full_gate").Inc()
-		return ActivityFull(activityID, seats, max(0, c.Free()))
+		return ActivityFull(activityID, c)
 	}
 	s.metrics.fullChecksPassed.Inc()
 	return nil

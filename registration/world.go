@@ -1,7 +1,6 @@
 package registration
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -71,7 +70,7 @@ func (p PoolPlan) SeatState() PoolSeatState {
 // lines, each by its own waitlist_policy, oldest Joined first, while they
 // fit all their limits. The caller must have locked and read every
 // activity of a pool that something in the transaction may free (and
-// every pool of those), as QueueNeeds assumes.
+// every pool of those), as LineNeeds assumes.
 func DecideAll(c Change, now time.Time) ([]Plan, []PoolPlan, error) {
 	w := &world{
 		byID:     make(map[string]*decision, len(c.Activities)),
@@ -194,109 +193,6 @@ func (w *world) neighbours(d *decision, pools []*Pool) []*decision {
 	return out
 }
 
-// promoteAcross gives the free seats to the lines of the activities ds:
-// over and over, each activity's next promotion by its policy (the head
-// under PolicyStrict, the oldest that fits under PolicyFill) is a
-// candidate when it fits all its limits, and the candidate that joined
-// first is admitted.
-func (w *world) promoteAcross(ds []*decision, o Origin) error {
-	for {
-		var best *decision
-		var pick *Registration
-		for _, d := range ds {
-			r, err := d.candidate()
-			if err != nil {
-				return err
-			}
-			if r != nil && (pick == nil || r.Joined < pick.Joined) {
-				best, pick = d, r
-			}
-		}
-		if best == nil {
-			return nil
-		}
-		best.admitFromLine(pick, o)
-	}
-}
-
-// candidate returns the registration the activity's policy would promote
-// next into the seats free now, or nil.
-func (d *decision) candidate() (*Registration, error) {
-	if d.waiting() == 0 || d.free() <= 0 {
-		return nil, nil
-	}
-	if d.act.Policy == PolicyFill {
-		d.adoptStray()
-		for _, line := range [][]*Registration{d.queue, d.tail} {
-			for _, r := range line {
-				if r.Seats <= d.free() {
-					return r, nil
-				}
-			}
-		}
-		return nil, nil
-	}
-	var r *Registration
-	switch {
-	case len(d.queue) > 0:
-		r = d.queue[0]
-	case d.unread > 0:
-		return nil, errShortQueue
-	case len(d.tail) > 0:
-		r = d.tail[0]
-	default:
-		return nil, nil
-	}
-	if r.Seats > d.free() {
-		return nil, nil
-	}
-	return r, nil
-}
-
-// admitFromLine takes r off the known line and admits it.
-func (d *decision) admitFromLine(r *Registration, o Origin) {
-	if !removeReg(&d.queue, r) {
-		removeReg(&d.tail, r)
-	}
-	d.admit(r, o)
-}
-
-// repool moves the activity into the pools ids (all read): its seats
-// leave the pools it leaves and join those it joins. It returns the pools
-// it left.
-func (d *decision) repool(ids []string) []*Pool {
-	var left []*Pool
-	var next []*Pool
-	for _, p := range d.pools {
-		if !slices.Contains(ids, p.ID) {
-			p.Taken -= d.act.Taken
-			p.Reserved -= d.act.Reserved
-			p.Activities = slices.DeleteFunc(p.Activities, func(id string) bool { return id == d.act.ID })
-			left = append(left, p)
-			d.w.pools[p.ID].Changed = true
-		} else {
-			next = append(next, p)
-		}
-	}
-	for _, id := range ids {
-		if slices.ContainsFunc(d.pools, func(p *Pool) bool { return p.ID == id }) {
-			continue
-		}
-		pp := d.w.pools[id]
-		pp.Pool.Taken += d.act.Taken
-		pp.Pool.Reserved += d.act.Reserved
-		pp.Pool.Activities = append(pp.Pool.Activities, d.act.ID)
-		slices.Sort(pp.Pool.Activities)
-		pp.Changed = true
-		next = append(next, &pp.Pool)
-	}
-	slices.SortFunc(next, func(a, b *Pool) int { return cmp.Compare(a.ID, b.ID) })
-	d.pools = next
-	d.act.Pools = slices.Clone(ids)
-	slices.Sort(d.act.Pools)
-	return left
-}
-
 // unknownPools returns the ids of pools the transaction did not read
 // (they do not exist).
 func (w *world) unknownPools(ids []string) []string {
@@ -331,7 +227,7 @@ func (w *world) patchPool(p *PoolPlan, i int, c PoolCommand) error {
 	}
 	pool := p.Pool
 	pool.Activities = slices.Clone(pool.Activities)
-	pool.Remaining = Remaining(pool.Capacity, pool.Taken+pool.Reserved)
+	pool.Remaining = pool.SeatRoom().Remaining()
 	p.Outcomes[i] = Outcome{Pool: &pool, Changed: true}
 	return nil
 }
@@ -342,47 +238,4 @@ func (w *world) at() time.Time {
 		return w.decisions[0].st.At
 	}
 	return w.now
-}
-
-// seriesOf returns the series state of the activity's series, nil when it
-// is in none.
-func (d *decision) seriesOf() (*SeriesState, error) {
-	if d.act.SeriesID == nil {
-		return nil, nil
-	}
-	sr, ok := d.w.series[*d.act.SeriesID]
-	if !ok {
-		return nil, fmt.Errorf("registration: series %s of activity %s was not read", *d.act.SeriesID, d.act.ID)
-	}
-	return sr, nil
-}
-
-// overLimit returns limit_reached when the user already holds the most
-// active registrations the activity's series allows.
-func (d *decision) overLimit(user string) (error, error) {
-	sr, err := d.seriesOf()
-	if sr == nil || err != nil {
-		return nil, err
-	}
-	if held := sr.Held[user]; len(held) >= sr.MaxPerUser {
-		return LimitReached(sr.ID, sr.MaxPerUser, held), nil
-	}
-	return nil, nil
-}
-
-// holdInSeries counts r as one of its user's active registrations in the
-// activity's series (held) or no more (released).
-func (d *decision) holdInSeries(r *Registration, held bool) {
-	if d.act.SeriesID == nil {
-		return
-	}
-	sr, ok := d.w.series[*d.act.SeriesID]
-	if !ok {
-		return // no signup of the transaction needs it
-	}
-	ids := slices.DeleteFunc(sr.Held[r.UserID], func(id string) bool { return id == r.ID })
-	if held {
-		ids = append(ids, r.ID)
-	}
-	sr.Held[r.UserID] = ids
 }

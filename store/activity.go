@@ -36,23 +36,49 @@ var activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a
 	(SELECT coalesce(sum(r.seats), 0) FROM registration r WHERE r.activity_id = a.id AND r.status IN ` + occupying + `),
 	(SELECT count(*) FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted'),
 	ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.public_id),
-	(SELECT min(p.capacity - ` + poolTakenSQL("p.id") + ` - ` + poolReservedSQL("p.id") + `) FROM activity_pool m
-		JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id),
+	` + activityPoolsSQL + `,
 	(SELECT x.public_id FROM series x WHERE x.id = a.series_id), ` + reservedSQL("a.id") + `,
 	a.opens_at, a.closes_at, a.queue`
+
+// activityPoolsSQL reads the inputs of the seat rule for an activity's
+// (a.id) pools: their capacities, taken and reserved, three arrays in the
+// order of the pools' public ids (poolRooms makes rooms of them).
+var activityPoolsSQL = poolArraySQL("p.capacity::bigint") + `,
+	` + poolArraySQL(poolTakenSQL("p.id")) + `,
+	` + poolArraySQL(poolReservedSQL("p.id"))
+
+// poolArraySQL returns an array of expr over the pools p of the activity
+// a.id, in the order of their public ids.
+func poolArraySQL(expr string) string {
+	return `ARRAY(SELECT ` + expr + ` FROM activity_pool m JOIN pool p ON p.id = m.pool_id
+		WHERE m.activity_id = a.id ORDER BY p.public_id)`
+}
+
+// poolRooms returns the rooms of pools read as arrays (activityPoolsSQL;
+// ids may be nil), for registration.NewCounts.
+func poolRooms(ids []string, capacities, taken, reserved []int64) []registration.Room {
+	var rooms []registration.Room
+	for k := range capacities {
+		r := registration.Room{Capacity: int(capacities[k]), Taken: int(taken[k]), Reserved: int(reserved[k])}
+		if k < len(ids) {
+			r.Pool = ids[k]
+		}
+		rooms = append(rooms, r)
+	}
+	return rooms
+}
 
 func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting, reserved int64
-	var shared *int64
+	var poolCapacities, poolTaken, poolReserved []int64
 	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
-		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &shared, &a.SeriesID, &reserved, &a.OpensAt, &a.ClosesAt, &a.Queue)
+		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &poolCapacities, &poolTaken, &poolReserved, &a.SeriesID,
+		&reserved, &a.OpensAt, &a.ClosesAt, &a.Queue)
 	utcWindow(&a)
 	a.Taken, a.Waiting, a.Reserved = int(taken), int(waiting), int(reserved)
-	a.Remaining = registration.Remaining(a.Capacity, a.Taken+a.Reserved)
-	if shared != nil {
-		a.Remaining = max(0, min(a.Remaining, int(*shared)))
-	}
+	a.Remaining = registration.NewCounts(a.SeatRoom(), a.Waiting, a.Waitlist, a.Policy,
+		poolRooms(a.Pools, poolCapacities, poolTaken, poolReserved)).Remaining()
 	if a.Pools == nil {
 		a.Pools = []string{}
 	}

@@ -34,7 +34,7 @@ type activityWork struct {
 	// counted is true once state.Activity carries exact Taken and Waiting.
 	counted bool
 	// headRead is how much of the waiting list's head the first round
-	// trip read (state.Queue), ahead of knowing how much is needed.
+	// trip read (state.Line), ahead of knowing how much is needed.
 	headRead int
 	plan     registration.Plan
 	// releases is true when the batch may free seats; joins are the

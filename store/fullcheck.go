@@ -49,14 +49,9 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	if err != nil {
 		return nil, err
 	}
-	pools := `'{}'::bigint[], '{}'::bigint[], '{}'::bigint[]`
+	pools := `'{}'::text[], '{}'::bigint[], '{}'::bigint[], '{}'::bigint[]`
 	if pooled {
-		pools = `ARRAY(SELECT p.capacity::bigint FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
-				ORDER BY p.id),
-			ARRAY(SELECT ` + poolTakenSQL("p.id") + ` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
-				ORDER BY p.id),
-			ARRAY(SELECT ` + poolReservedSQL("p.id") + ` FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
-				ORDER BY p.id)`
+		pools = poolArraySQL("p.public_id") + `, ` + activityPoolsSQL
 	}
 	var aid, taken, waiting, reserved int64
 	var capacity int
@@ -64,16 +59,13 @@ func (s *Store) CheckFull(ctx context.Context, checks []registration.FullCheck) 
 	var policy registration.WaitlistPolicy
 	var maxSeats int
 	var users, regs []string
+	var poolIDs []string
 	var poolCapacities, poolTaken, poolReserved []int64
 	err = s.readGeneric(ctx, func(b *pgx.Batch) {
 		b.Queue(fullCheckSQL(pools), aids, pairAIDs, pairUsers).Query(func(rows pgx.Rows) error {
 			_, err := pgx.ForEachRow(rows, []any{&aid, &capacity, &waitlist, &policy, &maxSeats, &taken, &waiting, &users, &regs,
-				&reserved, &poolCapacities, &poolTaken, &poolReserved}, func() error {
-				var pools []registration.PoolSeatState
-				for k := range poolCapacities {
-					pools = append(pools, registration.PoolSeatState{Capacity: int(poolCapacities[k]), Taken: int(poolTaken[k]),
-						Reserved: int(poolReserved[k])})
-				}
+				&reserved, &poolIDs, &poolCapacities, &poolTaken, &poolReserved}, func() error {
+				pools := poolRooms(poolIDs, poolCapacities, poolTaken, poolReserved)
 				for _, i := range index[aid] {
 					out[i].Capacity, out[i].Taken, out[i].Waiting, out[i].Waitlist = capacity, int(taken), int(waiting), waitlist
 					out[i].Reserved = int(reserved)

@@ -205,7 +205,7 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	require.Equal(t, 2, answers[0].Taken)
 	answers, err = s.CheckFull(ctx, []registration.FullCheck{{ActivityID: pooled, UserIDs: []string{"g1"}}})
 	require.NoError(t, err)
-	require.Equal(t, []registration.PoolSeatState{{Capacity: 5, Taken: 0}}, answers[0].Pools)
+	require.Equal(t, []registration.Room{{Pool: hall, Capacity: 5}}, answers[0].Pools)
 	// The webhook's claim of the activity's events after its commits, and
 	// of its retries.
 	jobs, err := s.ClaimDeliveries(ctx, webhook.Claim{Lease: time.Minute, Slots: 10, Activities: []string{a.ID}})

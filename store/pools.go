@@ -37,7 +37,7 @@ func scanPool(row pgx.Row) (registration.Pool, error) {
 	var taken, reserved int64
 	err := row.Scan(&p.Seq, &p.ID, &p.Title, &p.Capacity, &p.CreatedAt, &p.UpdatedAt, &p.Activities, &taken, &reserved)
 	p.Taken, p.Reserved = int(taken), int(reserved)
-	p.Remaining = registration.Remaining(p.Capacity, p.Taken+p.Reserved)
+	p.Remaining = p.SeatRoom().Remaining()
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
 }

@@ -11,7 +11,7 @@ import (
 // readRest reads what the commands need beyond the first round trip: the
 // counts of activities and pools changed by another instance since this
 // one last counted them (a round trip), then the parts of the waiting
-// lists the commands may promote from (registration.QueueNeeds, which
+// lists the commands may promote from (registration.LineNeeds, which
 // needs the counts and the named registrations; a round trip when the
 // read-ahead head does not cover them).
 func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID map[int64]*activityWork,
@@ -41,7 +41,7 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 		}
 	}
 	b := &pgx.Batch{}
-	needs := registration.QueueNeeds(changeOf(work, pools, txnRead{}))
+	needs := registration.LineNeeds(changeOf(work, pools, txnRead{}))
 	for i, w := range work {
 		need := needs[i]
 		head := 0
@@ -50,7 +50,7 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 		}
 		if head > w.headRead {
 			// The read-ahead was too short: read the head again.
-			w.state.Queue = nil
+			w.state.Line = nil
 			batchHead(b, w, head)
 		}
 		if need.Fill {
@@ -64,13 +64,13 @@ func readRest(ctx context.Context, conn *pgx.Conn, work []*activityWork, byAID m
 }
 
 // batchHead adds to b the read of the first n registrations on w's
-// waiting list, appended to w.state.Queue.
+// waiting list, appended to w.state.Line.
 func batchHead(b *pgx.Batch, w *activityWork, n int) {
 	b.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
 		WHERE r.activity_id = $1 AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT $2`, w.aid, n).
 		Query(func(rows pgx.Rows) error {
 			return scanEach(rows, func(_ int64, r registration.Registration) {
-				w.state.Queue = append(w.state.Queue, r)
+				w.state.Line = append(w.state.Line, r)
 			})
 		})
 }
@@ -79,8 +79,8 @@ func batchHead(b *pgx.Batch, w *activityWork, n int) {
 // commands may need it: for each party size s from 1 to need.Seats, the
 // first need.BySize(s) registrations of s seats in join order, each an
 // index range of registration_waitlist_seats_idx, appended to
-// w.state.Queue (Decide orders them and drops a registration read twice).
-func batchBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
+// w.state.Line (Decide orders them and drops a registration read twice).
+func batchBySize(b *pgx.Batch, w *activityWork, need registration.LineNeed) {
 	b.Queue(`SELECT `+registrationColumns+`, r.activity_id
 		FROM generate_series(1, $2::int) AS s(n)
 		CROSS JOIN LATERAL (SELECT * FROM registration x
@@ -90,7 +90,7 @@ func batchBySize(b *pgx.Batch, w *activityWork, need registration.QueueNeed) {
 		w.aid, min(need.Seats, registration.MaxSeatsLimit), need.Seats, need.Removals).
 		Query(func(rows pgx.Rows) error {
 			return scanEach(rows, func(_ int64, r registration.Registration) {
-				w.state.Queue = append(w.state.Queue, r)
+				w.state.Line = append(w.state.Line, r)
 			})
 		})
 }

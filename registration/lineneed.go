@@ -2,13 +2,13 @@ package registration
 
 import "slices"
 
-// QueueNeed is the part of an activity's waiting list that Decide may
+// LineNeed is the part of an activity's waiting list that Decide may
 // need for a batch of commands. At most Seats seats can be free at any
 // moment of the batch (the free seats, those the commands release, and
 // those a capacity raise adds), so at most Seats registrations are
 // promoted, at most Seats/s of them of s seats; and at most Removals
 // registrations leave the line otherwise (cancellations).
-type QueueNeed struct {
+type LineNeed struct {
 	// Strict: the head of the line is needed (its first Head()
 	// registrations), as PolicyStrict promotes. Fill: for each party size
 	// s from 1 to Seats, the first BySize(s) registrations of that size,
@@ -19,12 +19,12 @@ type QueueNeed struct {
 
 // Head is how many registrations of the line's head a strict activity's
 // batch may need.
-func (q QueueNeed) Head() int { return q.Seats + q.Removals }
+func (q LineNeed) Head() int { return q.Seats + q.Removals }
 
 // BySize is how many of the first waiting registrations of s seats a fill
 // activity's batch may need: promotions of s seats go oldest first among
 // those of s seats, so the rest of them can never be reached.
-func (q QueueNeed) BySize(s int) int {
+func (q LineNeed) BySize(s int) int {
 	if s < 1 || s > q.Seats {
 		return 0
 	}
@@ -32,29 +32,29 @@ func (q QueueNeed) BySize(s int) int {
 }
 
 // None reports whether no part of the line is needed.
-func (q QueueNeed) None() bool { return !q.Strict && !q.Fill }
+func (q LineNeed) None() bool { return !q.Strict && !q.Fill }
 
-// QueueNeeded is what of the waiting list Decide may need for the commands
+// LineNeeded is what of the waiting list Decide may need for the commands
 // on st: st.Activity must carry exact counts, and st.Registrations the
 // registrations the commands name. Nothing is needed when nobody waits,
 // nor for commands that promote nobody (signups and status changes: a
 // quiet line stays quiet when seats are only taken).
-func QueueNeeded(st ActivityState, cmds []Command) QueueNeed {
-	return queueNeeded(st, cmds, false, -1)
+func LineNeeded(st ActivityState, cmds []Command) LineNeed {
+	return lineNeeded(st, cmds, false, -1)
 }
 
-// queueNeeded is QueueNeeded for an activity that a release elsewhere in
+// lineNeeded is LineNeeded for an activity that a release elsewhere in
 // one of its pools may promote into (shared), with at most bound seats
 // free in its pools at any moment (bound < 0: no pools).
-func queueNeeded(st ActivityState, cmds []Command, shared bool, bound int) QueueNeed {
+func lineNeeded(st ActivityState, cmds []Command, shared bool, bound int) LineNeed {
 	a := st.Activity
 	if a.Waiting == 0 || (!shared && !slices.ContainsFunc(cmds, promotes)) {
-		return QueueNeed{}
+		return LineNeed{}
 	}
 	most := a.Capacity
 	freed, _ := releasedSeats(st, cmds)
 	removals := 0
-	need := QueueNeed{Strict: a.Policy != PolicyFill, Fill: a.Policy == PolicyFill}
+	need := LineNeed{Strict: a.Policy != PolicyFill, Fill: a.Policy == PolicyFill}
 	for _, c := range cmds {
 		switch c := c.(type) {
 		case CancelCommand:
@@ -76,13 +76,14 @@ func queueNeeded(st ActivityState, cmds []Command, shared bool, bound int) Queue
 			}
 		}
 	}
-	need.Seats, need.Removals = max(0, most-a.Taken)+freed, min(removals, a.Waiting)
+	// Blocks' reserved seats count as free: a block's end may free them.
+	need.Seats, need.Removals = Room{Capacity: most, Taken: a.Taken}.Remaining()+freed, min(removals, a.Waiting)
 	if bound >= 0 {
 		need.Seats = min(need.Seats, max(0, bound))
 	}
 	if need.Seats == 0 {
 		// No seat can be free: nobody is promoted.
-		return QueueNeed{}
+		return LineNeed{}
 	}
 	return need
 }
@@ -120,15 +121,15 @@ func Releases(cmds []Command) int {
 	return n
 }
 
-// QueueNeeds is what of each activity's waiting list DecideAll may need
+// LineNeeds is what of each activity's waiting list DecideAll may need
 // for the change c: c.Activities and c.Pools must carry exact counts, and
 // the activities' states the registrations their commands name. An
-// activity in no pool needs what QueueNeeded says. A pooled one may also
+// activity in no pool needs what LineNeeded says. A pooled one may also
 // be promoted into by a release elsewhere in one of its pools (a release in
 // another activity, a pool's capacity raise, an activity leaving the
 // pool), bounded by the seats that can be free in each of its pools.
-func QueueNeeds(c Change) []QueueNeed {
-	out := make([]QueueNeed, len(c.Activities))
+func LineNeeds(c Change) []LineNeed {
+	out := make([]LineNeed, len(c.Activities))
 	pools := make(map[string]PoolState, len(c.Pools))
 	for _, p := range c.Pools {
 		pools[p.Pool.ID] = p
@@ -149,7 +150,9 @@ func QueueNeeds(c Change) []QueueNeed {
 				}
 			}
 		}
-		most[p.Pool.ID] = capacity - p.Pool.Taken
+		// Blocks' reserved seats count as free: a block's end may free
+		// them.
+		most[p.Pool.ID] = Room{Capacity: capacity, Taken: p.Pool.Taken}.Free()
 	}
 	for i, st := range c.Activities {
 		cmds := commandsOf(c, i)
@@ -172,7 +175,7 @@ func QueueNeeds(c Change) []QueueNeed {
 	for i, st := range c.Activities {
 		cmds := commandsOf(c, i)
 		if len(st.Activity.Pools) == 0 {
-			out[i] = QueueNeeded(st, cmds)
+			out[i] = LineNeeded(st, cmds)
 			continue
 		}
 		bound, shared := -1, false
@@ -182,7 +185,7 @@ func QueueNeeds(c Change) []QueueNeed {
 				bound = most[id]
 			}
 		}
-		out[i] = queueNeeded(st, cmds, shared, bound)
+		out[i] = lineNeeded(st, cmds, shared, bound)
 	}
 	return out
 }
