@@ -27,12 +27,12 @@ test: services npm-tools
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 # The highly available authority's longer tests (docs/testing.md): every
-# failover, switchover and replication test of internal/hatest and
-# internal/testenv, on private pg_auto_failover formations; make test runs
+# failover, switchover and replication test of internal/test/hatest and
+# internal/test/testenv, on private pg_auto_failover formations; make test runs
 # only one failover.
 test-ha: services
 	@scripts/services.sh tools $(TEST_TOOLS)
-	@source .data/env && TEST_HA=1 $(GO) test -race -count=1 -timeout 30m -v -run 'AutoFailover|HA' ./internal/testenv/ ./internal/hatest/
+	@source .data/env && TEST_HA=1 $(GO) test -race -count=1 -timeout 30m -v -run 'AutoFailover|HA' ./internal/test/testenv/ ./internal/test/hatest/
 
 services:
 	@scripts/services.sh up
@@ -42,7 +42,7 @@ services-down:
 
 # The npm tools, pinned by tools/npm/package-lock.json: Redocly CLI (make
 # lint) and Prism, the validating proxy of the API description test
-# (internal/apicheck). Installed into tools/npm/node_modules when missing or
+# (internal/test/apicheck). Installed into tools/npm/node_modules when missing or
 # when the lockfile changed; with Debian's nodejs and npm when npm is
 # missing (as root).
 NPM_BIN := tools/npm/node_modules/.bin
@@ -63,7 +63,7 @@ docs:
 	$(GO) generate ./api
 	$(GO) run ./cmd/capacityd config-doc > docs/configuration.md.tmp && mv docs/configuration.md.tmp docs/configuration.md
 
-# Proof of exactness (internal/chaos): `make chaos` runs two long checked
+# Proof of exactness (internal/test/chaos): `make chaos` runs two long checked
 # histories of two real instances under every fault class and prints their
 # summaries (operations, faults by class, verdicts): one on a
 # pg_auto_failover formation (pg_autoctl, installed when missing and root)
@@ -74,7 +74,7 @@ CHAOS_DURATION ?= 10m
 
 chaos: services
 	@scripts/services.sh tools pg_autoctl:postgresql-15-auto-failover pgbouncer:pgbouncer haproxy:haproxy
-	@source .data/env && CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaos(BehindProxies)?$$' -v ./internal/chaos/
+	@source .data/env && CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaos(BehindProxies)?$$' -v ./internal/test/chaos/
 
 # Static checks, run by CI: gofmt, go vet, staticcheck, Redocly's
 # recommended rules on api/openapi.yaml (configured by redocly.yaml: no

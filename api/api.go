@@ -11,4 +11,4 @@ import _ "embed"
 //go:embed openapi.yaml
 var OpenAPI []byte
 
-//go:generate go run ../internal/apidoc -in openapi.yaml -out ../docs/api.md
+//go:generate go run ../internal/tools/apidoc -in openapi.yaml -out ../docs/api.md

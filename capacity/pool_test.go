@@ -16,7 +16,7 @@ import (
 
 	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/capacity"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 	"github.com/physiciansnet/capacityd/registration"
 )
 

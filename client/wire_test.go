@@ -17,7 +17,7 @@ import (
 
 // The tests of this module use the standard library only, so that the
 // module requires nothing. The tests against a running service and against
-// api/openapi.yaml are in the service's module (internal/clienttest).
+// api/openapi.yaml are in the service's module (internal/test/clienttest).
 
 // recorder is an httptest server that records each request and answers
 // with the status, headers and body set by answer.

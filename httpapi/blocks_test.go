@@ -21,8 +21,8 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 	"github.com/physiciansnet/capacityd/registration"
 	"github.com/physiciansnet/capacityd/webhook"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
 
 // TestMethodNotAllowedHasItsOwnCodeAndAllow checks that a known path with

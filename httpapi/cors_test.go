@@ -10,7 +10,7 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
 
 func TestCORSReadsFromAnyOriginWritesFromAllowedOnes(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
-	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
 func TestActivitiesListNewestFirst(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/httpapi"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/onsale"
 	"github.com/physiciansnet/capacityd/registration"

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/physiciansnet/capacityd/httpapi"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 	"github.com/physiciansnet/capacityd/registration"
 )
 

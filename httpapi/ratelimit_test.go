@@ -11,7 +11,7 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
 
 func TestSignupsAreRateLimitedPerUser(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 	"github.com/physiciansnet/capacityd/webhook"
 )
 

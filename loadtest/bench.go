@@ -18,7 +18,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
-	"github.com/physiciansnet/capacityd/internal/launch"
+	"github.com/physiciansnet/capacityd/internal/test/launch"
 )
 
 // Config is one benchmark run.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/physiciansnet/capacityd/internal/launch"
+	"github.com/physiciansnet/capacityd/internal/test/launch"
 )
 
 // ServerConfig is how to run a capacityd for the scenarios.

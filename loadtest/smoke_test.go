@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
 // TestSmoke seeds a tiny dataset and runs every step very briefly against

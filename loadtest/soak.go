@@ -22,7 +22,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/httpapi"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
 // SoakConfig configures the soak scenario.

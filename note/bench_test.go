@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 	"github.com/physiciansnet/capacityd/note"
 	"github.com/physiciansnet/capacityd/store"
 )

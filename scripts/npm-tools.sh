@@ -2,7 +2,7 @@
 # Installs the npm tools of make lint and make test (tools/npm/package.json,
 # pinned by its package-lock.json): Redocly CLI, which lints
 # api/openapi.yaml, and Prism, the validating proxy of the API description
-# test (internal/apicheck). `npm ci` installs them into tools/npm/node_modules
+# test (internal/test/apicheck). `npm ci` installs them into tools/npm/node_modules
 # from the npm registry; nothing is installed again while the lockfile is
 # unchanged. Without npm, Debian's nodejs and npm are installed (as root;
 # otherwise it says how).

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/physiciansnet/capacityd/internal/apptest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
 // readWriteRole creates a login role that may only read and write the

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
 // servicesEnv is the environment of scripts/services.sh (or make) in a

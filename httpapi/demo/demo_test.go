@@ -21,9 +21,9 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/httpapi/demo"
 	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 	"github.com/physiciansnet/capacityd/internal/test/browsertest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
 func TestMain(m *testing.M) {

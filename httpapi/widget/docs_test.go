@@ -17,7 +17,7 @@ import (
 
 	"github.com/physiciansnet/capacityd/httpapi/widget"
 	"github.com/physiciansnet/capacityd/internal/test/browsertest"
-	"github.com/physiciansnet/capacityd/internal/testenv"
+	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
 // widgetState is a state of a widget that docs/widgets.md shows, with

@@ -18,7 +18,7 @@ import (
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/httpapi/widget"
 	"github.com/physiciansnet/capacityd/internal/app"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
 
 // pages serves HTML pages from an origin of its own (another port on

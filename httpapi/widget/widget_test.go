@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
-	"github.com/physiciansnet/capacityd/internal/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
 	"github.com/physiciansnet/capacityd/internal/test/browsertest"
 )
 
