@@ -22,8 +22,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -80,102 +78,6 @@ type Config struct {
 // deadline and its change transactions' 10 s flush timeout.
 const clientTimeout = 12 * time.Second
 
-// Result is what a run observed and the check's verdict.
-type Result struct {
-	History history.History
-	Report  histcheck.Report
-	// Faults counts the faults injected by class.
-	Faults map[Class]int
-	// Converged is nil when every activity's display equalled the
-	// authority within twice the TTL once the faults and the workload
-	// stopped.
-	Converged error
-	// Violations are exchanges that broke the API description.
-	Violations []string
-	// Recoveries are, for each postgres_failover, the time from the
-	// primary's SIGKILL to the answer of the first signup sent after it
-	// that was taken (201 or 202).
-	Recoveries []time.Duration
-	// Cluster is what the run ran on (still running until the test ends).
-	Cluster *Cluster
-	// CheckTook is how long the check of the history took.
-	CheckTook time.Duration
-}
-
-// OK reports whether the run kept every promise.
-func (r Result) OK() bool { return r.Report.OK() && r.Converged == nil && len(r.Violations) == 0 }
-
-// Summary describes the run in a few lines: operations, parties, faults,
-// verdicts.
-func (r Result) Summary() string {
-	var b strings.Builder
-	kinds := map[history.Kind]int{}
-	results := map[history.Result]int{}
-	logical := map[int]bool{}
-	for _, op := range r.History.Ops {
-		kinds[op.Kind]++
-		results[op.Result]++
-		logical[op.Logical] = true
-	}
-	fmt.Fprintf(&b, "operations: %d requests (%d logical operations): %d answered, %d without an answer, %d refused connections\n",
-		len(r.History.Ops), len(logical), results[history.Answered], results[history.Unknown], results[history.Refused])
-	var names []string
-	for k := range kinds {
-		names = append(names, string(k))
-	}
-	sort.Strings(names)
-	b.WriteString("  by kind:")
-	for _, k := range names {
-		fmt.Fprintf(&b, " %s %d", k, kinds[history.Kind(k)])
-	}
-	p := PartiesOf(r.History)
-	fmt.Fprintf(&b, "\nparties: %d activities take parties (%d strict, %d fill); %d signups for 2-%d seats answered (%d seated, %d waitlisted, %d full); %d seat reductions answered (%d to fewer seats than known)",
-		p.Activities, p.Strict, p.Activities-p.Strict, p.Signups, maxParty, p.Seated, p.Waitlisted, p.Full, p.Reductions, p.Reduced)
-	pl := PoolsOf(r.History)
-	fmt.Fprintf(&b, "\npools: %d created; %d activities in one pool, %d in two; %d signups on them answered (%d seated, %d waitlisted, %d full); %d pool reads answered (%d of a full pool, %d with reserved seats); %d activities in pools with blocks",
-		pl.Pools, pl.InOne, pl.InTwo, pl.Signups, pl.Seated, pl.Waitlisted, pl.Full, pl.Reads, pl.FullReads, pl.ReservedReads, pl.Blocked)
-	bl := BlocksOf(r.History)
-	fmt.Fprintf(&b, "\nblocks: %d created (%d refused full), %d deleted (%d found gone); %d signups with a code answered (%d seated, %d waitlisted, %d full, %d refused for a code no live block has); %d activity reads with reserved seats",
-		bl.Created, bl.Full, bl.Deleted, bl.Gone, bl.Signups, bl.Seated, bl.Waitlisted, bl.SignupsFull, bl.BadCode, bl.ReservedReads)
-	fmt.Fprintf(&b, "\n  roles: %d blocks for a role created; %d signups with the role answered (%d with a code too): %d seated from a block of the role, %d from a block of a code, %d on public seats, %d waitlisted, %d full; %d signups with another role answered (%d seated from a block)",
-		bl.RoleBlocks, bl.RoleSignups, bl.RoleAndCode, bl.FromRoleBlock, bl.RoleFromCodeBlock, bl.RolePublic, bl.RoleWaitlisted, bl.RoleFull,
-		bl.OtherRoleSignups, bl.OtherRoleFromBlock)
-	se := SeriesOf(r.History)
-	fmt.Fprintf(&b, "\nseries: %d created; %d activities in series; %d signups on them answered (%d taken, %d at the limit)",
-		se.Series, se.Activities, se.Signups, se.Taken, se.LimitReached)
-	sa := SalesOf(r.History)
-	fmt.Fprintf(&b, "\non-sale: %d joins and %d polls answered; %d signups answered (%d taken, %d of them replayed, %d before the opening, %d without a valid token, %d full); %d places (%d admitted, %d of them expired unused; %d lapsed, %d sold out)",
-		sa.Joins, sa.Polls, sa.Signups, sa.Taken, sa.Replayed, sa.Closed, sa.Refused, sa.Full, sa.Places, sa.Admitted, sa.TokensExpired, sa.Lapsed, sa.SoldOut)
-	b.WriteString("\nfaults:")
-	total := 0
-	for _, cl := range everyClass {
-		if n, ok := r.Faults[cl]; ok {
-			fmt.Fprintf(&b, " %s %d", cl, n)
-			total += n
-		}
-	}
-	fmt.Fprintf(&b, " (%d in all)\n", total)
-	if len(r.Recoveries) > 0 {
-		fmt.Fprintf(&b, "failovers: first signup answered %v after the primary's SIGKILL\n", r.Recoveries)
-	}
-	fmt.Fprintf(&b, "check: %s\n", r.CheckTook.Round(time.Millisecond))
-	b.WriteString(r.Report.String())
-	if r.Converged != nil {
-		fmt.Fprintf(&b, "display convergence: %v\n", r.Converged)
-	} else {
-		b.WriteString("display convergence: every activity's display equals the authority\n")
-	}
-	if len(r.Violations) > 0 {
-		fmt.Fprintf(&b, "API description violations: %d, first: %s\n", len(r.Violations), r.Violations[0])
-	}
-	verdict := "OK"
-	if !r.OK() {
-		verdict = "FAILED"
-	}
-	fmt.Fprintf(&b, "verdict: %s", verdict)
-	return b.String()
-}
-
 // Run starts a cluster of cfg.Nodes instances, runs the workload for
 // cfg.Duration while injecting faults, lets the cluster settle, and checks
 // the history.
@@ -228,43 +130,9 @@ func Run(t testing.TB, cfg Config) Result {
 	defer cancel()
 	w := &workload{rec: rec, nodes: c.Entries(), hc: hc, admin: sign("admin", true), run: fmt.Sprintf("%x", seed&0xffffff),
 		opsPer: int64(cfg.OpsPerObject), ctx: hard}
-	signRoles := func(sub string, roles []string) string {
-		now := time.Now()
-		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, httpapi.Claims{Roles: roles, RegisteredClaims: jwt.RegisteredClaims{
-			Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(cfg.Duration + time.Hour))}}).
-			SignedString([]byte(apptest.Secret))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	for u := range users {
-		sub := fmt.Sprintf("user-%d", u)
-		w.tokens[u] = sign(sub, false)
-		w.memberTokens[u], w.otherTokens[u] = signRoles(sub, memberRoles), signRoles(sub, otherRoles)
-	}
+	w.signUsers(t, cfg, sign)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	for range poolSlots {
-		p, ok := w.createPool(rng, 0)
-		if !ok {
-			t.Fatalf("chaos: could not create a pool before any fault")
-		}
-		w.pools = append(w.pools, p)
-	}
-	for range max(2, cfg.Workers/2) {
-		a, ok := w.createActivity(rng, 0)
-		if !ok {
-			t.Fatalf("chaos: could not create an activity before any fault")
-		}
-		w.slots = append(w.slots, a)
-	}
-	if !w.openSales(rng, sign) {
-		t.Fatalf("chaos: could not create the on-sales before any fault")
-	}
-	for range 2 {
-		w.nextNote++
-		w.notes = append(w.notes, &note{id: fmt.Sprintf("chaos-%s-%d", w.run, w.nextNote)})
-	}
+	w.createObjects(t, rng, cfg, sign)
 
 	var wg sync.WaitGroup
 	for i := range cfg.Workers {
@@ -307,6 +175,52 @@ func Run(t testing.TB, cfg Config) Result {
 	return res
 }
 
+// signUsers signs each user's tokens: a plain one, one whose roles hold
+// blockRole and one of another role only.
+func (w *workload) signUsers(t testing.TB, cfg Config, sign func(sub string, admin bool) string) {
+	signRoles := func(sub string, roles []string) string {
+		now := time.Now()
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, httpapi.Claims{Roles: roles, RegisteredClaims: jwt.RegisteredClaims{
+			Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(cfg.Duration + time.Hour))}}).
+			SignedString([]byte(apptest.Secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	for u := range users {
+		sub := fmt.Sprintf("user-%d", u)
+		w.tokens[u] = sign(sub, false)
+		w.memberTokens[u], w.otherTokens[u] = signRoles(sub, memberRoles), signRoles(sub, otherRoles)
+	}
+}
+
+// createObjects creates, before any fault, the pools, the first
+// activities, the on-sales and the first notes.
+func (w *workload) createObjects(t testing.TB, rng *rand.Rand, cfg Config, sign func(sub string, admin bool) string) {
+	for range poolSlots {
+		p, ok := w.createPool(rng, 0)
+		if !ok {
+			t.Fatalf("chaos: could not create a pool before any fault")
+		}
+		w.pools = append(w.pools, p)
+	}
+	for range max(2, cfg.Workers/2) {
+		a, ok := w.createActivity(rng, 0)
+		if !ok {
+			t.Fatalf("chaos: could not create an activity before any fault")
+		}
+		w.slots = append(w.slots, a)
+	}
+	if !w.openSales(rng, sign) {
+		t.Fatalf("chaos: could not create the on-sales before any fault")
+	}
+	for range 2 {
+		w.nextNote++
+		w.notes = append(w.notes, &note{id: fmt.Sprintf("chaos-%s-%d", w.run, w.nextNote)})
+	}
+}
+
 // recoveryWait is how long a run goes on past its duration for a signup
 // to be taken after its last failover.
 const recoveryWait = 40 * time.Second
@@ -326,271 +240,6 @@ func awaitRecoveries(rec *history.Recorder, limit time.Duration) {
 			return
 		}
 	}
-}
-
-// Recoveries returns, for each postgres_failover fault of h, the time
-// from its start (the primary's SIGKILL) to the answer of the first
-// signup sent after it that was taken (201 or 202).
-func Recoveries(h history.History) []time.Duration {
-	var out []time.Duration
-	for _, f := range h.Faults {
-		if f.Class != string(PostgresFailover) {
-			continue
-		}
-		first := int64(-1)
-		for _, op := range h.Ops {
-			if op.Kind == history.Signup && op.Call >= f.Start && op.Result == history.Answered &&
-				(op.Output.Status == http.StatusCreated || op.Output.Status == http.StatusAccepted) &&
-				(first < 0 || op.Return < first) {
-				first = op.Return
-			}
-		}
-		if first >= 0 {
-			out = append(out, time.Duration(first-f.Start))
-		}
-	}
-	return out
-}
-
-// Parties counts what a history did with groups.
-type Parties struct {
-	// Activities that take parties, Strict of them with a strict
-	// waiting list.
-	Activities, Strict int
-	// Signups for more than one seat that were answered, and how:
-	// Seated (201), Waitlisted (202) or Full (409 activity_full).
-	Signups, Seated, Waitlisted, Full int
-	// Reductions answered, Reduced of them 200 to fewer seats than the
-	// client knew the registration to hold (a change, unless another
-	// client's reduction had made it first).
-	Reductions, Reduced int
-}
-
-// PartiesOf counts the parties of h.
-func PartiesOf(h history.History) Parties {
-	var p Parties
-	for _, op := range h.Ops {
-		if op.Result != history.Answered {
-			continue
-		}
-		switch o := op.Output; {
-		case op.Kind == history.CreateActivity && o.Status == http.StatusCreated && op.Input.MaxSeats > 1:
-			p.Activities++
-			if op.Input.Policy != "fill" {
-				p.Strict++
-			}
-		case op.Kind == history.Signup && op.Input.Seats > 1 && o.Status < 500:
-			p.Signups++
-			switch {
-			case o.Status == http.StatusCreated:
-				p.Seated++
-			case o.Status == http.StatusAccepted:
-				p.Waitlisted++
-			case o.Code == "activity_full":
-				p.Full++
-			}
-		case op.Kind == history.ReduceSeats && o.Status < 500:
-			p.Reductions++
-			if o.Status == http.StatusOK && op.Input.Held > op.Input.Seats {
-				p.Reduced++
-			}
-		}
-	}
-	return p
-}
-
-// Pools counts what a history did with pools.
-type Pools struct {
-	// Pools created, and activities created in one pool (InOne) or in two
-	// (InTwo).
-	Pools, InOne, InTwo int
-	// Signups on activities in pools that were answered, and how: Seated
-	// (201), Waitlisted (202) or Full (409 activity_full).
-	Signups, Seated, Waitlisted, Full int
-	// Reads of pools answered 200, FullReads of them with no seat left,
-	// and ReservedReads of them that showed seats its activities' blocks
-	// hold.
-	Reads, FullReads, ReservedReads int
-	// Blocked are the activities in pools that got a block at creation.
-	Blocked int
-}
-
-// PoolsOf counts the pools of h.
-func PoolsOf(h history.History) Pools {
-	var p Pools
-	pooled, blocked := map[string]bool{}, map[string]bool{}
-	for _, op := range h.Ops {
-		if op.Result != history.Answered {
-			continue
-		}
-		switch o := op.Output; {
-		case op.Kind == history.CreatePool && o.Status == http.StatusCreated:
-			p.Pools++
-		case op.Kind == history.CreateActivity && o.Status == http.StatusCreated && len(op.Input.Pools) > 0:
-			pooled[op.Input.Key] = true
-			if len(op.Input.Pools) == 1 {
-				p.InOne++
-			} else {
-				p.InTwo++
-			}
-		case op.Kind == history.Signup && pooled[op.Input.Key] && o.Status < 500:
-			p.Signups++
-			switch {
-			case o.Status == http.StatusCreated:
-				p.Seated++
-			case o.Status == http.StatusAccepted:
-				p.Waitlisted++
-			case o.Code == "activity_full":
-				p.Full++
-			}
-		case op.Kind == history.ReadPool && o.Status == http.StatusOK:
-			p.Reads++
-			if o.Taken >= o.Capacity {
-				p.FullReads++
-			}
-			if o.Reserved > 0 {
-				p.ReservedReads++
-			}
-		case op.Kind == history.CreateBlock && o.Status == http.StatusCreated && pooled[op.Input.Key] && !blocked[op.Input.Key]:
-			blocked[op.Input.Key] = true
-			p.Blocked++
-		}
-	}
-	return p
-}
-
-// Blocks counts what a history did with blocks.
-type Blocks struct {
-	// Created blocks (201), and creations refused as Full; Deleted
-	// (204), and deletions that found the block Gone (404).
-	Created, Full, Deleted, Gone int
-	// Signups with a code that were answered, and how: Seated (201),
-	// Waitlisted (202), SignupsFull (409 activity_full), or BadCode (400:
-	// no live block has the code).
-	Signups, Seated, Waitlisted, SignupsFull, BadCode int
-	// ReservedReads are authoritative activity reads that showed reserved
-	// seats.
-	ReservedReads int
-	// RoleBlocks are the blocks for a role created. RoleSignups are the
-	// answered signups whose token holds blockRole (RoleAndCode of them
-	// with a code too): seated FromRoleBlock, RoleFromCodeBlock, or on
-	// RolePublic seats, RoleWaitlisted, or RoleFull (409 activity_full).
-	RoleBlocks, RoleSignups, RoleAndCode                                   int
-	FromRoleBlock, RoleFromCodeBlock, RolePublic, RoleWaitlisted, RoleFull int
-	// OtherRoleSignups are the answered signups whose token holds other
-	// roles only, OtherRoleFromBlock of them seated from a block (of
-	// their code).
-	OtherRoleSignups, OtherRoleFromBlock int
-}
-
-// BlocksOf counts the blocks of h.
-func BlocksOf(h history.History) Blocks {
-	var b Blocks
-	roleBlocks := map[string]bool{}
-	for _, op := range h.Ops {
-		if op.Result == history.Answered && op.Kind == history.CreateBlock && op.Output.Status == http.StatusCreated && op.Input.Role != "" {
-			roleBlocks[op.Output.ID] = true
-		}
-	}
-	b.RoleBlocks = len(roleBlocks)
-	for _, op := range h.Ops {
-		if op.Result != history.Answered {
-			continue
-		}
-		if op.Kind == history.Signup && len(op.Input.Roles) > 0 && op.Output.Status < 500 {
-			b.countRoles(op, roleBlocks[op.Output.Block])
-		}
-		switch o := op.Output; {
-		case op.Kind == history.CreateBlock && o.Status == http.StatusCreated:
-			b.Created++
-		case op.Kind == history.CreateBlock && o.Code == "activity_full":
-			b.Full++
-		case op.Kind == history.DeleteBlock && o.Status == http.StatusNoContent:
-			b.Deleted++
-		case op.Kind == history.DeleteBlock && o.Status == http.StatusNotFound:
-			b.Gone++
-		case op.Kind == history.Signup && op.Input.Code != "" && o.Status < 500:
-			b.Signups++
-			switch {
-			case o.Status == http.StatusCreated:
-				b.Seated++
-			case o.Status == http.StatusAccepted:
-				b.Waitlisted++
-			case o.Code == "activity_full":
-				b.SignupsFull++
-			case o.Status == http.StatusBadRequest:
-				b.BadCode++
-			}
-		case op.Kind == history.ReadActivity && o.Status == http.StatusOK && o.Reserved > 0:
-			b.ReservedReads++
-		}
-	}
-	return b
-}
-
-// countRoles counts an answered signup with roles; fromRole: its
-// registration took seats of a block for a role.
-func (b *Blocks) countRoles(op history.Op, fromRole bool) {
-	o := op.Output
-	if !slices.Contains(op.Input.Roles, blockRole) {
-		b.OtherRoleSignups++
-		if o.Block != "" {
-			b.OtherRoleFromBlock++
-		}
-		return
-	}
-	b.RoleSignups++
-	if op.Input.Code != "" {
-		b.RoleAndCode++
-	}
-	switch {
-	case o.Status == http.StatusCreated && fromRole:
-		b.FromRoleBlock++
-	case o.Status == http.StatusCreated && o.Block != "":
-		b.RoleFromCodeBlock++
-	case o.Status == http.StatusCreated:
-		b.RolePublic++
-	case o.Status == http.StatusAccepted:
-		b.RoleWaitlisted++
-	case o.Code == "activity_full":
-		b.RoleFull++
-	}
-}
-
-// SeriesCounts counts what a history did with series.
-type SeriesCounts struct {
-	// Series created, and Activities created in one.
-	Series, Activities int
-	// Signups on activities in series that were answered, Taken of them
-	// (201 or 202), LimitReached of them refused at the user's limit.
-	Signups, Taken, LimitReached int
-}
-
-// SeriesOf counts the series of h.
-func SeriesOf(h history.History) SeriesCounts {
-	var c SeriesCounts
-	inSeries := map[string]bool{}
-	for _, op := range h.Ops {
-		if op.Result != history.Answered {
-			continue
-		}
-		switch o := op.Output; {
-		case op.Kind == history.CreateSeries && o.Status == http.StatusCreated:
-			c.Series++
-		case op.Kind == history.CreateActivity && o.Status == http.StatusCreated && op.Input.Series != "":
-			inSeries[op.Input.Key] = true
-			c.Activities++
-		case op.Kind == history.Signup && inSeries[op.Input.Key] && o.Status < 500:
-			c.Signups++
-			switch {
-			case o.Status == http.StatusCreated || o.Status == http.StatusAccepted:
-				c.Taken++
-			case o.Code == "limit_reached":
-				c.LimitReached++
-			}
-		}
-	}
-	return c
 }
 
 // jitter returns a duration between d/2 and 3d/2.
