@@ -9,8 +9,12 @@
 // One responsibility per file: webhook.go the model and its validation,
 // secret.go the signing secrets and their sealing at rest, sign.go the
 // signature, guard.go the HTTP client that reaches only public addresses,
-// payload.go what is sent, service.go the admin operations, dispatcher.go
-// and schedule.go the delivery, store.go what it needs from storage.
+// payload.go what is sent, service.go the admin operations, store.go what
+// it needs from storage. The delivery: dispatcher.go the Dispatcher and its
+// run, wake.go its wake-ups and activation, claim.go the claiming of
+// deliveries and the batches held, slots.go the slots per webhook and the
+// handing of results to the recorder, attempt.go the sending of one
+// delivery and the recording of results, schedule.go the retry schedule.
 package webhook
 
 import (

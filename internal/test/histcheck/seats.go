@@ -52,12 +52,22 @@ func (s activityState) decide(u, seats int, code string, roles []string) decisio
 		return badCode
 	case k >= 0:
 		return fromBlock
+	case !s.canEverHold(seats):
+		return full
 	case s.free() >= seats && (len(s.queue) == 0 || s.fill):
 		return admit
 	case s.waitlist:
 		return waitlist
 	}
 	return full
+}
+
+// canEverHold reports whether a party of seats fits the activity's
+// capacity and its smallest pool's: a larger one is refused as full,
+// waiting list or not. A capacity of 0 refuses no party (everyone waits).
+func (s activityState) canEverHold(seats int) bool {
+	holds := func(capacity int) bool { return capacity == 0 || seats <= capacity }
+	return holds(s.capacity) && (!s.pooled || holds(s.poolSeats))
 }
 
 // promote gives the free seats to the line by the activity's policy
