@@ -130,21 +130,7 @@ type soakReg struct{ id, token string }
 
 // Soak runs the scenario.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
-	if cfg.Duration == 0 {
-		cfg.Duration = 10 * time.Minute
-	}
-	if cfg.Clients <= 0 {
-		cfg.Clients = 32
-	}
-	if cfg.Streams <= 0 {
-		cfg.Streams = 20
-	}
-	if cfg.SeatCacheTTL <= 0 {
-		cfg.SeatCacheTTL = 10 * time.Second
-	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
+	cfg.setDefaults()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(cfg.Log, "soak %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
@@ -176,21 +162,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	admin, _ := auth.Sign("soak-admin", true, 24*time.Hour)
-	st := &soakState{
-		c: c, auth: auth, admin: admin, capacity: 40,
-		views: map[string]int64{}, waters: map[string]int64{}, status: map[int]int64{}, ops: map[string]int{},
-		errByOp: map[string]int{}, unavByOp: map[string]int{},
-	}
-	for i := range 20 {
-		a, err := c.WithToken(admin).CreateActivity(ctx, client.NewActivity{Title: fmt.Sprintf("soak %d", i), Capacity: st.capacity})
-		if err != nil {
-			return nil, err
-		}
-		st.activities = append(st.activities, a.ID)
-	}
-	for i := range 10 {
-		st.notes = append(st.notes, fmt.Sprintf("soak-note-%d", i))
+	st, err := newSoakState(ctx, c, auth)
+	if err != nil {
+		return nil, err
 	}
 
 	res := &SoakResult{ByStatus: map[int]int64{}}
@@ -204,22 +178,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	for i := range cfg.Streams {
 		wg.Go(func() { st.stream(loadCtx, st.activities[i%len(st.activities)]) })
 	}
-	wg.Go(func() {
-		t := time.NewTicker(max(cfg.Duration/20, 5*time.Second))
-		defer t.Stop()
-		for {
-			g, rss := sampleProcess(loadCtx, c)
-			if g > 0 {
-				res.Goroutines = append(res.Goroutines, g)
-				res.RSSMiB = append(res.RSSMiB, rss/(1<<20))
-			}
-			select {
-			case <-loadCtx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	})
+	wg.Go(func() { res.sample(loadCtx, c, max(cfg.Duration/20, 5*time.Second)) })
 	// The faults: Redis at a third, PostgreSQL at two thirds.
 	wg.Go(func() {
 		if !sleepCtx(loadCtx, cfg.Duration/3) {
@@ -258,6 +217,65 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 	}
 	st.check(ctx, res)
 	return res, nil
+}
+
+// sample records the server's goroutines and resident memory every
+// interval until ctx ends.
+func (res *SoakResult) sample(ctx context.Context, c *API, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if g, rss := sampleProcess(ctx, c); g > 0 {
+			res.Goroutines = append(res.Goroutines, g)
+			res.RSSMiB = append(res.RSSMiB, rss/(1<<20))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// setDefaults fills the zero fields of cfg with the soak's defaults.
+func (cfg *SoakConfig) setDefaults() {
+	if cfg.Duration == 0 {
+		cfg.Duration = 10 * time.Minute
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 32
+	}
+	if cfg.Streams <= 0 {
+		cfg.Streams = 20
+	}
+	if cfg.SeatCacheTTL <= 0 {
+		cfg.SeatCacheTTL = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+}
+
+// newSoakState creates the soak's 20 activities through c and names its
+// 10 notes.
+func newSoakState(ctx context.Context, c *API, auth *httpapi.Authenticator) (*soakState, error) {
+	admin, _ := auth.Sign("soak-admin", true, 24*time.Hour)
+	st := &soakState{
+		c: c, auth: auth, admin: admin, capacity: 40,
+		views: map[string]int64{}, waters: map[string]int64{}, status: map[int]int64{}, ops: map[string]int{},
+		errByOp: map[string]int{}, unavByOp: map[string]int{},
+	}
+	for i := range 20 {
+		a, err := c.WithToken(admin).CreateActivity(ctx, client.NewActivity{Title: fmt.Sprintf("soak %d", i), Capacity: st.capacity})
+		if err != nil {
+			return nil, err
+		}
+		st.activities = append(st.activities, a.ID)
+	}
+	for i := range 10 {
+		st.notes = append(st.notes, fmt.Sprintf("soak-note-%d", i))
+	}
+	return st, nil
 }
 
 // outage takes one private server down inside a window of st's outages

@@ -184,6 +184,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
+	return shutDown(cfg, a, httpSrv, serveErr, log)
+}
+
+// shutDown stops a serving instance after its context ended: it drains
+// for SHUTDOWN_DRAIN (readiness answers 503 while every request is still
+// served), then gives the HTTP server and the app's work
+// SHUTDOWN_TIMEOUT to finish.
+func shutDown(cfg config, a *app.App, httpSrv *http.Server, serveErr <-chan error, log *slog.Logger) error {
 	if cfg.ShutdownDrain > 0 {
 		// A load balancer that still sends requests would find the
 		// listener closed with a connection it had just opened: it
