@@ -80,9 +80,9 @@ func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
 
 // decodeStrict decodes b into v, translating decoder errors into
 // invalid_request messages that say what is wrong. A key named twice in
-// any object of b is refused (see noDuplicateKeys), and so is a body that
-// is not valid UTF-8 or a text field that is not plain text (see validBody
-// and textOnly).
+// any object of b is refused, and so is a body that is not valid UTF-8 or
+// a text field that is not plain text (see validBody and textOnly, which
+// walks b once for both rules).
 func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -92,13 +92,10 @@ func decodeStrict(b []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return capacityd.Errorf(capacityd.EInvalid, "request body must hold a single JSON value")
 	}
-	if err := noDuplicateKeys(b); err != nil {
-		return err
-	}
 	if err := validBody(b); err != nil {
 		return err
 	}
-	if err := textOnly(b); err != nil {
+	if err := textOnly(b); err != nil { // duplicate keys too
 		return err
 	}
 	return exactFields(b, v)

@@ -16,40 +16,55 @@ import (
 // b must already have decoded without error: it is valid JSON nested at
 // most as deep as encoding/json allows.
 func noDuplicateKeys(b []byte) error {
-	return uniqueKeys(json.NewDecoder(bytes.NewReader(b)))
+	return walkBody(json.NewDecoder(bytes.NewReader(b)), false, "", false)
 }
 
-// uniqueKeys reads one value from dec and refuses a duplicate key in it.
-func uniqueKeys(dec *json.Decoder) error {
+// walkBody reads one value from dec and refuses a duplicate key in it
+// and, where text is set, a string that is not plain text (see textOnly):
+// the one pass over a body that both rules take. top says the value is
+// the body itself, whose metadata field holds the client's own strings;
+// field names the top-level field the value belongs to, for messages.
+func walkBody(dec *json.Decoder, text bool, field string, top bool) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil // cannot happen for b that decoded
 	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil
-			}
-			key, _ := tok.(string)
-			if seen[key] {
-				return capacityd.Errorf(capacityd.EInvalid, "duplicate key %q in the request body", safeForMessage(key))
-			}
-			seen[key] = true
-			if err := uniqueKeys(dec); err != nil {
-				return err
-			}
+	switch tok := tok.(type) {
+	case string:
+		if text && !plainText(tok) {
+			return capacityd.Errorf(capacityd.EInvalid, "field %q must be text without control, bidirectional control or byte order mark characters", safeForMessage(field))
 		}
-		_, _ = dec.Token() // }
-	case json.Delim('['):
-		for dec.More() {
-			if err := uniqueKeys(dec); err != nil {
-				return err
+	case json.Delim:
+		switch tok {
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				t, err := dec.Token()
+				if err != nil {
+					return nil
+				}
+				key, _ := t.(string)
+				if seen[key] {
+					return capacityd.Errorf(capacityd.EInvalid, "duplicate key %q in the request body", safeForMessage(key))
+				}
+				seen[key] = true
+				f := field
+				if top {
+					f = key
+				}
+				if err := walkBody(dec, text && !(top && key == metadataField), f, false); err != nil {
+					return err
+				}
 			}
+			_, _ = dec.Token() // }
+		case '[':
+			for dec.More() {
+				if err := walkBody(dec, text, field, false); err != nil {
+					return err
+				}
+			}
+			_, _ = dec.Token() // ]
 		}
-		_, _ = dec.Token() // ]
 	}
 	return nil
 }

@@ -56,42 +56,6 @@ func compactMetadata(raw json.RawMessage) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// pairedSurrogates reports whether every \uD800–\uDFFF escape in b, a
-// valid JSON text, is one half of a surrogate pair: high then low. A lone
-// half stands for no character.
-func pairedSurrogates(b []byte) bool {
-	// In valid JSON a backslash only ever starts an escape inside a
-	// string, and \u is always followed by four hex digits.
-	escaped := func(i int) (rune, bool) {
-		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 32)
-		return rune(n), err == nil
-	}
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		r, ok := escaped(i)
-		switch {
-		case !ok:
-			i++ // a two-character escape such as \\ or \"
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return false
-		case r >= 0xD800 && r <= 0xDBFF:
-			low, ok := escaped(i + 6)
-			if !ok || low < 0xDC00 || low > 0xDFFF {
-				return false
-			}
-			i += 11
-		default:
-			i += 5
-		}
-	}
-	return true
-}
-
 func (s *Server) signup(c echo.Context) error {
 	id, err := activityID(c)
 	if err != nil {

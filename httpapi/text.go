@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 
@@ -33,68 +34,10 @@ func validBody(b []byte) error {
 // that holds a control character (NUL, tabs, line breaks, C1 controls), a
 // bidirectional control (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066
 // to U+2069), which makes one text display as another, or a byte order
-// mark (U+FEFF). b must already have decoded without error.
+// mark (U+FEFF); and, as noDuplicateKeys, a key named twice, in the same
+// pass. b must already have decoded without error.
 func textOnly(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil
-	}
-	if tok != json.Delim('{') {
-		return textValue(dec, tok, "")
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		key, _ := tok.(string)
-		if key == metadataField {
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return nil
-			}
-			continue
-		}
-		if tok, err = dec.Token(); err != nil {
-			return nil
-		}
-		if err := textValue(dec, tok, key); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// textValue checks the value that starts with tok, read from dec, of the
-// field named field.
-func textValue(dec *json.Decoder, tok json.Token, field string) error {
-	switch v := tok.(type) {
-	case string:
-		if !plainText(v) {
-			return capacityd.Errorf(capacityd.EInvalid, "field %q must be text without control, bidirectional control or byte order mark characters", safeForMessage(field))
-		}
-	case json.Delim:
-		if v != '{' && v != '[' {
-			return nil
-		}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil
-			}
-			if v == '{' { // tok is a key; the value follows
-				if tok, err = dec.Token(); err != nil {
-					return nil
-				}
-			}
-			if err := textValue(dec, tok, field); err != nil {
-				return err
-			}
-		}
-		_, _ = dec.Token() // the closing delimiter
-	}
-	return nil
+	return walkBody(json.NewDecoder(bytes.NewReader(b)), true, "", true)
 }
 
 // plainText reports whether s holds no control, bidirectional control or
@@ -112,4 +55,40 @@ func plainText(s string) bool {
 // formatting characters.
 func bidiControl(r rune) bool {
 	return r == '\u061C' || r == '\u200E' || r == '\u200F' || (r >= '\u202A' && r <= '\u202E') || (r >= '\u2066' && r <= '\u2069')
+}
+
+// pairedSurrogates reports whether every \uD800–\uDFFF escape in b, a
+// valid JSON text, is one half of a surrogate pair: high then low. A lone
+// half stands for no character.
+func pairedSurrogates(b []byte) bool {
+	// In valid JSON a backslash only ever starts an escape inside a
+	// string, and \u is always followed by four hex digits.
+	escaped := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := escaped(i)
+		switch {
+		case !ok:
+			i++ // a two-character escape such as \\ or \"
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return false
+		case r >= 0xD800 && r <= 0xDBFF:
+			low, ok := escaped(i + 6)
+			if !ok || low < 0xDC00 || low > 0xDFFF {
+				return false
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return true
 }
