@@ -25,6 +25,14 @@ const (
 	ELimitReached        = "limit_reached"
 	ERegistrationClosed  = "registration_closed"
 	EAdmissionRequired   = "admission_required"
+	EInvalidTicket       = "invalid_ticket"
+	ETicketRevoked       = "ticket_revoked"
+	EWrongList           = "wrong_list"
+	ECheckinClosed       = "checkin_closed"
+	EAlreadyCheckedIn    = "already_checked_in"
+	ENotInside           = "not_inside"
+	ERoomFull            = "room_full"
+	EConfirmationClosed  = "confirmation_closed"
 	EMethodNotAllowed    = "method_not_allowed"
 	EPayloadTooLarge     = "payload_too_large"
 	ERateLimited         = "rate_limited"
@@ -50,10 +58,23 @@ type Error struct {
 	// OpensAt and ClosesAt are set with ERegistrationClosed: the
 	// activity's signup window (nil: open on that side).
 	OpensAt, ClosesAt *time.Time
+	// Previous is set with EAlreadyCheckedIn: the accepted entry that the
+	// entry rule does not allow again.
+	Previous *PreviousEntry
+	// Inside and MaxInside are set with ERoomFull: the seats inside the
+	// list's room and its limit.
+	Inside, MaxInside *int
 	// RetryAfter is set with EUnavailable and ERateLimited.
 	RetryAfter time.Duration
 	// Err is the underlying cause, for logs; it is never shown to clients.
 	Err error
+}
+
+// PreviousEntry is the accepted entry an already_checked_in refusal names.
+type PreviousEntry struct {
+	At     time.Time `json:"at"`
+	Device string    `json:"device"`
+	ListID string    `json:"list_id"`
 }
 
 // Error implements error.

@@ -60,6 +60,14 @@ const (
 	CodePayloadTooLarge     = "payload_too_large"
 	CodeRateLimited         = "rate_limited"
 	CodeUnavailable         = "unavailable"
+	CodeInvalidTicket       = "invalid_ticket"
+	CodeTicketRevoked       = "ticket_revoked"
+	CodeWrongList           = "wrong_list"
+	CodeCheckinClosed       = "checkin_closed"
+	CodeAlreadyCheckedIn    = "already_checked_in"
+	CodeNotInside           = "not_inside"
+	CodeRoomFull            = "room_full"
+	CodeConfirmationClosed  = "confirmation_closed"
 )
 
 // Error is a response the service sent instead of the one asked for.
@@ -83,8 +91,21 @@ type Error struct {
 	// OpensAt and ClosesAt are set with registration_closed: the
 	// activity's signup window (nil: open on that side).
 	OpensAt, ClosesAt *time.Time
+	// Previous is set with already_checked_in: the registration's first
+	// entry through the check-in list.
+	Previous *PreviousEntry
+	// Inside and MaxInside are set with room_full: the seats inside the
+	// check-in list's room and its limit.
+	Inside, MaxInside *int
 	// RetryAfter is the Retry-After header (429 and 503); zero when absent.
 	RetryAfter time.Duration
+}
+
+// PreviousEntry is the entry an already_checked_in refusal names.
+type PreviousEntry struct {
+	At     time.Time `json:"at"`
+	Device string    `json:"device"`
+	ListID string    `json:"list_id"`
 }
 
 // Error implements error.
@@ -169,12 +190,18 @@ func readError(resp *http.Response) *Error {
 			// OpensAt and ClosesAt are set with registration_closed.
 			OpensAt  *time.Time `json:"opens_at"`
 			ClosesAt *time.Time `json:"closes_at"`
+			// Previous is set with already_checked_in; Inside and
+			// MaxInside with room_full.
+			Previous  *PreviousEntry `json:"previous"`
+			Inside    *int           `json:"inside"`
+			MaxInside *int           `json:"max_inside"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.RegistrationID = body.Error.Code, body.Error.Message, body.Error.RegistrationID
 		e.Remaining, e.RegistrationIDs = body.Error.Remaining, body.Error.RegistrationIDs
 		e.OpensAt, e.ClosesAt = body.Error.OpensAt, body.Error.ClosesAt
+		e.Previous, e.Inside, e.MaxInside = body.Error.Previous, body.Error.Inside, body.Error.MaxInside
 		return e
 	}
 	e.Message = strings.TrimSpace(string(b))

@@ -259,3 +259,203 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d requests carried the token, want 16", withToken)
 	}
 }
+
+// The check-in calls send their routes, queries, headers and bodies.
+func TestCheckinRequests(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	c := client.New(rec.srv.URL, "door", nil)
+	for _, tc := range []struct {
+		name, method, uri, body string
+		call                    func() error
+	}{
+		{"ticket", http.MethodGet, "/v1/registrations/r%2F1/ticket", "", func() error {
+			_, err := c.Ticket(ctx(t), "r/1")
+			return err
+		}},
+		{"keys", http.MethodGet, "/v1/checkin/keys", "", func() error {
+			_, err := c.CheckinKeys(ctx(t))
+			return err
+		}},
+		{"get list", http.MethodGet, "/v1/checkin-lists/cl_1", "", func() error {
+			_, err := c.GetCheckinList(ctx(t), "cl_1")
+			return err
+		}},
+		{"list lists", http.MethodGet, "/v1/checkin-lists?activity_id=a_1&cursor=Y3Vy&limit=5", "", func() error {
+			_, err := c.ListCheckinLists(ctx(t), client.CheckinListOptions{ActivityID: "a_1", Limit: 5, Cursor: "Y3Vy"})
+			return err
+		}},
+		{"patch list", http.MethodPatch, "/v1/checkin-lists/cl_1", `{"door_roles":[],"max_inside":null}`, func() error {
+			_, err := c.UpdateCheckinList(ctx(t), "cl_1", client.CheckinListPatch{DoorRoles: &[]string{}, ClearMaxInside: true})
+			return err
+		}},
+		{"checkins", http.MethodGet, "/v1/checkin-lists/cl_1/checkins?after=42&limit=10", "", func() error {
+			_, err := c.Checkins(ctx(t), "cl_1", 42, 10)
+			return err
+		}},
+		{"checkins from the start", http.MethodGet, "/v1/checkin-lists/cl_1/checkins", "", func() error {
+			_, err := c.Checkins(ctx(t), "cl_1", 0, 0)
+			return err
+		}},
+		{"ticket sync", http.MethodGet, "/v1/checkin-lists/cl_1/tickets?cursor=Y3Vy&limit=1000&wait=30", "", func() error {
+			_, err := c.TicketSync(ctx(t), "cl_1", "Y3Vy", 1000, 30)
+			return err
+		}},
+	} {
+		rec.answer(http.StatusOK, `{}`)
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := rec.last(t)
+		if got.method != tc.method || got.uri != tc.uri {
+			t.Fatalf("%s: sent %s %s; want %s %s", tc.name, got.method, got.uri, tc.method, tc.uri)
+		}
+		if tc.body != "" && !jsonEqual(t, got.body, tc.body) {
+			t.Fatalf("%s: sent body %s; want %s", tc.name, got.body, tc.body)
+		}
+	}
+
+	rec.answer(http.StatusCreated, `{"id":"cl_1","name":"Hall A","activity_ids":["a_1"],"entry":"once","max_inside":null}`)
+	l, err := c.CreateCheckinList(ctx(t), client.NewCheckinList{Name: "Hall A", ActivityIDs: []string{"a_1"}, DoorRoles: []string{"door-hall-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ID != "cl_1" || l.Entry != client.EntryOnce || l.MaxInside != nil {
+		t.Fatalf("decoded %+v", l)
+	}
+	if got := rec.last(t); got.method != http.MethodPost || got.uri != "/v1/checkin-lists" ||
+		!jsonEqual(t, got.body, `{"name":"Hall A","activity_ids":["a_1"],"door_roles":["door-hall-a"]}`) {
+		t.Fatalf("sent %s %s %s", got.method, got.uri, got.body)
+	}
+
+	rec.answer(http.StatusNoContent, "")
+	if err := c.DeleteCheckinList(ctx(t), "cl_1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.last(t); got.method != http.MethodDelete || got.uri != "/v1/checkin-lists/cl_1" {
+		t.Fatalf("sent %s %s", got.method, got.uri)
+	}
+
+	rec.answer(http.StatusOK, "<svg/>", "Content-Type", "image/svg+xml")
+	svg, err := c.TicketSVG(ctx(t), "r_1")
+	if err != nil || string(svg) != "<svg/>" {
+		t.Fatalf("svg %q, %v", svg, err)
+	}
+	if got := rec.last(t); got.uri != "/v1/registrations/r_1/ticket.svg" {
+		t.Fatalf("sent %s", got.uri)
+	}
+}
+
+func TestRedeemAndWalkIn(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	c := client.New(rec.srv.URL, "door", nil)
+	at := time.Date(2026, 11, 29, 9, 41, 5, 0, time.UTC)
+	rec.answer(http.StatusOK, `{"result":"entered","registration":{"id":"r_1","checked_in":true},`+
+		`"checkin":{"id":"ci_1_7","seq":7,"type":"entry","forced":true,"conflict":"ticket_revoked"},"inside":3,"max_inside":null}`,
+		"Idempotent-Replayed", "true")
+	res, err := c.Redeem(ctx(t), "cl_1", client.RedeemRequest{Ticket: "eyJ.x.y", Device: "hall-a-1", Force: true, At: &at}, "scan-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Result != "entered" || !res.Replayed || !res.Registration.CheckedIn || res.Checkin == nil || res.Checkin.Seq != 7 ||
+		*res.Checkin.Conflict != client.CodeTicketRevoked || res.Inside != 3 || res.MaxInside != nil {
+		t.Fatalf("redeem result %+v", res)
+	}
+	got := rec.last(t)
+	if got.method != http.MethodPost || got.uri != "/v1/checkin-lists/cl_1/redeem" || got.header.Get("Idempotency-Key") != "scan-7" {
+		t.Fatalf("sent %s %s %v", got.method, got.uri, got.header)
+	}
+	if !jsonEqual(t, got.body, `{"ticket":"eyJ.x.y","device":"hall-a-1","force":true,"at":"2026-11-29T09:41:05Z"}`) {
+		t.Fatalf("body %s", got.body)
+	}
+
+	_, err = c.Redeem(ctx(t), "cl_1", client.RedeemRequest{RegistrationID: "r_1", Type: client.ScanExit, Device: "d"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.last(t); got.header.Get("Idempotency-Key") != "" ||
+		!jsonEqual(t, got.body, `{"registration_id":"r_1","type":"exit","device":"d"}`) {
+		t.Fatalf("sent %v %s", got.header, got.body)
+	}
+
+	rec.answer(http.StatusAccepted, `{"result":"waitlisted","registration":{"id":"r_2","status":"waitlisted"},"checkin":null,"inside":0,"max_inside":10}`)
+	w, err := c.WalkIn(ctx(t), "cl_1", client.NewWalkIn{ActivityID: "a_1", UserID: "dave"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Result != "waitlisted" || w.Checkin != nil || w.Registration.Status != client.Waitlisted || *w.MaxInside != 10 {
+		t.Fatalf("walk-in %+v", w)
+	}
+	if got := rec.last(t); got.uri != "/v1/checkin-lists/cl_1/walk-ins" || !jsonEqual(t, got.body, `{"activity_id":"a_1","user_id":"dave"}`) {
+		t.Fatalf("sent %s %s", got.uri, got.body)
+	}
+}
+
+func TestCheckinRefusals(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	c := client.New(rec.srv.URL, "door", nil)
+	rec.answer(http.StatusConflict, `{"error":{"code":"already_checked_in","message":"again",`+
+		`"previous":{"at":"2026-11-29T09:58:12Z","device":"hall-a-1","list_id":"cl_1"}}}`)
+	_, err := c.Redeem(ctx(t), "cl_1", client.RedeemRequest{Ticket: "t", Device: "d"}, "")
+	var e *client.Error
+	if !errors.As(err, &e) || e.Code != client.CodeAlreadyCheckedIn || e.Previous == nil ||
+		e.Previous.Device != "hall-a-1" || e.Previous.ListID != "cl_1" || !e.Previous.At.Equal(time.Date(2026, 11, 29, 9, 58, 12, 0, time.UTC)) {
+		t.Fatalf("err %+v", err)
+	}
+
+	rec.answer(http.StatusConflict, `{"error":{"code":"room_full","message":"full","inside":120,"max_inside":120}}`)
+	_, err = c.WalkIn(ctx(t), "cl_1", client.NewWalkIn{ActivityID: "a_1", UserID: "dave"})
+	if !errors.As(err, &e) || e.Code != client.CodeRoomFull || *e.Inside != 120 || *e.MaxInside != 120 || e.Previous != nil {
+		t.Fatalf("err %+v", err)
+	}
+
+	rec.answer(http.StatusBadRequest, `{"error":{"code":"invalid_ticket","message":"bad signature"}}`)
+	_, err = c.Redeem(ctx(t), "cl_1", client.RedeemRequest{Ticket: "t", Device: "d"}, "")
+	if !client.IsCode(err, client.CodeInvalidTicket) || !errors.As(err, &e) || e.Inside != nil || e.MaxInside != nil {
+		t.Fatalf("err %+v", err)
+	}
+}
+
+func TestCheckinStream(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	rec.answer(http.StatusOK, "event: counts\ndata: {\"list_id\":\"cl_1\",\"checked_in\":4,\"inside\":3,\"max_inside\":null,\"conflicts\":1}\n\n"+
+		": ping\n\nevent: counts\ndata: {\"list_id\":\"cl_1\",\"checked_in\":5,\"inside\":4,\"max_inside\":10,\"conflicts\":1}\n\n",
+		"Content-Type", "text/event-stream")
+	st, err := client.New(rec.srv.URL, "door", nil).StreamCheckinCounts(ctx(t), "cl_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := st.Next()
+	if err != nil || first.CheckedIn != 4 || first.MaxInside != nil {
+		t.Fatalf("first %+v, %v", first, err)
+	}
+	second, err := st.Next()
+	if err != nil || second.Inside != 4 || *second.MaxInside != 10 {
+		t.Fatalf("second %+v, %v", second, err)
+	}
+	if got := rec.last(t); got.uri != "/v1/checkin-lists/cl_1/stream" || got.header.Get("Accept") != "text/event-stream" {
+		t.Fatalf("sent %s %v", got.uri, got.header)
+	}
+	if _, err := st.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the stream's end: %v", err)
+	}
+}
+
+// jsonEqual reports whether two JSON texts are the same value.
+func jsonEqual(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal([]byte(a), &x); err != nil {
+		t.Fatalf("%q: %v", a, err)
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatalf("%q: %v", b, err)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}

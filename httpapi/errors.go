@@ -23,6 +23,14 @@ var statusOf = map[string]int{
 	capacityd.EAdmissionRequired:   http.StatusForbidden,
 	capacityd.EInvalidTransition:   http.StatusConflict,
 	capacityd.EIdempotencyConflict: http.StatusConflict,
+	capacityd.EInvalidTicket:       http.StatusBadRequest,
+	capacityd.ETicketRevoked:       http.StatusConflict,
+	capacityd.EWrongList:           http.StatusConflict,
+	capacityd.ECheckinClosed:       http.StatusConflict,
+	capacityd.EAlreadyCheckedIn:    http.StatusConflict,
+	capacityd.ENotInside:           http.StatusConflict,
+	capacityd.ERoomFull:            http.StatusConflict,
+	capacityd.EConfirmationClosed:  http.StatusConflict,
 	capacityd.EMethodNotAllowed:    http.StatusMethodNotAllowed,
 	capacityd.EPayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	capacityd.ERateLimited:         http.StatusTooManyRequests,
@@ -44,6 +52,11 @@ type errorBody struct {
 		// registration_closed.
 		OpensAt  any `json:"opens_at,omitempty"`
 		ClosesAt any `json:"closes_at,omitempty"`
+		// Previous is set only with already_checked_in; Inside and
+		// MaxInside only with room_full.
+		Previous  *capacityd.PreviousEntry `json:"previous,omitempty"`
+		Inside    *int                     `json:"inside,omitempty"`
+		MaxInside *int                     `json:"max_inside,omitempty"`
 	} `json:"error"`
 }
 
@@ -118,6 +131,12 @@ func (s *Server) writeError(c echo.Context, status int, e *capacityd.Error) {
 	}
 	if e.Code == capacityd.ERegistrationClosed {
 		body.Error.OpensAt, body.Error.ClosesAt = e.OpensAt, e.ClosesAt
+	}
+	if e.Code == capacityd.EAlreadyCheckedIn {
+		body.Error.Previous = e.Previous
+	}
+	if e.Code == capacityd.ERoomFull {
+		body.Error.Inside, body.Error.MaxInside = e.Inside, e.MaxInside
 	}
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		secs := max(1, int(e.RetryAfter.Seconds()))

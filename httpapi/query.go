@@ -26,6 +26,9 @@ var queryParams = map[string][]string{
 	"GET /v1/activities/{}/registrations.csv": {"status"},
 	"GET /v1/activities/{}/events":            {"after", "limit", "wait"},
 	"GET /v1/webhooks/{}/deliveries":          {"limit"},
+	"GET /v1/checkin-lists":                   {"activity_id", "limit", "cursor"},
+	"GET /v1/checkin-lists/{}/checkins":       {"after", "limit"},
+	"GET /v1/checkin-lists/{}/tickets":        {"cursor", "limit", "wait"},
 	"GET /demo":                               {"activity", "waitlist", "pool", "note"},
 }
 

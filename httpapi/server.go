@@ -102,6 +102,16 @@ type Config struct {
 	Webhooks WebhookService
 	// Queues serves the admission queues; nil leaves their routes out.
 	Queues QueueService
+	// Checkins serves tickets and the doors; nil leaves their routes out.
+	Checkins CheckinService
+	// ListChanges wakes a check-in list's stream when any instance
+	// announces a change of the list; nil: the stream polls.
+	ListChanges Watcher
+}
+
+// Watcher lets a reader wait for the announced changes of an id.
+type Watcher interface {
+	Watch(id string) (<-chan struct{}, func())
 }
 
 // Server is the HTTP edge.
@@ -210,6 +220,9 @@ func New(cfg Config) *Server {
 	if cfg.Webhooks != nil {
 		s.registerWebhookRoutes(v1, admin)
 	}
+	if cfg.Checkins != nil {
+		s.registerCheckinRoutes(v1, admin)
+	}
 	s.registerWidgetRoutes(e)
 	s.registerAPIDescription(e)
 	return s
@@ -222,7 +235,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // exports (which set their own) by RequestTimeout.
 func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if p := c.Path(); strings.HasSuffix(p, "/stream") || strings.HasSuffix(p, ".csv") || p == "/v1/activities/:id/events" {
+		if p := c.Path(); strings.HasSuffix(p, "/stream") || strings.HasSuffix(p, ".csv") || p == "/v1/activities/:id/events" ||
+			p == "/v1/checkin-lists/:id/tickets" {
 			return next(c)
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)

@@ -73,6 +73,9 @@ type SignupCommand struct {
 	// AdmissionToken is the token of the user's admitted place in the
 	// activity's admission queue ("" for none).
 	AdmissionToken string
+	// WalkIn is a signup made at a door by its staff: it needs no
+	// admission token.
+	WalkIn bool
 	// Hold is the seat the display tier holds for the signup while it is in
 	// flight; it is given back after the transaction, whatever its outcome.
 	Hold Hold

@@ -12,7 +12,7 @@ func (d *decision) admitted(c SignupCommand) error {
 	if !d.act.Open(d.st.At) {
 		return RegistrationClosed(d.act)
 	}
-	if d.act.Queue == nil {
+	if d.act.Queue == nil || c.WalkIn {
 		return nil
 	}
 	a, ok := d.st.Admissions[c.AdmissionToken]

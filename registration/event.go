@@ -34,11 +34,17 @@ const (
 	// EventSeatsChanged: the owner or an admin gave some of the
 	// registration's seats back (its status stays).
 	EventSeatsChanged EventType = "registration.seats_changed"
+	// EventCheckedIn: a check-in list accepted (or, offline, forced) an
+	// entry of the registration (its status stays).
+	EventCheckedIn EventType = "registration.checked_in"
+	// EventCheckedOut: a check-in list recorded its exit (its status
+	// stays).
+	EventCheckedOut EventType = "registration.checked_out"
 )
 
 // EventTypes lists every event type.
 var EventTypes = []EventType{EventCreated, EventWaitlisted, EventPromoted, EventStatusChanged,
-	EventCancelled, EventExpired, EventReadmitted, EventSeatsChanged}
+	EventCancelled, EventExpired, EventReadmitted, EventSeatsChanged, EventCheckedIn, EventCheckedOut}
 
 // ActorSystem is the actor of changes the service makes on its own: expiry
 // and promotion.
@@ -65,11 +71,23 @@ type Event struct {
 	// BlockID is the block of a block event, or of the registration of a
 	// registration event that took its seats from a block.
 	BlockID *string `json:"block_id,omitempty"`
+	// Door is set on check-in events only: the list, the device, whether
+	// the scan was an offline upload and the rule it broke.
+	*Door
 
 	// Registration is the registration as the change left it, for those
 	// who deliver the event as it happened (webhooks). Set by Decide; not
 	// stored with the event.
 	Registration *Registration `json:"-"`
+}
+
+// Door is what a check-in event records of its scan.
+type Door struct {
+	ListID string `json:"list_id"`
+	Device string `json:"device"`
+	Forced bool   `json:"forced"`
+	// Conflict is the rule a forced scan broke, or nil.
+	Conflict *string `json:"conflict"`
 }
 
 // EventID returns the id of an activity's event seq. An event is named by

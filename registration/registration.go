@@ -211,6 +211,8 @@ type Registration struct {
 	// WaitlistPosition is the registration's place in its activity's
 	// waiting list (1 = next to be admitted) while it is waitlisted.
 	WaitlistPosition *int `json:"waitlist_position"`
+	// CheckedIn is true once any check-in list accepted an entry of it.
+	CheckedIn bool `json:"checked_in"`
 
 	// Seq orders registrations by creation for keyset pagination.
 	Seq int64 `json:"-"`

@@ -25,6 +25,10 @@ type SignupInput struct {
 	// AdmissionToken is the token of the caller's admitted place in the
 	// activity's admission queue ("" for none).
 	AdmissionToken string
+	// Door is set for a walk-in: the door staff who signs Caller up at a
+	// check-in list. The signup skips the activity's admission queue and
+	// its events record Door as their actor.
+	Door *Caller
 }
 
 // Signup admits the caller to the activity, puts them on its waiting list,
@@ -47,6 +51,9 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (reg Registration,
 		Code:           in.Code,
 		Roles:          in.Caller.Roles,
 		AdmissionToken: in.AdmissionToken,
+	}
+	if in.Door != nil {
+		cmd.Origin, cmd.WalkIn = in.Door.origin(), true
 	}
 	if in.IdempotencyKey != "" {
 		cmd.RequestHash = requestHash(in)

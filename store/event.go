@@ -9,14 +9,39 @@ import (
 )
 
 const eventColumns = `e.seq, a.public_id, e.registration_id, e.user_id, e.type, e.from_status, e.to_status,
-	e.seats, e.seats_from, e.actor, e.request_id, e.at, e.block_id`
+	e.seats, e.seats_from, e.actor, e.request_id, e.at, e.block_id, e.list_id, e.device, e.forced, e.conflict`
 
 func scanEvent(row pgx.CollectableRow) (registration.Event, error) {
 	var e registration.Event
-	err := row.Scan(&e.Seq, &e.ActivityID, &e.RegistrationID, &e.UserID, &e.Type, &e.From, &e.To,
-		&e.Seats, &e.SeatsFrom, &e.Actor, &e.RequestID, &e.At, &e.BlockID)
-	e.ID, e.At = registration.EventID(e.ActivityID, e.Seq), e.At.UTC()
+	var d doorColumns
+	err := row.Scan(append([]any{&e.Seq, &e.ActivityID, &e.RegistrationID, &e.UserID, &e.Type, &e.From, &e.To,
+		&e.Seats, &e.SeatsFrom, &e.Actor, &e.RequestID, &e.At, &e.BlockID}, d.dest()...)...)
+	e.ID, e.At, e.Door = registration.EventID(e.ActivityID, e.Seq), e.At.UTC(), d.door()
 	return e, err
+}
+
+// doorColumns scans the door columns of an event (NULL but on check-in
+// events).
+type doorColumns struct {
+	list, device, conflict *string
+	forced                 *bool
+}
+
+func (d *doorColumns) dest() []any { return []any{&d.list, &d.device, &d.forced, &d.conflict} }
+
+// door returns the event's Door, nil for an event that is not a check-in.
+func (d *doorColumns) door() *registration.Door {
+	if d.list == nil {
+		return nil
+	}
+	out := &registration.Door{ListID: *d.list, Conflict: d.conflict}
+	if d.device != nil {
+		out.Device = *d.device
+	}
+	if d.forced != nil {
+		out.Forced = *d.forced
+	}
+	return out
 }
 
 func (s *Store) events(ctx context.Context, q string, args ...any) ([]registration.Event, error) {

@@ -46,14 +46,16 @@ func scanHookEvent(row pgx.Row, extra ...any) (hookEvent, error) {
 	var pos *int32
 	var meta []byte
 	var created time.Time
+	var d doorColumns
 	dest := append(extra, &e.Seq, &e.ActivityID, &e.RegistrationID, &e.UserID, &e.Type, &e.From, &e.To,
 		&e.Seats, &e.SeatsFrom, &e.Actor, &e.RequestID, &e.At, &e.BlockID)
+	dest = append(dest, d.dest()...)
 	var expires *time.Time
 	if err := row.Scan(append(dest, &expires, &pos, &meta, &created)...); err != nil {
 		return hookEvent{}, err
 	}
-	e.ID, e.At = registration.EventID(e.ActivityID, e.Seq), e.At.UTC()
-	r := registration.Registration{ID: e.RegistrationID, ActivityID: e.ActivityID, UserID: e.UserID, Status: e.To,
+	e.ID, e.At, e.Door = registration.EventID(e.ActivityID, e.Seq), e.At.UTC(), d.door()
+	r := registration.Registration{CheckedIn: e.Type == registration.EventCheckedIn, ID: e.RegistrationID, ActivityID: e.ActivityID, UserID: e.UserID, Status: e.To,
 		Seats: e.Seats, BlockID: e.BlockID, Metadata: meta, CreatedAt: created.UTC(), UpdatedAt: e.At, ExpiresAt: utc(expires)}
 	if pos != nil {
 		p := int(*pos)

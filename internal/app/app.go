@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/checkin"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/settingscache"
 	"github.com/physiciansnet/capacityd/internal/sharedlimit"
@@ -111,6 +113,7 @@ type App struct {
 	Webhooks      *webhook.Service
 	Deliveries    *webhook.Dispatcher
 	Queues        *onsale.Queue
+	Checkins      *checkin.Service
 
 	opts    Options
 	stop    context.CancelFunc
@@ -186,14 +189,21 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	hub.Changes, hub.Seats, hub.Registerer = changes, counter.Seats, reg
 	streams := stream.NewHub(hub)
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
+	doors := checkin.NewService(checkin.Config{Store: st, Registrations: regs, Sealer: sealer, Announcer: changes,
+		Observer: deliveries, Now: opts.Now})
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(opts.RequestTimeout, httpapi.DefaultRequestTimeout))
+	defer cancel()
+	if err := doors.Load(ctx); err != nil {
+		return nil, fmt.Errorf("check-in keys: %w", err)
+	}
 	srv := httpapi.New(httpConfig(opts, httpDeps{
 		auth: auth, store: st, rdb: rdb, reg: reg, regs: regs, counter: counter, notes: notes,
-		activities: activities, pools: pools, streams: streams, hooks: hooks, queues: queues,
+		activities: activities, pools: pools, streams: streams, hooks: hooks, queues: queues, doors: doors, changes: changes,
 	}))
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
 		Activities: activities, Pools: pools, Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
-		Queues: queues, opts: opts,
+		Queues: queues, Checkins: doors, opts: opts,
 	}, nil
 }
 
@@ -211,6 +221,8 @@ type httpDeps struct {
 	streams    *stream.Hub
 	hooks      *webhook.Service
 	queues     *onsale.Queue
+	doors      *checkin.Service
+	changes    *stream.Notifier
 }
 
 // httpConfig returns the API's configuration: opts.HTTP's settings on the
@@ -226,6 +238,7 @@ func httpConfig(opts Options, d httpDeps) httpapi.Config {
 	cfg.Registry, cfg.RequestTimeout, cfg.Logger = d.reg, opts.RequestTimeout, opts.Logger
 	cfg.Notes, cfg.Activities, cfg.Pools, cfg.Streams = d.notes, d.activities, d.pools, d.streams
 	cfg.Webhooks, cfg.Queues = d.hooks, d.queues
+	cfg.Checkins, cfg.ListChanges = d.doors, d.changes
 	return cfg
 }
 

@@ -110,7 +110,7 @@ const activity = `{"id":"a_1","title":"Rounds","capacity":3,"hold_seconds":900,"
 	`"created_at":"2026-11-29T10:00:00Z","updated_at":"2026-11-29T10:00:00Z"}`
 
 const registration = `{"id":"r_1","activity_id":"a_1","user_id":"alice","status":"pending","seats":1,"metadata":{},` +
-	`"created_at":"2026-11-29T10:00:00Z","updated_at":"2026-11-29T10:00:00Z","expires_at":null,"waitlist_position":null}`
+	`"created_at":"2026-11-29T10:00:00Z","updated_at":"2026-11-29T10:00:00Z","expires_at":null,"waitlist_position":null,"checked_in":false}`
 
 func TestTransportPassesWhatKeepsToTheDescription(t *testing.T) {
 	t.Parallel()

@@ -332,3 +332,14 @@ func (i *Instance) DisplayTaken(t testing.TB, activityID string) int {
 	}
 	return n
 }
+
+// RoleToken returns a valid token for sub with roles (and no admin role
+// unless it is among them).
+func (i *Instance) RoleToken(t testing.TB, sub string, roles ...string) string {
+	t.Helper()
+	tok, err := i.auth.SignRoles(sub, roles, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

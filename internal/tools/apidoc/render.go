@@ -117,6 +117,8 @@ func who(doc *openapi3.T, op operation) string {
 		return "admin"
 	case strings.HasPrefix(d, "The owner or an admin"):
 		return "owner or admin"
+	case strings.HasPrefix(d, "An admin, or a door role"):
+		return "admin or door role"
 	}
 	return "user"
 }
