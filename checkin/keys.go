@@ -219,8 +219,8 @@ type Sealer interface {
 	Open(id string, stored []byte) ([]byte, error)
 }
 
-// sealKey returns k as stored.
-func sealKey(s Sealer, k Key) (StoredKey, error) {
+// SealKey returns k as stored.
+func SealKey(s Sealer, k Key) (StoredKey, error) {
 	sealed, err := s.Seal("checkin-key:"+k.ID, k.Seed())
 	return StoredKey{ID: k.ID, Sealed: sealed, CreatedAt: k.CreatedAt}, err
 }

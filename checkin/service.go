@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/registration"
@@ -54,6 +55,8 @@ type Config struct {
 	Announcer Announcer
 	Observer  Observer
 	Now       func() time.Time
+	// Registerer receives the door's metrics; nil: not registered.
+	Registerer prometheus.Registerer
 }
 
 // Service runs the doors: lists, scans, tickets and the sync feed.
@@ -64,6 +67,7 @@ type Service struct {
 	loaded  time.Time
 	entropy *ulid.MonotonicEntropy
 	idMu    sync.Mutex
+	metrics *metrics
 }
 
 // NewService returns a Service; Load must succeed before tickets are
@@ -72,7 +76,7 @@ func NewService(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, keys: NewKeyring(nil), entropy: ulid.Monotonic(rand.Reader, 0)}
+	return &Service{cfg: cfg, keys: NewKeyring(nil), entropy: ulid.Monotonic(rand.Reader, 0), metrics: newMetrics(cfg.Registerer)}
 }
 
 // Keys returns the keyring.
@@ -85,7 +89,7 @@ func (s *Service) Load(ctx context.Context) error {
 		if err != nil {
 			return StoredKey{}, err
 		}
-		return sealKey(s.cfg.Sealer, k)
+		return SealKey(s.cfg.Sealer, k)
 	})
 	if err != nil {
 		return err
@@ -103,6 +107,25 @@ func (s *Service) Load(ctx context.Context) error {
 	s.loaded = time.Now()
 	s.mu.Unlock()
 	return nil
+}
+
+// KeyRefresh is how often Run reads the keys again, so that a key that
+// another instance or "capacityd ticket-key rotate" added signs here too.
+const KeyRefresh = time.Minute
+
+// Run reads the keys every KeyRefresh until ctx ends; a failed read
+// keeps the keys this instance has.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(KeyRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = s.Load(ctx)
+		}
+	}
 }
 
 // reloadEvery bounds how often a ticket with an unknown kid reloads the
@@ -222,7 +245,8 @@ func (s *Service) DeleteList(ctx context.Context, id string) error {
 
 // Redeem decides and records a scan at a list, for an admin or the list's
 // door staff.
-func (s *Service) Redeem(ctx context.Context, listID string, in RedeemInput, c registration.Caller) (Redeemed, error) {
+func (s *Service) Redeem(ctx context.Context, listID string, in RedeemInput, c registration.Caller) (out Redeemed, err error) {
+	defer func() { s.metrics.scanned(out, err) }()
 	now := s.cfg.Now().UTC()
 	if err := in.Validate(now); err != nil {
 		return Redeemed{}, err
@@ -243,7 +267,7 @@ func (s *Service) Redeem(ctx context.Context, listID string, in RedeemInput, c r
 		}
 		red.RegistrationID, red.TicketActivity, red.ByTicket = claims.Reg, claims.Act, true
 	}
-	out, err := s.cfg.Store.Redeem(ctx, red, now)
+	out, err = s.cfg.Store.Redeem(ctx, red, now)
 	if err != nil || out.Replayed {
 		return out, err
 	}

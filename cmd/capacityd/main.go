@@ -29,6 +29,8 @@ commands:
   serve     apply pending migrations, then serve the HTTP API
   migrate   apply pending migrations and exit
   token     print a token: capacityd token --sub ID [--admin] [--role R]... [--ttl 1h]
+  ticket-key rotate | retire --older-than D
+            add a ticket signing key (the old ones keep verifying), or retire old keys
   health    exit 0 when a URL answers 200 (container healthchecks): capacityd health URL
 
 Run "capacityd <command> -h" for the settings of a command.
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, cfg, stdout)
 	case "token":
 		return token(args[1:], getenv, stdout, stderr)
+	case "ticket-key":
+		return ticketKey(ctx, args[1:], getenv, stdout, stderr)
 	case "health":
 		return health(args[1:], stdout)
 	case "config-doc": // unlisted: make docs writes docs/configuration.md with it

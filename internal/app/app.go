@@ -190,7 +190,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	streams := stream.NewHub(hub)
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	doors := checkin.NewService(checkin.Config{Store: st, Registrations: regs, Sealer: sealer, Announcer: changes,
-		Observer: deliveries, Now: opts.Now})
+		Observer: deliveries, Now: opts.Now, Registerer: reg})
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(opts.RequestTimeout, httpapi.DefaultRequestTimeout))
 	defer cancel()
 	if err := doors.Load(ctx); err != nil {
@@ -256,6 +256,7 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.Deliveries.RunPurge(ctx, time.Hour) })
 	a.workers.Go(func() { a.sealClearSecrets(ctx) })
 	a.workers.Go(func() { a.Queues.Run(ctx) })
+	a.workers.Go(func() { a.Checkins.Run(ctx) })
 }
 
 // RegisterDemoNote registers the demo page's note (httpapi.DemoNoteID) in
