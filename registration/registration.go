@@ -113,7 +113,10 @@ type Activity struct {
 	OpensAt  *time.Time     `json:"opens_at"`
 	ClosesAt *time.Time     `json:"closes_at"`
 	Queue    *QueueSettings `json:"queue"`
-	Taken    int            `json:"taken"`
+	// Schedule is when the activity takes place, what attendance earns
+	// credit, and when the seats of people who will not come go back.
+	Schedule
+	Taken int `json:"taken"`
 	// Reserved is the unused seats of the activity's blocks, held for
 	// their audiences.
 	Reserved int `json:"reserved"`
@@ -124,6 +127,25 @@ type Activity struct {
 	Waiting   int       `json:"waiting"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Schedule is when an activity takes place and its rules for attendance
+// and for the seats of people who will not come.
+type Schedule struct {
+	// StartsAt and EndsAt are when the activity takes place (nil: not
+	// set); EndsAt is after StartsAt.
+	StartsAt *time.Time `json:"starts_at"`
+	EndsAt   *time.Time `json:"ends_at"`
+	// AttendancePercent is the share of the activity's time inside that
+	// makes attendance eligible (1-100; nil: any accepted entry).
+	AttendancePercent *int `json:"attendance_percent"`
+	// ConfirmBy is when the registrations that hold a seat must be
+	// confirmed by; at that moment the unconfirmed are released.
+	ConfirmBy *time.Time `json:"confirm_by"`
+	// ReleaseNoShowsAfterMinutes releases, that many minutes after
+	// StartsAt, the registrations that hold a seat and have no accepted
+	// entry (0-240; nil: never).
+	ReleaseNoShowsAfterMinutes *int `json:"release_no_shows_after_minutes"`
 }
 
 // SeatRoom returns the activity's own room (its pools aside).
@@ -149,6 +171,7 @@ type NewActivity struct {
 	// queue (nil: none).
 	OpensAt, ClosesAt *time.Time
 	Queue             *QueueSettings
+	Schedule
 }
 
 // ActivityPatch changes the fields that are set.
@@ -167,6 +190,9 @@ type ActivityPatch struct {
 	// and the admission queue (a nil Value removes them).
 	OpensAt, ClosesAt Optional[time.Time]
 	Queue             Optional[QueueSettings]
+	// The schedule's fields, each set, removed (a nil Value) or unchanged.
+	StartsAt, EndsAt, ConfirmBy                   Optional[time.Time]
+	AttendancePercent, ReleaseNoShowsAfterMinutes Optional[int]
 }
 
 // Optional is a patch's change of a field that may be removed: Set says
@@ -194,6 +220,17 @@ func (o Optional[T]) Or(current *T) *T {
 	return current
 }
 
+// CancelReason says why a registration was cancelled.
+type CancelReason string
+
+// Cancel reasons.
+const (
+	CancelUser        CancelReason = "user"
+	CancelAdmin       CancelReason = "admin"
+	CancelUnconfirmed CancelReason = "unconfirmed"
+	CancelNoShow      CancelReason = "no_show"
+)
+
 // Registration is one user's claim on a seat of an activity.
 type Registration struct {
 	ID         string `json:"id"`
@@ -211,6 +248,11 @@ type Registration struct {
 	// WaitlistPosition is the registration's place in its activity's
 	// waiting list (1 = next to be admitted) while it is waitlisted.
 	WaitlistPosition *int `json:"waitlist_position"`
+	// ConfirmedAt is when it was confirmed (nil: not confirmed).
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+	// CancelReason says why it was cancelled: CancelUser, CancelAdmin,
+	// CancelUnconfirmed or CancelNoShow (nil while not cancelled).
+	CancelReason *CancelReason `json:"cancel_reason"`
 	// CheckedIn is true once any check-in list accepted an entry of it.
 	CheckedIn bool `json:"checked_in"`
 
