@@ -123,15 +123,23 @@ func (k *Keyring) JWKS() JWKSet {
 	return out
 }
 
+// StatementType is the typ header of an attendance statement: signed
+// with the same keys as tickets, it is never taken for one.
+const StatementType = "capacityd-attendance+jwt"
+
 // Sign returns claims as a compact JWS signed with the newest key
-// (EdDSA, with its kid).
-func (k *Keyring) Sign(claims jwt.Claims) (string, error) {
+// (EdDSA, with its kid): a ticket.
+func (k *Keyring) Sign(claims jwt.Claims) (string, error) { return k.SignAs(claims, "JWT") }
+
+// SignAs is Sign with the typ header given (StatementType for an
+// attendance statement).
+func (k *Keyring) SignAs(claims jwt.Claims, typ string) (string, error) {
 	key, err := k.signing()
 	if err != nil {
 		return "", err
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
-	t.Header["kid"] = key.ID
+	t.Header["kid"], t.Header["typ"] = key.ID, typ
 	return t.SignedString(crypto.Signer(key.Private))
 }
 
@@ -186,6 +194,9 @@ func (k *Keyring) VerifyTicket(ticket string) (TicketClaims, error) {
 	var claims TicketClaims
 	unknown := false
 	_, err := jwt.ParseWithClaims(ticket, &claims, func(t *jwt.Token) (any, error) {
+		if typ, _ := t.Header["typ"].(string); typ == StatementType {
+			return nil, errors.New("checkin: an attendance statement is not a ticket")
+		}
 		kid, _ := t.Header["kid"].(string)
 		pub, ok := k.public(kid)
 		if !ok {

@@ -78,6 +78,11 @@ func TestVerifyTicketRefusesForgeriesAndUnknownKeys(t *testing.T) {
 	_, err = ring.VerifyTicket(foreign)
 	assert.ErrorIs(t, err, checkin.ErrUnknownKey)
 
+	statement, err := ring.SignAs(checkin.TicketClaims{Reg: "r_1", Act: "a_1", Iat: t0.Unix()}, checkin.StatementType)
+	require.NoError(t, err)
+	_, err = ring.VerifyTicket(statement)
+	assert.Equal(t, capacityd.EInvalidTicket, capacityd.ErrorCode(err), "a statement is not a ticket")
+
 	hs, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"reg": "r_1", "act": "a_1"}).SignedString([]byte("secret"))
 	require.NoError(t, err)
 	_, err = ring.VerifyTicket(hs)

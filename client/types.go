@@ -30,6 +30,17 @@ type Activity struct {
 	OpensAt  *time.Time     `json:"opens_at"`
 	ClosesAt *time.Time     `json:"closes_at"`
 	Queue    *QueueSettings `json:"queue"`
+	// StartsAt and EndsAt are when the activity takes place (nil: not
+	// set); AttendancePercent the share of that time inside that makes
+	// attendance eligible (nil: any entry does); ConfirmBy when the
+	// registrations that hold a seat must be confirmed by (nil: no
+	// confirmation asked); ReleaseNoShowsAfterMinutes the minutes after
+	// StartsAt when those with no entry are released (nil: never).
+	StartsAt                   *time.Time `json:"starts_at"`
+	EndsAt                     *time.Time `json:"ends_at"`
+	AttendancePercent          *int       `json:"attendance_percent"`
+	ConfirmBy                  *time.Time `json:"confirm_by"`
+	ReleaseNoShowsAfterMinutes *int       `json:"release_no_shows_after_minutes"`
 	// Taken counts seats: a registration for 3 occupies 3.
 	Taken int `json:"taken"`
 	// Reserved is the unused seats of its blocks, held for their
@@ -67,6 +78,14 @@ type NewActivity struct {
 	OpensAt  *time.Time     `json:"opens_at,omitempty"`
 	ClosesAt *time.Time     `json:"closes_at,omitempty"`
 	Queue    *QueueSettings `json:"queue,omitempty"`
+	// StartsAt, EndsAt, AttendancePercent, ConfirmBy and
+	// ReleaseNoShowsAfterMinutes are the attendance settings (see
+	// Activity). nil sends none.
+	StartsAt                   *time.Time `json:"starts_at,omitempty"`
+	EndsAt                     *time.Time `json:"ends_at,omitempty"`
+	AttendancePercent          *int       `json:"attendance_percent,omitempty"`
+	ConfirmBy                  *time.Time `json:"confirm_by,omitempty"`
+	ReleaseNoShowsAfterMinutes *int       `json:"release_no_shows_after_minutes,omitempty"`
 }
 
 // QueueSettings are an activity's admission queue. In a NewActivity or an
@@ -100,20 +119,39 @@ type ActivityPatch struct {
 	ClosesAt                                *time.Time     `json:"closes_at,omitempty"`
 	Queue                                   *QueueSettings `json:"queue,omitempty"`
 	ClearOpensAt, ClearClosesAt, ClearQueue bool           `json:"-"`
+	// StartsAt, EndsAt, AttendancePercent, ConfirmBy and
+	// ReleaseNoShowsAfterMinutes replace the attendance settings when
+	// set; their Clear fields remove them (sent as null).
+	StartsAt                   *time.Time `json:"starts_at,omitempty"`
+	EndsAt                     *time.Time `json:"ends_at,omitempty"`
+	AttendancePercent          *int       `json:"attendance_percent,omitempty"`
+	ConfirmBy                  *time.Time `json:"confirm_by,omitempty"`
+	ReleaseNoShowsAfterMinutes *int       `json:"release_no_shows_after_minutes,omitempty"`
+	ClearStartsAt, ClearEndsAt, ClearAttendancePercent,
+	ClearConfirmBy, ClearReleaseNoShowsAfterMinutes bool `json:"-"`
 }
 
 // MarshalJSON encodes the patch with "series_id" null when SeriesID
-// points to "", and without it when SeriesID is nil.
+// points to "", and without it when SeriesID is nil; and with each field
+// that has a Clear field null when that is set.
 func (p ActivityPatch) MarshalJSON() ([]byte, error) {
 	type fields ActivityPatch // without the method
 	body := struct {
 		fields
-		SeriesID any `json:"series_id,omitempty"`
-		OpensAt  any `json:"opens_at,omitempty"`
-		ClosesAt any `json:"closes_at,omitempty"`
-		Queue    any `json:"queue,omitempty"`
+		SeriesID                   any `json:"series_id,omitempty"`
+		OpensAt                    any `json:"opens_at,omitempty"`
+		ClosesAt                   any `json:"closes_at,omitempty"`
+		Queue                      any `json:"queue,omitempty"`
+		StartsAt                   any `json:"starts_at,omitempty"`
+		EndsAt                     any `json:"ends_at,omitempty"`
+		AttendancePercent          any `json:"attendance_percent,omitempty"`
+		ConfirmBy                  any `json:"confirm_by,omitempty"`
+		ReleaseNoShowsAfterMinutes any `json:"release_no_shows_after_minutes,omitempty"`
 	}{fields: fields(p)}
 	body.OpensAt, body.ClosesAt, body.Queue = orNull(p.OpensAt, p.ClearOpensAt), orNull(p.ClosesAt, p.ClearClosesAt), orNull(p.Queue, p.ClearQueue)
+	body.StartsAt, body.EndsAt, body.ConfirmBy = orNull(p.StartsAt, p.ClearStartsAt), orNull(p.EndsAt, p.ClearEndsAt), orNull(p.ConfirmBy, p.ClearConfirmBy)
+	body.AttendancePercent = orNull(p.AttendancePercent, p.ClearAttendancePercent)
+	body.ReleaseNoShowsAfterMinutes = orNull(p.ReleaseNoShowsAfterMinutes, p.ClearReleaseNoShowsAfterMinutes)
 	if p.SeriesID != nil {
 		body.SeriesID = json.RawMessage("null")
 		if *p.SeriesID != "" {
@@ -257,6 +295,12 @@ type Registration struct {
 	// WaitlistPosition is the place in the waiting list (1 = next) while
 	// waitlisted; else nil.
 	WaitlistPosition *int `json:"waitlist_position"`
+	// ConfirmedAt is when it was confirmed (or, after its activity's
+	// ConfirmBy, when it got its seat); nil while not confirmed.
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+	// CancelReason says why it was cancelled (CancelReason* constants); nil
+	// while it is not cancelled.
+	CancelReason *string `json:"cancel_reason"`
 	// CheckedIn is true once any check-in list accepted an entry of it.
 	CheckedIn bool `json:"checked_in"`
 }
@@ -300,6 +344,9 @@ type Event struct {
 	Device   string  `json:"device,omitempty"`
 	Forced   bool    `json:"forced,omitempty"`
 	Conflict *string `json:"conflict,omitempty"`
+	// Reason is set on registration.released only: CancelReasonUnconfirmed
+	// or CancelReasonNoShow, the rule that released the registration's seat.
+	Reason string `json:"reason,omitempty"`
 }
 
 // EventFeed is one answer of ActivityEvents: pass NextAfter as After next

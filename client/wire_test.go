@@ -445,6 +445,156 @@ func TestCheckinStream(t *testing.T) {
 	}
 }
 
+// The attendance calls send their routes, queries and bodies, and decode
+// the answers.
+func TestAttendanceRequests(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	c := client.New(rec.srv.URL, "tok", nil)
+	for _, tc := range []struct {
+		name, method, uri string
+		call              func() error
+	}{
+		{"activity attendance", http.MethodGet, "/v1/activities/a%2F1/attendance?cursor=Y3Vy&limit=50", func() error {
+			_, err := c.ActivityAttendance(ctx(t), "a/1", "Y3Vy", 50)
+			return err
+		}},
+		{"activity attendance from the start", http.MethodGet, "/v1/activities/a_1/attendance", func() error {
+			_, err := c.ActivityAttendance(ctx(t), "a_1", "", 0)
+			return err
+		}},
+		{"registration attendance", http.MethodGet, "/v1/registrations/r_1/attendance", func() error {
+			_, err := c.RegistrationAttendance(ctx(t), "r_1")
+			return err
+		}},
+		{"series attendance", http.MethodGet, "/v1/series/s_1/attendance?risk=0.01&room=120", func() error {
+			_, err := c.SeriesAttendance(ctx(t), "s_1", 120, 0.01)
+			return err
+		}},
+		{"series attendance without room", http.MethodGet, "/v1/series/s_1/attendance", func() error {
+			_, err := c.SeriesAttendance(ctx(t), "s_1", 0, 0)
+			return err
+		}},
+	} {
+		rec.answer(http.StatusOK, `{}`)
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := rec.last(t); got.method != tc.method || got.uri != tc.uri || got.body != "" {
+			t.Fatalf("%s: sent %s %s %q; want %s %s without a body", tc.name, got.method, got.uri, got.body, tc.method, tc.uri)
+		}
+	}
+
+	rec.answer(http.StatusOK, `{"id":"r_1","status":"approved","confirmed_at":"2026-12-01T08:30:00Z","cancel_reason":null}`)
+	r, err := c.Confirm(ctx(t), "r/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ConfirmedAt == nil || !r.ConfirmedAt.Equal(time.Date(2026, 12, 1, 8, 30, 0, 0, time.UTC)) || r.CancelReason != nil {
+		t.Fatalf("confirmed %+v", r)
+	}
+	if got := rec.last(t); got.method != http.MethodPost || got.uri != "/v1/registrations/r%2F1/confirm" || got.body != "" ||
+		got.header.Get("Content-Type") != "" {
+		t.Fatalf("sent %s %s %q %v", got.method, got.uri, got.body, got.header)
+	}
+
+	rec.answer(http.StatusConflict, `{"error":{"code":"confirmation_closed","message":"too late"}}`)
+	if _, err := c.Confirm(ctx(t), "r_1"); !client.IsCode(err, client.CodeConfirmationClosed) {
+		t.Fatalf("err %v", err)
+	}
+
+	rec.answer(http.StatusOK, `{"summary":{"registered":2,"checked_in":1,"no_show":1,"no_show_rate":0.5},`+
+		`"items":[{"registration_id":"r_1","user_id":"alice","seats":1,"status":"approved","checked_in":true,`+
+		`"first_entry_at":"2026-12-03T08:55:10Z","seconds":6300,"percent":87.5,"eligible":true},`+
+		`{"registration_id":"r_2","user_id":"bob","seats":1,"status":"pending","checked_in":false,`+
+		`"first_entry_at":null,"seconds":null,"percent":null,"eligible":false}],"next_cursor":null}`)
+	p, err := c.ActivityAttendance(ctx(t), "a_1", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Summary.NoShowRate != 0.5 || len(p.Items) != 2 || p.NextCursor != nil || *p.Items[0].Seconds != 6300 ||
+		*p.Items[0].Percent != 87.5 || !p.Items[0].Eligible || p.Items[1].FirstEntryAt != nil || p.Items[1].Seconds != nil {
+		t.Fatalf("page %+v", p)
+	}
+
+	rec.answer(http.StatusOK, `{"registration_id":"r_1","user_id":"alice","seats":1,"status":"approved","checked_in":true,`+
+		`"first_entry_at":"2026-12-03T08:55:10Z","seconds":6300,"percent":87.5,"eligible":true,"statement":"eyJ.x.y"}`)
+	a, err := c.RegistrationAttendance(ctx(t), "r_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.RegistrationID != "r_1" || !a.Eligible || a.Statement == nil || *a.Statement != "eyJ.x.y" {
+		t.Fatalf("attendance %+v", a)
+	}
+
+	rec.answer(http.StatusOK, `{"series_id":"s_1","activities":6,"registered":680,"checked_in":578,"show_rate":0.85,"suggested_capacity":134}`)
+	sa, err := c.SeriesAttendance(ctx(t), "s_1", 120, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Activities != 6 || *sa.ShowRate != 0.85 || *sa.SuggestedCapacity != 134 {
+		t.Fatalf("series %+v", sa)
+	}
+
+	rec.answer(http.StatusOK, "registration_id,user_id,seats,status,checked_in,first_entry_at,seconds,percent,eligible\n",
+		"Content-Type", "text/csv")
+	csv, err := c.ExportAttendance(ctx(t), "a_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(csv)
+	_ = csv.Close()
+	if err != nil || !strings.HasPrefix(string(b), "registration_id,") {
+		t.Fatalf("csv %q, %v", b, err)
+	}
+	if got := rec.last(t); got.uri != "/v1/activities/a_1/attendance.csv" {
+		t.Fatalf("sent %s", got.uri)
+	}
+}
+
+// The attendance settings of an activity are sent when set, as null when
+// cleared, and decoded from an answer.
+func TestActivityAttendanceSettings(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t)
+	c := client.New(rec.srv.URL, "admin", nil)
+	start, end := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC), time.Date(2026, 12, 3, 11, 0, 0, 0, time.UTC)
+	rec.answer(http.StatusCreated, `{"id":"a_1","starts_at":"2026-12-03T09:00:00Z","ends_at":"2026-12-03T11:00:00Z",`+
+		`"attendance_percent":80,"confirm_by":null,"release_no_shows_after_minutes":15}`)
+	a, err := c.CreateActivity(ctx(t), client.NewActivity{Title: "Rounds", Capacity: 10, StartsAt: &start, EndsAt: &end,
+		AttendancePercent: new(80), ReleaseNoShowsAfterMinutes: new(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.StartsAt.Equal(start) || !a.EndsAt.Equal(end) || *a.AttendancePercent != 80 || a.ConfirmBy != nil ||
+		*a.ReleaseNoShowsAfterMinutes != 15 {
+		t.Fatalf("decoded %+v", a)
+	}
+	if got := rec.last(t); !jsonEqual(t, got.body, `{"title":"Rounds","capacity":10,"starts_at":"2026-12-03T09:00:00Z",`+
+		`"ends_at":"2026-12-03T11:00:00Z","attendance_percent":80,"release_no_shows_after_minutes":0}`) {
+		t.Fatalf("sent %s", got.body)
+	}
+
+	for _, tc := range []struct {
+		patch client.ActivityPatch
+		want  string
+	}{
+		{client.ActivityPatch{ConfirmBy: &end, AttendancePercent: new(75)}, `{"confirm_by":"2026-12-03T11:00:00Z","attendance_percent":75}`},
+		{client.ActivityPatch{ClearStartsAt: true, ClearEndsAt: true, ClearAttendancePercent: true, ClearConfirmBy: true,
+			ClearReleaseNoShowsAfterMinutes: true},
+			`{"starts_at":null,"ends_at":null,"attendance_percent":null,"confirm_by":null,"release_no_shows_after_minutes":null}`},
+		{client.ActivityPatch{Title: new("x")}, `{"title":"x"}`},
+	} {
+		rec.answer(http.StatusOK, `{"id":"a_1"}`)
+		if _, err := c.UpdateActivity(ctx(t), "a_1", tc.patch); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.last(t); !jsonEqual(t, got.body, tc.want) {
+			t.Fatalf("sent %s; want %s", got.body, tc.want)
+		}
+	}
+}
+
 // jsonEqual reports whether two JSON texts are the same value.
 func jsonEqual(t *testing.T, a, b string) bool {
 	t.Helper()

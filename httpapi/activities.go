@@ -29,6 +29,7 @@ type activityRequest struct {
 	OpensAt  json.RawMessage `json:"opens_at"`
 	ClosesAt json.RawMessage `json:"closes_at"`
 	Queue    json.RawMessage `json:"queue"`
+	scheduleRequest
 }
 
 // policy returns the request's waiting-list policy, nil when absent.
@@ -83,6 +84,9 @@ func (s *Server) createActivity(c echo.Context) error {
 		return err
 	}
 	in.OpensAt, in.ClosesAt, in.Queue = deref(opens), deref(closes), deref(queue)
+	if in.Schedule, err = req.schedule(); err != nil {
+		return err
+	}
 	a, err := s.regs.CreateActivity(c.Request().Context(), in)
 	if err != nil {
 		return err
@@ -163,11 +167,15 @@ func (s *Server) patchActivity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.regs.UpdateActivity(c.Request().Context(), id, registration.ActivityPatch{
+	patch := registration.ActivityPatch{
 		Title: req.Title, Capacity: req.Capacity, HoldSeconds: req.HoldSeconds, Waitlist: req.Waitlist,
 		MaxSeats: req.MaxSeats, Policy: req.policy(), Pools: req.Pools, SeriesID: series,
 		OpensAt: registration.OptionalOf(opens), ClosesAt: registration.OptionalOf(closes), Queue: registration.OptionalOf(queue),
-	}, callerOf(c))
+	}
+	if err := req.scheduleRequest.patch(&patch); err != nil {
+		return err
+	}
+	a, err := s.regs.UpdateActivity(c.Request().Context(), id, patch, callerOf(c))
 	if err != nil {
 		return err
 	}

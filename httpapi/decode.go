@@ -114,16 +114,27 @@ func exactFields(b []byte, v any) error {
 		return nil // not an object, and decoded into v all the same: null
 	}
 	names := make(map[string]bool, t.Elem().NumField())
-	for f := range t.Elem().Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		names[cmp.Or(name, f.Name)] = true
-	}
+	fieldNames(t.Elem(), names)
 	for k := range obj {
 		if !names[k] {
 			return capacityd.Errorf(capacityd.EInvalid, "unknown field %q", safeForMessage(k))
 		}
 	}
 	return nil
+}
+
+// fieldNames adds the JSON names of struct type t's fields to names, and
+// those of its embedded structs without a name of their own, as
+// encoding/json promotes them.
+func fieldNames(t reflect.Type, names map[string]bool) {
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			fieldNames(f.Type, names)
+			continue
+		}
+		names[cmp.Or(name, f.Name)] = true
+	}
 }
 
 func decodeError(err error) error {

@@ -29,6 +29,8 @@ var queryParams = map[string][]string{
 	"GET /v1/checkin-lists":                   {"activity_id", "limit", "cursor"},
 	"GET /v1/checkin-lists/{}/checkins":       {"after", "limit"},
 	"GET /v1/checkin-lists/{}/tickets":        {"cursor", "limit", "wait"},
+	"GET /v1/activities/{}/attendance":        {"limit", "cursor"},
+	"GET /v1/series/{}/attendance":            {"room", "risk"},
 	"GET /demo":                               {"activity", "waitlist", "pool", "note"},
 }
 

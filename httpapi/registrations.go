@@ -174,6 +174,22 @@ func (s *Server) cancelRegistration(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, r)
 }
 
+// confirmRegistration serves POST /v1/registrations/{id}/confirm.
+func (s *Server) confirmRegistration(c echo.Context) error {
+	id, err := registrationID(c)
+	if err != nil {
+		return err
+	}
+	if err := decodeJSON(c, &struct{}{}, true); err != nil {
+		return err
+	}
+	r, err := s.regs.Confirm(c.Request().Context(), id, callerOf(c))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, r)
+}
+
 // reduceSeats serves POST /v1/registrations/{id}/seats: the registration
 // keeps the seats asked for, giving the rest back.
 func (s *Server) reduceSeats(c echo.Context) error {

@@ -104,6 +104,8 @@ type Config struct {
 	Queues QueueService
 	// Checkins serves tickets and the doors; nil leaves their routes out.
 	Checkins CheckinService
+	// Attendance serves the attendance reads; nil leaves their routes out.
+	Attendance AttendanceService
 	// ListChanges wakes a check-in list's stream when any instance
 	// announces a change of the list; nil: the stream polls.
 	ListChanges Watcher
@@ -194,6 +196,7 @@ func New(cfg Config) *Server {
 	v1.GET("/registrations/:id", s.getRegistration, user)
 	v1.GET("/registrations/:id/events", s.registrationEvents, user)
 	v1.POST("/registrations/:id/cancel", s.cancelRegistration, user)
+	v1.POST("/registrations/:id/confirm", s.confirmRegistration, user)
 	v1.POST("/registrations/:id/seats", s.reduceSeats, user)
 	v1.POST("/registrations/:id/status", s.setStatus, admin...)
 	v1.POST("/pools", s.createPool, admin...)
@@ -222,6 +225,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Checkins != nil {
 		s.registerCheckinRoutes(v1, admin)
+	}
+	if cfg.Attendance != nil {
+		s.registerAttendanceRoutes(v1, admin)
 	}
 	s.registerWidgetRoutes(e)
 	s.registerAPIDescription(e)

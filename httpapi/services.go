@@ -57,6 +57,7 @@ type RegistrationService interface {
 	ExportRegistrations(ctx context.Context, activityID string, status registration.Status, emit func(registration.Registration) error) error
 	RegistrationEvents(ctx context.Context, id string, c registration.Caller) ([]registration.Event, error)
 	Cancel(ctx context.Context, id string, c registration.Caller) (registration.Registration, error)
+	Confirm(ctx context.Context, id string, c registration.Caller) (registration.Registration, error)
 	ReduceSeats(ctx context.Context, id string, seats int, c registration.Caller) (registration.Registration, error)
 	SetStatus(ctx context.Context, id string, to registration.Status, c registration.Caller) (registration.Registration, error)
 }

@@ -5,7 +5,9 @@
 -- confirmation deadline, and a release at the door N minutes after the
 -- start. The *_done_at columns record that the due-work loop ran each
 -- moment's work once (the release at confirm_by, the release at the door,
--- the end-of-activity events).
+-- the end-of-activity events); due_leased_until is the lease of the
+-- instance that claimed the activity's due work (a claim that outlives its
+-- instance is taken again when it runs out).
 ALTER TABLE activity
     ADD COLUMN starts_at timestamptz,
     ADD COLUMN ends_at timestamptz,
@@ -15,6 +17,7 @@ ALTER TABLE activity
     ADD COLUMN confirm_done_at timestamptz,
     ADD COLUMN no_show_done_at timestamptz,
     ADD COLUMN ended_done_at timestamptz,
+    ADD COLUMN due_leased_until timestamptz,
     ADD CONSTRAINT activity_ends_after_start CHECK (ends_at IS NULL OR starts_at IS NULL OR ends_at > starts_at);
 
 -- The due-work loop's claims: activities whose moment has come and whose
@@ -60,4 +63,4 @@ DROP INDEX activity_no_show_due_idx;
 DROP INDEX activity_ended_due_idx;
 ALTER TABLE activity DROP CONSTRAINT activity_ends_after_start, DROP COLUMN starts_at, DROP COLUMN ends_at,
     DROP COLUMN attendance_percent, DROP COLUMN confirm_by, DROP COLUMN release_no_shows_after_minutes,
-    DROP COLUMN confirm_done_at, DROP COLUMN no_show_done_at, DROP COLUMN ended_done_at;
+    DROP COLUMN confirm_done_at, DROP COLUMN no_show_done_at, DROP COLUMN ended_done_at, DROP COLUMN due_leased_until;

@@ -113,6 +113,26 @@ type SeatsCommand struct {
 	Seats          int
 }
 
+// ConfirmCommand confirms that the owner of a registration that holds a
+// seat will come (its owner's or an admin's request).
+type ConfirmCommand struct {
+	Origin
+	RegistrationID string
+	Caller         Caller
+}
+
+// ReleaseCommand gives back the seats of the named registrations that a
+// rule of the activity releases at its moment (the due-work loop's
+// request): those still holding a seat and still unconfirmed (Reason
+// CancelUnconfirmed) or with no accepted entry (CancelNoShow), checked
+// again under the activity's lock. The freed seats promote the waiting
+// list in the same transaction.
+type ReleaseCommand struct {
+	Origin
+	Reason          CancelReason
+	RegistrationIDs []string
+}
+
 // ActivityCommand changes an activity (an admin's request).
 type ActivityCommand struct {
 	Origin
@@ -125,6 +145,8 @@ func (c StatusCommand) origin() Origin   { return c.Origin }
 func (c ExpireCommand) origin() Origin   { return c.Origin }
 func (c ActivityCommand) origin() Origin { return c.Origin }
 func (c SeatsCommand) origin() Origin    { return c.Origin }
+func (c ConfirmCommand) origin() Origin  { return c.Origin }
+func (c ReleaseCommand) origin() Origin  { return c.Origin }
 
 // Outcome is what one command did.
 type Outcome struct {

@@ -118,6 +118,10 @@ func (d *decision) run(now time.Time) error {
 			err = d.expire(i, c, now)
 		case SeatsCommand:
 			err = d.reduce(i, c)
+		case ConfirmCommand:
+			d.confirm(i, c)
+		case ReleaseCommand:
+			err = d.releaseByRule(i, c)
 		case ActivityCommand:
 			err = d.patch(i, c)
 		case BlockCommand:

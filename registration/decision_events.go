@@ -9,6 +9,7 @@ func (d *decision) record(r *Registration, typ EventType, from *Status, o Origin
 		r.WaitlistSeq = d.seq
 		r.Joined = d.w.join()
 	}
+	d.confirmedByGettingASeat(r, typ)
 	snapshot := *r
 	d.events = append(d.events, Event{
 		ID: EventID(d.act.ID, d.seq), Seq: d.seq, ActivityID: d.act.ID, RegistrationID: r.ID, UserID: r.UserID,

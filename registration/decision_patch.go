@@ -6,10 +6,16 @@ import (
 
 func (d *decision) patch(i int, c ActivityCommand) error {
 	p := c.Patch
+	schedule := p.schedule(d.act.Schedule)
+	if err := schedule.validate(); err != nil {
+		d.outcomes[i] = Outcome{Err: err}
+		return nil
+	}
 	if err := d.patchOnSale(p); err != nil {
 		d.outcomes[i] = Outcome{Err: err}
 		return nil
 	}
+	d.act.Schedule = schedule
 	if p.SeriesID != nil && *p.SeriesID != "" {
 		if _, ok := d.w.series[*p.SeriesID]; !ok {
 			d.outcomes[i] = Outcome{Err: UnknownSeries(*p.SeriesID)}

@@ -10,8 +10,13 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 		d.outcomes[i] = Outcome{Err: RegistrationNotFound(c.RegistrationID)}
 		return nil
 	}
+	reason := CancelUser
+	if c.Caller.Admin {
+		reason = CancelAdmin
+	}
 	switch {
 	case r.Status.Occupying():
+		r.CancelReason = &reason
 		d.move(r, Cancelled, EventCancelled, c.Origin)
 		d.release(r, r.Seats)
 		delete(d.holders, r.UserID)
@@ -20,6 +25,7 @@ func (d *decision) cancel(i int, c CancelCommand) error {
 		return d.promote(c.Origin)
 	case r.Status == Waitlisted:
 		d.leaveLine(r)
+		r.CancelReason = &reason
 		d.move(r, Cancelled, EventCancelled, c.Origin)
 		delete(d.holders, r.UserID)
 		d.holdInSeries(r, false)

@@ -40,11 +40,24 @@ const (
 	// EventCheckedOut: a check-in list recorded its exit (its status
 	// stays).
 	EventCheckedOut EventType = "registration.checked_out"
+	// EventConfirmed: its owner (or an admin) confirmed it (its status
+	// stays).
+	EventConfirmed EventType = "registration.confirmed"
+	// EventReleased: a rule of the activity cancelled it (Reason says
+	// which: unconfirmed at confirm_by, or no_show at the door).
+	EventReleased EventType = "registration.released"
+	// EventAttended: the activity ended and its attendance is eligible
+	// (its status stays).
+	EventAttended EventType = "registration.attended"
+	// EventNoShow: the activity ended and it never entered (its status
+	// stays).
+	EventNoShow EventType = "registration.no_show"
 )
 
 // EventTypes lists every event type.
 var EventTypes = []EventType{EventCreated, EventWaitlisted, EventPromoted, EventStatusChanged,
-	EventCancelled, EventExpired, EventReadmitted, EventSeatsChanged, EventCheckedIn, EventCheckedOut}
+	EventCancelled, EventExpired, EventReadmitted, EventSeatsChanged, EventCheckedIn, EventCheckedOut, EventConfirmed,
+	EventReleased, EventAttended, EventNoShow}
 
 // ActorSystem is the actor of changes the service makes on its own: expiry
 // and promotion.
@@ -71,6 +84,8 @@ type Event struct {
 	// BlockID is the block of a block event, or of the registration of a
 	// registration event that took its seats from a block.
 	BlockID *string `json:"block_id,omitempty"`
+	// Reason is set on EventReleased only: the rule that released it.
+	Reason *CancelReason `json:"reason,omitempty"`
 	// Door is set on check-in events only: the list, the device, whether
 	// the scan was an offline upload and the rule it broke.
 	*Door

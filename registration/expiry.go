@@ -94,7 +94,8 @@ func (s *Service) RunExpiry(ctx context.Context, every time.Duration) {
 	loop.Every(ctx, every, s.log, "expire holds and blocks", func(ctx context.Context) error {
 		_, err := s.ExpireDue(ctx)
 		_, blocksErr := s.ExpireDueBlocks(ctx)
-		return errors.Join(err, blocksErr)
+		_, releaseErr := s.ReleaseDue(ctx)
+		return errors.Join(err, blocksErr, releaseErr)
 	})
 }
 

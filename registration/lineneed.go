@@ -95,7 +95,7 @@ func Promotes(c Command) bool { return promotes(c) }
 // promotes reports whether a command may promote from the waiting list.
 func promotes(c Command) bool {
 	switch c := c.(type) {
-	case CancelCommand, ExpireCommand, SeatsCommand, ActivityCommand:
+	case CancelCommand, ExpireCommand, SeatsCommand, ActivityCommand, ReleaseCommand:
 		return true
 	case BlockCommand:
 		return c.Op != BlockCreate
@@ -112,6 +112,8 @@ func Releases(cmds []Command) int {
 		switch c := c.(type) {
 		case CancelCommand, ExpireCommand, SeatsCommand:
 			n++
+		case ReleaseCommand:
+			n += len(c.RegistrationIDs)
 		case BlockCommand:
 			if c.Op != BlockCreate {
 				n++
@@ -219,6 +221,10 @@ func releasedSeats(st ActivityState, cmds []Command) (freed int, leaves bool) {
 			released(c.RegistrationID, 0)
 		case SeatsCommand:
 			released(c.RegistrationID, c.Seats)
+		case ReleaseCommand:
+			for _, id := range c.RegistrationIDs {
+				released(id, 0)
+			}
 		case ActivityCommand:
 			leaves = leaves || c.Patch.Pools != nil
 		}

@@ -276,6 +276,13 @@ func (m *MemStore) ClaimDueHolds(ctx context.Context, now time.Time, limit int) 
 	return out, nil
 }
 
+// ClaimDueReleases finds no due release: the in-memory store keeps no
+// schedule (releases are tested on PostgreSQL, internal/test/e2e).
+func (m *MemStore) ClaimDueReleases(context.Context, time.Time, int) ([]DueRelease, error) { return nil, nil }
+
+// ReleaseDone does nothing (see ClaimDueReleases).
+func (m *MemStore) ReleaseDone(context.Context, string, CancelReason) error { return nil }
+
 // FindOutcome returns the stored outcome of an idempotency key.
 func (m *MemStore) FindOutcome(ctx context.Context, activityID, userID, key string) (IdempotentOutcome, bool, error) {
 	if err := m.faults.enter(ctx, MemFindOutcome, nil); err != nil {

@@ -318,15 +318,21 @@ func (n *NewActivity) Validate() error {
 	if err := validateOnSale(OptionalOf(&n.OpensAt), OptionalOf(&n.ClosesAt), OptionalOf(&n.Queue)); err != nil {
 		return err
 	}
+	if err := n.Schedule.validate(); err != nil {
+		return err
+	}
 	return validateGroups(&n.MaxSeats, &n.Policy)
 }
 
 // Validate checks the fields a patch sets.
 func (p ActivityPatch) Validate() error {
 	if p.Title == nil && p.Capacity == nil && p.HoldSeconds == nil && p.Waitlist == nil && p.MaxSeats == nil && p.Policy == nil &&
-		p.Pools == nil && p.SeriesID == nil && !p.OpensAt.Set && !p.ClosesAt.Set && !p.Queue.Set {
+		p.Pools == nil && p.SeriesID == nil && !p.OpensAt.Set && !p.ClosesAt.Set && !p.Queue.Set && !p.changesSchedule() {
 		return capacityd.Errorf(capacityd.EInvalid,
-			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy, pools, series_id, opens_at, closes_at or queue")
+			"nothing to change: set title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy, pools, series_id, opens_at, closes_at, queue, starts_at, ends_at, attendance_percent, confirm_by or release_no_shows_after_minutes")
+	}
+	if err := p.schedule(Schedule{}).validate(); err != nil {
+		return err
 	}
 	if err := validateOnSale(p.OpensAt, p.ClosesAt, p.Queue); err != nil {
 		return err

@@ -63,6 +63,10 @@ type Store interface {
 	// ClaimDueHolds returns up to limit awaiting_payment registrations due
 	// at now, skipping those other instances are claiming at the moment.
 	ClaimDueHolds(ctx context.Context, now time.Time, limit int) ([]DueHold, error)
+	// ClaimDueReleases claims activities whose release moment has come,
+	// with the registrations to release; ReleaseDone records one done.
+	ClaimDueReleases(ctx context.Context, now time.Time, limit int) ([]DueRelease, error)
+	ReleaseDone(ctx context.Context, activityID string, reason CancelReason) error
 
 	// FindOutcome returns the stored outcome of an idempotency key, or
 	// ok=false.

@@ -38,7 +38,15 @@ var activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a
 	ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.public_id),
 	` + activityPoolsSQL + `,
 	(SELECT x.public_id FROM series x WHERE x.id = a.series_id), ` + reservedSQL("a.id") + `,
-	a.opens_at, a.closes_at, a.queue`
+	a.opens_at, a.closes_at, a.queue, ` + activityScheduleColumns
+
+// activityScheduleColumns are an activity's schedule (registration.Schedule), for
+// a query over activity a; activityScheduleDest scans them.
+const activityScheduleColumns = `a.starts_at, a.ends_at, a.attendance_percent, a.confirm_by, a.release_no_shows_after_minutes`
+
+func activityScheduleDest(a *registration.Activity) []any {
+	return []any{&a.StartsAt, &a.EndsAt, &a.AttendancePercent, &a.ConfirmBy, &a.ReleaseNoShowsAfterMinutes}
+}
 
 // activityPoolsSQL reads the inputs of the seat rule for an activity's
 // (a.id) pools: their capacities, taken and reserved, three arrays in the
@@ -72,9 +80,9 @@ func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting, reserved int64
 	var poolCapacities, poolTaken, poolReserved []int64
-	err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
+	err := row.Scan(append([]any{&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
 		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &poolCapacities, &poolTaken, &poolReserved, &a.SeriesID,
-		&reserved, &a.OpensAt, &a.ClosesAt, &a.Queue)
+		&reserved, &a.OpensAt, &a.ClosesAt, &a.Queue}, activityScheduleDest(&a)...)...)
 	utcWindow(&a)
 	a.Taken, a.Waiting, a.Reserved = int(taken), int(waiting), int(reserved)
 	a.Remaining = registration.NewCounts(a.SeatRoom(), a.Waiting, a.Waitlist, a.Policy,
@@ -91,8 +99,8 @@ func scanActivity(row pgx.Row) (registration.Activity, error) {
 // transactions read) and moves their last seq forward.
 func (s *Store) CreateActivity(ctx context.Context, id string, in registration.NewActivity) (registration.Activity, error) {
 	insert := `INSERT INTO activity AS a (public_id, title, capacity, hold_seconds, waitlist, max_seats_per_registration, waitlist_policy,
-			series_id, opens_at, closes_at, queue)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			series_id, opens_at, closes_at, queue, starts_at, ends_at, attendance_percent, confirm_by, release_no_shows_after_minutes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		RETURNING `
 	var series *int64
 	if in.SeriesID != "" {
@@ -108,7 +116,7 @@ func (s *Store) CreateActivity(ctx context.Context, id string, in registration.N
 	}
 	args := []any{id, in.Title, in.Capacity, in.HoldSeconds, in.Waitlist,
 		cmp.Or(in.MaxSeats, registration.DefaultMaxSeats), string(cmp.Or(in.Policy, registration.PolicyStrict)), series,
-		in.OpensAt, in.ClosesAt, in.Queue}
+		in.OpensAt, in.ClosesAt, in.Queue, in.StartsAt, in.EndsAt, in.AttendancePercent, in.ConfirmBy, in.ReleaseNoShowsAfterMinutes}
 	if len(in.Pools) == 0 {
 		a, err := scanActivity(s.db.QueryRow(ctx, insert+activityColumns, args...))
 		return a, interpret(err)
@@ -235,7 +243,7 @@ func (s *Store) SeatState(ctx context.Context, activityID string) (registration.
 
 // utcWindow gives an activity's window in UTC, as every time of an answer.
 func utcWindow(a *registration.Activity) {
-	for _, t := range []**time.Time{&a.OpensAt, &a.ClosesAt} {
+	for _, t := range []**time.Time{&a.OpensAt, &a.ClosesAt, &a.StartsAt, &a.EndsAt, &a.ConfirmBy} {
 		if *t != nil {
 			u := (*t).UTC()
 			*t = &u

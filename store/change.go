@@ -337,9 +337,15 @@ func (s *Store) writePlans(ctx context.Context, t *txn, work []*activityWork, po
 			a := p.Activity
 			b.Queue(`UPDATE activity SET title = $2, capacity = $3, hold_seconds = $4, waitlist = $5, updated_at = $6,
 				max_seats_per_registration = $7, waitlist_policy = $8, series_id = (SELECT id FROM series WHERE public_id = $9),
-				opens_at = $10, closes_at = $11, queue = $12
+				opens_at = $10, closes_at = $11, queue = $12, starts_at = $13, ends_at = $14, attendance_percent = $15, confirm_by = $16,
+				release_no_shows_after_minutes = $17,
+				confirm_done_at = CASE WHEN confirm_by IS DISTINCT FROM $16 THEN NULL ELSE confirm_done_at END,
+				no_show_done_at = CASE WHEN starts_at IS DISTINCT FROM $13 OR release_no_shows_after_minutes IS DISTINCT FROM $17
+					THEN NULL ELSE no_show_done_at END,
+				ended_done_at = CASE WHEN ends_at IS DISTINCT FROM $14 THEN NULL ELSE ended_done_at END
 				WHERE id = $1`, w.aid, a.Title, a.Capacity, a.HoldSeconds, a.Waitlist, a.UpdatedAt, a.MaxSeats, string(a.Policy),
-				a.SeriesID, a.OpensAt, a.ClosesAt, a.Queue)
+				a.SeriesID, a.OpensAt, a.ClosesAt, a.Queue, a.StartsAt, a.EndsAt, a.AttendancePercent, a.ConfirmBy,
+				a.ReleaseNoShowsAfterMinutes)
 			if !slices.Equal(a.Pools, w.state.Activity.Pools) {
 				batchRepool(b, w.aid, a.Pools, pools)
 			}
@@ -367,6 +373,8 @@ type rowsOf struct {
 	upSeats           []int32
 	upExpires         []*time.Time
 	upAt              []time.Time
+	upConfirmed       []*time.Time
+	upReasons         []*string
 	inIDs, inUsers    []string
 	inSeats           []int32
 	inStatus, inMetas []string
@@ -376,12 +384,14 @@ type rowsOf struct {
 	inWaitSeq         []*int64
 	inJoined          []*int64
 	inBlocks          []*string
+	inConfirmed       []*time.Time
 }
 
 func (c *rowsOf) update(r registration.Registration) {
 	c.upIDs, c.upStatus = append(c.upIDs, r.ID), append(c.upStatus, string(r.Status))
 	c.upSeats, c.upBlocks = append(c.upSeats, int32(r.Seats)), append(c.upBlocks, r.BlockID)
 	c.upExpires, c.upAt = append(c.upExpires, r.ExpiresAt), append(c.upAt, r.UpdatedAt)
+	c.upConfirmed, c.upReasons = append(c.upConfirmed, r.ConfirmedAt), append(c.upReasons, (*string)(r.CancelReason))
 }
 
 func (c *rowsOf) insert(aid int64, r registration.Registration) {
@@ -398,16 +408,17 @@ func (c *rowsOf) insert(aid int64, r registration.Registration) {
 		joined = &r.Joined
 	}
 	c.inJoined, c.inBlocks = append(c.inJoined, joined), append(c.inBlocks, r.BlockID)
+	c.inConfirmed = append(c.inConfirmed, r.ConfirmedAt)
 }
 
 // batch adds to b the statements that write the collected rows.
 func (c *rowsOf) batch(b *pgx.Batch) {
 	if n := len(c.upIDs); n > 0 {
 		b.Queue(`UPDATE registration r SET status = u.status, expires_at = u.expires_at, updated_at = u.updated_at, seats = u.seats,
-				block_id = u.block_id
-			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[])
-				AS u(public_id, status, expires_at, updated_at, seats, block_id)
-			WHERE r.public_id = u.public_id`, c.upIDs, c.upStatus, c.upExpires, c.upAt, c.upSeats, c.upBlocks).Exec(func(tag pgconn.CommandTag) error {
+				block_id = u.block_id, confirmed_at = u.confirmed_at, cancel_reason = u.cancel_reason
+			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[], $7::timestamptz[], $8::text[])
+				AS u(public_id, status, expires_at, updated_at, seats, block_id, confirmed_at, cancel_reason)
+			WHERE r.public_id = u.public_id`, c.upIDs, c.upStatus, c.upExpires, c.upAt, c.upSeats, c.upBlocks, c.upConfirmed, c.upReasons).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() != int64(n) {
 				return fmt.Errorf("change: %d of %d registrations updated", tag.RowsAffected(), n)
 			}
@@ -416,13 +427,14 @@ func (c *rowsOf) batch(b *pgx.Batch) {
 	}
 	if len(c.inIDs) > 0 {
 		b.Queue(`INSERT INTO registration (public_id, activity_id, user_id, status, metadata, created_at, updated_at, expires_at,
-				waitlist_seq, seats, joined, block_id)
+				waitlist_seq, seats, joined, block_id, confirmed_at)
 			SELECT t.public_id, t.activity_id, t.user_id, t.status, t.metadata::json, t.at, t.at, t.expires_at, t.waitlist_seq, t.seats,
-				t.joined, t.block_id
+				t.joined, t.block_id, t.confirmed_at
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[],
-				$9::int[], $10::bigint[], $11::text[])
-				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq, seats, joined, block_id)`,
-			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq, c.inSeats, c.inJoined, c.inBlocks)
+				$9::int[], $10::bigint[], $11::text[], $12::timestamptz[])
+				AS t(public_id, activity_id, user_id, status, metadata, at, expires_at, waitlist_seq, seats, joined, block_id, confirmed_at)`,
+			c.inIDs, c.inAIDs, c.inUsers, c.inStatus, c.inMetas, c.inAt, c.inExpires, c.inWaitSeq, c.inSeats, c.inJoined, c.inBlocks,
+			c.inConfirmed)
 	}
 }
 
@@ -440,6 +452,7 @@ type eventsOf struct {
 	// the waiting list as the change left them, for webhook payloads.
 	expires   []*time.Time
 	positions []*int32
+	reasons   []*string
 }
 
 func (c *eventsOf) add(aid int64, e registration.Event) {
@@ -472,6 +485,7 @@ func (c *eventsOf) add(aid int64, e registration.Event) {
 		}
 	}
 	c.expires, c.positions = append(c.expires, expires), append(c.positions, pos)
+	c.reasons = append(c.reasons, (*string)(e.Reason))
 }
 
 // batch adds to b the insert of the collected events.
@@ -480,9 +494,9 @@ func (c *eventsOf) batch(b *pgx.Batch) {
 		return
 	}
 	b.Queue(`INSERT INTO registration_event (activity_id, seq, registration_id, user_id, type, from_status, to_status, actor, request_id, at,
-			seats, seats_from, block_id, expires_at, waitlist_position)
+			seats, seats_from, block_id, expires_at, waitlist_position, reason)
 		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-			$10::timestamptz[], $11::int[], $12::int[], $13::text[], $14::timestamptz[], $15::int[])`,
+			$10::timestamptz[], $11::int[], $12::int[], $13::text[], $14::timestamptz[], $15::int[], $16::text[])`,
 		c.aids, c.seqs, c.regIDs, c.users, c.types, c.from, c.to, c.actors, c.reqIDs, c.at, c.seats, c.seatsFrom, c.blocks,
-		c.expires, c.positions)
+		c.expires, c.positions, c.reasons)
 }

@@ -145,6 +145,10 @@ func (p *readPlan) add(aid int64, c registration.Command) {
 		p.named = append(p.named, c.RegistrationID)
 	case registration.SeatsCommand:
 		p.named = append(p.named, c.RegistrationID)
+	case registration.ConfirmCommand:
+		p.named = append(p.named, c.RegistrationID)
+	case registration.ReleaseCommand:
+		p.named = append(p.named, c.RegistrationIDs...)
 	case registration.ActivityCommand:
 		if id := c.Patch.SeriesID; id != nil && *id != "" {
 			p.seriesNamed = append(p.seriesNamed, *id)
@@ -182,15 +186,15 @@ func (s *Store) batchActivities(b *pgx.Batch, aids []int64, byAID map[int64]*act
 			ARRAY(SELECT m.pool_id FROM activity_pool m WHERE m.activity_id = a.id ORDER BY m.pool_id),
 			ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
 				ORDER BY p.public_id),
-			a.opens_at, a.closes_at, a.queue
+			a.opens_at, a.closes_at, a.queue, `+activityScheduleColumns+`
 		FROM activity a WHERE a.id = ANY($1)`, aids).Query(func(rows pgx.Rows) error {
 		var aid, seq int64
 		var a registration.Activity
 		var at time.Time
 		var poolIDs []int64
-		_, err := pgx.ForEachRow(rows, []any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
+		_, err := pgx.ForEachRow(rows, append([]any{&aid, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist,
 			&a.MaxSeats, &a.Policy, &a.CreatedAt, &a.UpdatedAt, &seq, &at, &a.SeriesID, &poolIDs, &a.Pools,
-			&a.OpensAt, &a.ClosesAt, &a.Queue}, func() error {
+			&a.OpensAt, &a.ClosesAt, &a.Queue}, activityScheduleDest(&a)...), func() error {
 			w := byAID[aid]
 			a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
 			utcWindow(&a)
@@ -198,6 +202,7 @@ func (s *Store) batchActivities(b *pgx.Batch, aids []int64, byAID map[int64]*act
 			w.pools, w.batch.ActivityID = poolIDs, a.ID
 			// A fresh array and pointers for the next row.
 			a.Pools, poolIDs, a.SeriesID, a.OpensAt, a.ClosesAt, a.Queue = nil, nil, nil, nil, nil, nil
+			a.Schedule = registration.Schedule{}
 			if c, ok := s.cached(aid, seq); ok {
 				w.state.Activity.Taken, w.state.Activity.Waiting, w.counted = c.taken, c.waiting, true
 			}

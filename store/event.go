@@ -9,14 +9,14 @@ import (
 )
 
 const eventColumns = `e.seq, a.public_id, e.registration_id, e.user_id, e.type, e.from_status, e.to_status,
-	e.seats, e.seats_from, e.actor, e.request_id, e.at, e.block_id, e.list_id, e.device, e.forced, e.conflict`
+	e.seats, e.seats_from, e.actor, e.request_id, e.at, e.block_id, e.list_id, e.device, e.forced, e.conflict, e.reason`
 
 func scanEvent(row pgx.CollectableRow) (registration.Event, error) {
 	var e registration.Event
 	var d doorColumns
 	err := row.Scan(append([]any{&e.Seq, &e.ActivityID, &e.RegistrationID, &e.UserID, &e.Type, &e.From, &e.To,
 		&e.Seats, &e.SeatsFrom, &e.Actor, &e.RequestID, &e.At, &e.BlockID}, d.dest()...)...)
-	e.ID, e.At, e.Door = registration.EventID(e.ActivityID, e.Seq), e.At.UTC(), d.door()
+	e.ID, e.At, e.Door, e.Reason = registration.EventID(e.ActivityID, e.Seq), e.At.UTC(), d.door(), d.reason
 	return e, err
 }
 
@@ -25,9 +25,11 @@ func scanEvent(row pgx.CollectableRow) (registration.Event, error) {
 type doorColumns struct {
 	list, device, conflict *string
 	forced                 *bool
+	// reason is a release event's, which the columns carry too.
+	reason *registration.CancelReason
 }
 
-func (d *doorColumns) dest() []any { return []any{&d.list, &d.device, &d.forced, &d.conflict} }
+func (d *doorColumns) dest() []any { return []any{&d.list, &d.device, &d.forced, &d.conflict, &d.reason} }
 
 // door returns the event's Door, nil for an event that is not a check-in.
 func (d *doorColumns) door() *registration.Door {

@@ -20,15 +20,15 @@ func (s *Store) ActivityRows(ctx context.Context, ids []string) ([]registration.
 			a.created_at, a.updated_at,
 			ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id
 				ORDER BY p.public_id),
-			(SELECT x.public_id FROM series x WHERE x.id = a.series_id), a.opens_at, a.closes_at, a.queue
+			(SELECT x.public_id FROM series x WHERE x.id = a.series_id), a.opens_at, a.closes_at, a.queue, `+activityScheduleColumns+`
 		FROM activity a WHERE a.public_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Activity, error) {
 		var a registration.Activity
-		err := row.Scan(&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
-			&a.CreatedAt, &a.UpdatedAt, &a.Pools, &a.SeriesID, &a.OpensAt, &a.ClosesAt, &a.Queue)
+		err := row.Scan(append([]any{&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
+			&a.CreatedAt, &a.UpdatedAt, &a.Pools, &a.SeriesID, &a.OpensAt, &a.ClosesAt, &a.Queue}, activityScheduleDest(&a)...)...)
 		a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
 		utcWindow(&a)
 		return a, err

@@ -12,7 +12,8 @@ import (
 // registrationColumns are a registration's columns, for a query over
 // registration r joined with its activity a.
 const registrationColumns = `r.id, r.public_id, a.public_id, r.user_id, r.status, r.seats, r.metadata, r.created_at, r.updated_at,
-	r.expires_at, coalesce(r.waitlist_seq, 0), coalesce(r.joined, 0), r.block_id, r.checked_in`
+	r.expires_at, coalesce(r.waitlist_seq, 0), coalesce(r.joined, 0), r.block_id, r.checked_in, r.confirmed_at,
+	r.cancel_reason`
 
 // withPosition adds a waitlisted registration's place in line: one more
 // than the waitlisted registrations of its activity that joined before it,
@@ -25,8 +26,10 @@ func scanRegistration(row pgx.Row, extra ...any) (registration.Registration, err
 	var r registration.Registration
 	var meta []byte
 	err := row.Scan(append([]any{&r.Seq, &r.ID, &r.ActivityID, &r.UserID, &r.Status, &r.Seats, &meta, &r.CreatedAt, &r.UpdatedAt,
-		&r.ExpiresAt, &r.WaitlistSeq, &r.Joined, &r.BlockID, &r.CheckedIn}, extra...)...)
+		&r.ExpiresAt, &r.WaitlistSeq, &r.Joined, &r.BlockID, &r.CheckedIn, &r.ConfirmedAt,
+		&r.CancelReason}, extra...)...)
 	r.Metadata = meta
+	r.ConfirmedAt = utc(r.ConfirmedAt)
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	if r.ExpiresAt != nil {
 		t := r.ExpiresAt.UTC()

@@ -54,7 +54,7 @@ func scanHookEvent(row pgx.Row, extra ...any) (hookEvent, error) {
 	if err := row.Scan(append(dest, &expires, &pos, &meta, &created)...); err != nil {
 		return hookEvent{}, err
 	}
-	e.ID, e.At, e.Door = registration.EventID(e.ActivityID, e.Seq), e.At.UTC(), d.door()
+	e.ID, e.At, e.Door, e.Reason = registration.EventID(e.ActivityID, e.Seq), e.At.UTC(), d.door(), d.reason
 	r := registration.Registration{CheckedIn: e.Type == registration.EventCheckedIn, ID: e.RegistrationID, ActivityID: e.ActivityID, UserID: e.UserID, Status: e.To,
 		Seats: e.Seats, BlockID: e.BlockID, Metadata: meta, CreatedAt: created.UTC(), UpdatedAt: e.At, ExpiresAt: utc(expires)}
 	if pos != nil {

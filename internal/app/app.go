@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/physiciansnet/capacityd/attendance"
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/checkin"
 	"github.com/physiciansnet/capacityd/httpapi"
@@ -191,6 +192,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	doors := checkin.NewService(checkin.Config{Store: st, Registrations: regs, Sealer: sealer, Announcer: changes,
 		Observer: deliveries, Now: opts.Now, Registerer: reg})
+	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors.Keys(), Now: opts.Now})
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(opts.RequestTimeout, httpapi.DefaultRequestTimeout))
 	defer cancel()
 	if err := doors.Load(ctx); err != nil {
@@ -199,6 +201,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	srv := httpapi.New(httpConfig(opts, httpDeps{
 		auth: auth, store: st, rdb: rdb, reg: reg, regs: regs, counter: counter, notes: notes,
 		activities: activities, pools: pools, streams: streams, hooks: hooks, queues: queues, doors: doors, changes: changes,
+		attendance: attended,
 	}))
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
@@ -222,6 +225,7 @@ type httpDeps struct {
 	hooks      *webhook.Service
 	queues     *onsale.Queue
 	doors      *checkin.Service
+	attendance *attendance.Service
 	changes    *stream.Notifier
 }
 
@@ -239,6 +243,7 @@ func httpConfig(opts Options, d httpDeps) httpapi.Config {
 	cfg.Notes, cfg.Activities, cfg.Pools, cfg.Streams = d.notes, d.activities, d.pools, d.streams
 	cfg.Webhooks, cfg.Queues = d.hooks, d.queues
 	cfg.Checkins, cfg.ListChanges = d.doors, d.changes
+	cfg.Attendance = d.attendance
 	return cfg
 }
 

@@ -106,11 +106,13 @@ func (f *fake) exchange(t *testing.T, method, path, token, body string, c canned
 
 const jsonCT = "application/json; charset=utf-8"
 
-const activity = `{"id":"a_1","title":"Rounds","capacity":3,"hold_seconds":900,"waitlist":false,"max_seats_per_registration":1,"waitlist_policy":"strict","pools":[],"series_id":null,"opens_at":null,"closes_at":null,"queue":null,"taken":1,"reserved":0,"remaining":2,"waiting":0,` +
+const activity = `{"id":"a_1","title":"Rounds","capacity":3,"hold_seconds":900,"waitlist":false,"max_seats_per_registration":1,"waitlist_policy":"strict","pools":[],"series_id":null,"opens_at":null,"closes_at":null,"queue":null,` +
+	`"starts_at":null,"ends_at":null,"attendance_percent":null,"confirm_by":null,"release_no_shows_after_minutes":null,"taken":1,"reserved":0,"remaining":2,"waiting":0,` +
 	`"created_at":"2026-11-29T10:00:00Z","updated_at":"2026-11-29T10:00:00Z"}`
 
 const registration = `{"id":"r_1","activity_id":"a_1","user_id":"alice","status":"pending","seats":1,"metadata":{},` +
-	`"created_at":"2026-11-29T10:00:00Z","updated_at":"2026-11-29T10:00:00Z","expires_at":null,"waitlist_position":null,"checked_in":false}`
+	`"created_at":"2026-11-29T10:00:00Z","updated_at":"2026-11-29T10:00:00Z","expires_at":null,"waitlist_position":null,` +
+	`"confirmed_at":null,"cancel_reason":null,"checked_in":false}`
 
 func TestTransportPassesWhatKeepsToTheDescription(t *testing.T) {
 	t.Parallel()
