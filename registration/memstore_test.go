@@ -278,7 +278,9 @@ func (m *MemStore) ClaimDueHolds(ctx context.Context, now time.Time, limit int) 
 
 // ClaimDueReleases finds no due release: the in-memory store keeps no
 // schedule (releases are tested on PostgreSQL, internal/test/e2e).
-func (m *MemStore) ClaimDueReleases(context.Context, time.Time, int) ([]DueRelease, error) { return nil, nil }
+func (m *MemStore) ClaimDueReleases(context.Context, time.Time, int) ([]DueRelease, error) {
+	return nil, nil
+}
 
 // ReleaseDone does nothing (see ClaimDueReleases).
 func (m *MemStore) ReleaseDone(context.Context, string, CancelReason) error { return nil }

@@ -76,4 +76,3 @@ func (s *Service) Confirm(ctx context.Context, id string, c Caller) (Registratio
 	}
 	return s.changeOf(ctx, r, ConfirmCommand{Origin: c.origin(), RegistrationID: id, Caller: c})
 }
-

@@ -29,7 +29,9 @@ type doorColumns struct {
 	reason *registration.CancelReason
 }
 
-func (d *doorColumns) dest() []any { return []any{&d.list, &d.device, &d.forced, &d.conflict, &d.reason} }
+func (d *doorColumns) dest() []any {
+	return []any{&d.list, &d.device, &d.forced, &d.conflict, &d.reason}
+}
 
 // door returns the event's Door, nil for an event that is not a check-in.
 func (d *doorColumns) door() *registration.Door {
