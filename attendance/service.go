@@ -8,6 +8,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/checkin"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -58,9 +59,12 @@ type Registrations interface {
 	GetRegistration(ctx context.Context, id string, c registration.Caller) (registration.Registration, error)
 }
 
-// Signer signs statements with the check-in keys (*checkin.Keyring).
+// Signer signs statements with the check-in keys (*checkin.Keyring),
+// with a typ header of their own (checkin.StatementType) so that a
+// statement, which names a registration and its activity as a ticket
+// does, is never taken for one at a door.
 type Signer interface {
-	Sign(claims jwt.Claims) (string, error)
+	SignAs(claims jwt.Claims, typ string) (string, error)
 }
 
 // Config wires a Service.
@@ -159,7 +163,7 @@ func (s *Service) Registration(ctx context.Context, registrationID string, c reg
 	if !act.Ended(now) {
 		return p, nil
 	}
-	tok, err := s.cfg.Keys.Sign(NewStatement(act, p.Item, now))
+	tok, err := s.cfg.Keys.SignAs(NewStatement(act, p.Item, now), checkin.StatementType)
 	if err != nil {
 		return Personal{}, err
 	}

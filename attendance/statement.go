@@ -9,7 +9,8 @@ import (
 // StatementClaims are an attendance statement's payload: who attended
 // which activity, when it took place, and the time they spent inside.
 // Anyone verifies it with the published check-in keys
-// (GET /v1/checkin/keys) alone.
+// (GET /v1/checkin/keys) alone; its typ header is checkin.StatementType,
+// and a door refuses it as a ticket.
 type StatementClaims struct {
 	Reg string `json:"reg"`
 	Act string `json:"act"`

@@ -144,6 +144,13 @@ type Redeemed struct {
 	Replayed bool
 }
 
+// RedeemOutcome is one scan's answer in a batch: what was recorded (or
+// replayed), or its refusal.
+type RedeemOutcome struct {
+	Redeemed
+	Err error
+}
+
 // Answer is a scan's answer.
 type Answer struct {
 	Result       string                    `json:"result"`

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/groupcommit"
 	"github.com/physiciansnet/capacityd/registration"
 )
 
@@ -21,7 +22,9 @@ type Store interface {
 	ListCheckinLists(ctx context.Context, activityID, before string, limit int) ([]List, error)
 	UpdateCheckinList(ctx context.Context, id string, p ListPatch, now time.Time) (List, error)
 	DeleteCheckinList(ctx context.Context, id string) error
-	Redeem(ctx context.Context, in Redemption, now time.Time) (Redeemed, error)
+	// RedeemBatch decides and records the scans of one list in order, in
+	// one transaction; a refused scan is answered alone.
+	RedeemBatch(ctx context.Context, listID string, ins []Redemption, now time.Time) ([]RedeemOutcome, error)
 	Checkins(ctx context.Context, listID string, after int64, limit int) ([]CheckIn, error)
 	SyncTickets(ctx context.Context, listID string, cursor *SyncCursor, limit int) (SyncPage, error)
 	CheckinKeys(ctx context.Context, first func() (StoredKey, error)) ([]StoredKey, error)
@@ -68,6 +71,9 @@ type Service struct {
 	entropy *ulid.MonotonicEntropy
 	idMu    sync.Mutex
 	metrics *metrics
+	// scans gathers the concurrent scans of each list into one
+	// transaction.
+	scans *groupcommit.Group[string, Redemption, RedeemOutcome]
 }
 
 // NewService returns a Service; Load must succeed before tickets are
@@ -76,8 +82,21 @@ func NewService(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, keys: NewKeyring(nil), entropy: ulid.Monotonic(rand.Reader, 0), metrics: newMetrics(cfg.Registerer)}
+	s := &Service{cfg: cfg, keys: NewKeyring(nil), entropy: ulid.Monotonic(rand.Reader, 0), metrics: newMetrics(cfg.Registerer)}
+	s.scans = groupcommit.New(groupcommit.PerKey(s.flushScans), groupcommit.Options{MaxBatch: maxScanBatch})
+	return s
 }
+
+// maxScanBatch bounds the scans of one list's transaction.
+const maxScanBatch = 200
+
+// flushScans runs one list's gathered scans in one transaction.
+func (s *Service) flushScans(ctx context.Context, listID string, ins []Redemption) ([]RedeemOutcome, error) {
+	return s.cfg.Store.RedeemBatch(ctx, listID, ins, s.cfg.Now().UTC())
+}
+
+// Close answers the scans queued so far and refuses new ones.
+func (s *Service) Close(ctx context.Context) error { return s.scans.Close(ctx) }
 
 // Keys returns the keyring.
 func (s *Service) Keys() *Keyring { return s.keys }
@@ -267,7 +286,10 @@ func (s *Service) Redeem(ctx context.Context, listID string, in RedeemInput, c r
 		}
 		red.RegistrationID, red.TicketActivity, red.ByTicket = claims.Reg, claims.Act, true
 	}
-	out, err = s.cfg.Store.Redeem(ctx, red, now)
+	o, err := s.scans.Submit(ctx, listID, red)
+	if err == nil {
+		out, err = o.Redeemed, o.Err
+	}
 	if err != nil || out.Replayed {
 		return out, err
 	}

@@ -260,6 +260,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioCourseRush, b.courseRush},
 		{ScenarioGroupRush, b.groupRush},
 		{ScenarioPoolRush, b.poolRush},
+		{ScenarioDoorRush, b.doorRush},
 		{ScenarioOnSaleJoin + "+" + ScenarioOnSalePoll, b.onSale},
 		{ScenarioViewsHot, func(ctx context.Context) error { return b.views(ctx, ScenarioViewsHot) }},
 		{StepDeadTuple, b.signupDeadTuples},

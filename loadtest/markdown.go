@@ -27,8 +27,9 @@ type MarkdownMeta struct {
 const topicsText = "Each target names the part of the service it measures: " +
 	"**admission** (signups, group admission into PostgreSQL), **seat reads** (the display tier), " +
 	"**seat changes** (cancellations on the same path as signups), **notes** (view and water counters), " +
-	"**streams** (live seat streams), **waiting list** (waitlisted signups and promotion on release) " +
-	"and **spread** (signups over many activities at once, one seat each, in parties or sharing pools)."
+	"**streams** (live seat streams), **waiting list** (waitlisted signups and promotion on release), " +
+	"**spread** (signups over many activities at once, one seat each, in parties or sharing pools), " +
+	"**webhooks** (deliveries of every event) and **doors** (tickets scanned at a check-in list, its ticket sync)."
 
 // productionDescription says what production does, in the page's table.
 const productionDescription = "signup_hot as a real deployment runs it: RS256 tokens of an identity provider checked against its JWK Set " +
@@ -61,6 +62,11 @@ var scenarioDescriptions = map[string]string{
 	ScenarioViewsHot:          "POST views of one note, combining on, 64 clients",
 	ScenarioViewsNaive:        "the same with NOTE_COMBINING=off (one upsert per request)",
 	ScenarioSSEFanout:         "1,000 stream clients on one activity; latency from a signup to each client's event",
+	ScenarioDoorRush: "POST redeem of 10,000 tickets (an activity's registrations, seeded in bulk) at a check-in list with entry once and room for 8,000, " +
+		"each ticket once and 10% of them again at another device, each scan with its own Idempotency-Key, 16 devices (door-role tokens); " +
+		"rps counts the scans answered (entered, already_checked_in or room_full)",
+	ScenarioDoorRushLoaded:  "door_rush again at a second check-in list of the same activity while door_rush_signups run",
+	ScenarioDoorRushSignups: "POST signup, distinct users, to the hot activity, 64 clients, for as long as door_rush_with_signups lasts: its signups",
 }
 
 // baselineDescriptions say what each baseline runs.
@@ -155,12 +161,29 @@ var checkDescriptions = map[string]string{
 	CheckProductionCPU:         "processor time of capacityd and PostgreSQL per production signup (µs)",
 	CheckSignupHotCPU:          "the same per signup_hot signup (µs)",
 	CheckProductionCPUAdded:    "what production's options (RS256 tokens, access log, two webhooks, waiting list) added to it per signup (µs): production's less signup_hot's",
+	CheckDoorTickets:           "door rush tickets (registrations of its activity, one seat each)",
+	CheckDoorScans:             "door rush scans: every ticket once, 10% of them twice",
+	CheckDoorMaxInside:         "door rush check-in list's max_inside",
+	CheckDoorEntered:           "door rush scans answered 200 entered (its first list)",
+	CheckDoorInside:            "the list's `inside` afterwards",
+	CheckDoorAlready:           "door rush scans refused 409 `already_checked_in`",
+	CheckDoorRoomFull:          "door rush scans refused 409 `room_full`",
+	CheckDoorOther:             "door rush answers other than those three (another refusal, a 5xx, no answer), both rushes",
+	CheckDoorEnteredTwice:      "registrations with more than one entry in a list's history (or answered 200 twice), both rushes",
+	CheckDoorOverMax:           "seats inside over max_inside, both rushes' lists",
+	CheckDoorInsideOff:         "how far each list's `inside` and `checked_in` are from its entries answered 200, summed over both",
+	CheckDoorMismatched:        "entries answered 200 that are not in the list's history at the seq answered, and check-ins of the history no scan was answered 200 with (or not a one-seat, unforced entry at the next seq), both rushes",
+	CheckDoorUnjustified:       "refusals as already checked in of a ticket with no entry in the history, and as room full while the room never filled, both rushes",
+	CheckDoorSyncSeconds:       "seconds to read the door rush list's whole first ticket sync (GET tickets, pages of 1,000) after its rush, as a door device",
+	CheckDoorSyncTickets:       "distinct registrations of the door rush's activity in that sync",
+	CheckDoorSyncInexact:       "sync items not valid, whose entries or inside disagree with the history, or not of the crowd or named twice",
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
 var scenarioOrder = []string{ScenarioSignupHot, ScenarioProduction, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks,
 	ScenarioSignupHotBefore, ScenarioSignupHotLimited, ScenarioSignupHotAfter, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush,
+	ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups,
 	ScenarioOnSaleJoin, ScenarioOnSalePoll, ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 
 // orderedScenarios returns the report's scenario names in page order.

@@ -53,6 +53,13 @@ const (
 	// RS256 tokens checked against a JWK Set, the access log at info, two
 	// webhooks for every event, and a waiting list that its signups reach.
 	ScenarioProduction = "production"
+	// ScenarioDoorRush is the scans of a crowd's tickets at a check-in
+	// list by 16 devices; ScenarioDoorRushLoaded the same rush at a
+	// second list while ScenarioDoorRushSignups sign up for the hot
+	// activity.
+	ScenarioDoorRush        = "door_rush"
+	ScenarioDoorRushLoaded  = "door_rush_with_signups"
+	ScenarioDoorRushSignups = "door_rush_signups"
 )
 
 // Baseline names, as they appear in the report. The first four are always
@@ -95,6 +102,10 @@ const (
 	RatioOnSalePollVsSeatsRead   = "onsale_poll_vs_seats_read"
 	RatioOnSaleJoinVsSignupHot   = "onsale_join_vs_signup_hot"
 	RatioProductionVsSignupHot   = "production_vs_signup_hot"
+	RatioDoorRushVsSignupHot     = "door_rush_vs_signup_hot"
+	// RatioDoorRushSignups compares the signups made during a door rush
+	// with signup_hot's.
+	RatioDoorRushSignups = "door_rush_signups_vs_signup_hot"
 	// RatioProductionServiceCPU compares the processor time of capacityd
 	// and PostgreSQL per signup of production with signup_hot's.
 	RatioProductionServiceCPU = "production_service_cpu_vs_signup_hot"
@@ -187,6 +198,24 @@ const (
 	CheckProductionCPU      = "production_service_cpu_us_per_signup"
 	CheckSignupHotCPU       = "signup_hot_service_cpu_us_per_signup"
 	CheckProductionCPUAdded = "production_service_cpu_us_added_per_signup"
+	// door_rush's crowd and answers (its first list), its exactness over
+	// both of its lists, and its ticket sync.
+	CheckDoorTickets      = "door_rush_tickets"
+	CheckDoorScans        = "door_rush_scans"
+	CheckDoorMaxInside    = "door_rush_max_inside"
+	CheckDoorEntered      = "door_rush_entered"
+	CheckDoorInside       = "door_rush_inside"
+	CheckDoorAlready      = "door_rush_refused_already_checked_in"
+	CheckDoorRoomFull     = "door_rush_refused_room_full"
+	CheckDoorOther        = "door_rush_other_answers"
+	CheckDoorEnteredTwice = "door_rush_registrations_entered_twice"
+	CheckDoorOverMax      = "door_rush_seats_over_max_inside"
+	CheckDoorInsideOff    = "door_rush_inside_off_entries"
+	CheckDoorMismatched   = "door_rush_history_mismatches"
+	CheckDoorUnjustified  = "door_rush_unjustified_refusals"
+	CheckDoorSyncSeconds  = "door_rush_sync_seconds"
+	CheckDoorSyncTickets  = "door_rush_sync_tickets"
+	CheckDoorSyncInexact  = "door_rush_sync_inexact"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the
@@ -305,6 +334,8 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioOnSalePollVsSeatsRead] = ratio(r.scenarioRPS(ScenarioOnSalePoll), r.scenarioRPS(ScenarioSeatsRead))
 	r.Ratios[RatioOnSaleJoinVsSignupHot] = ratio(r.scenarioRPS(ScenarioOnSaleJoin), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioProductionVsSignupHot] = ratio(r.scenarioRPS(ScenarioProduction), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioDoorRushVsSignupHot] = ratio(r.scenarioRPS(ScenarioDoorRush), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioDoorRushSignups] = ratio(r.scenarioRPS(ScenarioDoorRushSignups), r.scenarioRPS(ScenarioSignupHot))
 	if added, ok := r.cpuAdded(ScenarioSignupHotWebhooks, ScenarioSignupHot); ok {
 		r.Checks[CheckWebhookCPUAdded] = added
 	}

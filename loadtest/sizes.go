@@ -40,6 +40,9 @@ type Sizes struct {
 	PoolUsers int
 	// OnSaleUsers join onsale's queue before the opening.
 	OnSaleUsers int
+	// DoorTickets is door_rush's crowd: the registrations whose tickets
+	// its devices scan.
+	DoorTickets int
 }
 
 // FullSizes are the sizes of make bench.
@@ -47,7 +50,7 @@ var FullSizes = Sizes{
 	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
 	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
 	CourseActivities: 300, CourseUsers: 20000, GroupActivities: 300, GroupUsers: 20000,
-	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000,
+	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000, DoorTickets: 10000,
 }
 
 // QuickSizes are the sizes of make bench-quick: the waiting-list crowd and
@@ -72,6 +75,7 @@ func (s Sizes) withDefaults() Sizes {
 	s.PoolPools = cmp.Or(s.PoolPools, f.PoolPools)
 	s.PoolUsers = cmp.Or(s.PoolUsers, f.PoolUsers)
 	s.OnSaleUsers = cmp.Or(s.OnSaleUsers, f.OnSaleUsers)
+	s.DoorTickets = cmp.Or(s.DoorTickets, f.DoorTickets)
 	return s
 }
 

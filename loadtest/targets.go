@@ -18,6 +18,7 @@ const (
 	TopicWaitlist    = "waiting list"
 	TopicSpread      = "spread"
 	TopicWebhooks    = "webhooks"
+	TopicDoors       = "doors"
 )
 
 // Target is one performance target, judged against a report.
@@ -158,6 +159,19 @@ var comparisons = []comparison{
 	{TopicStreams, "1,000 stream clients: PostgreSQL transactions caused by the streams", "==", fixed(0), fromCheck(CheckSSEStreamPGQueries)},
 	{TopicWebhooks, "hot signups/s with two webhooks for every event vs without", ">=", fixed(0.8), fromRatio(RatioSignupHotWebhooks)},
 	{TopicWebhooks, "webhook deliveries drained after the load stopped (s)", "<=", fixed(5), fromCheck(CheckWebhookDrainSeconds)},
+	{TopicDoors, "door rush scans/s at 16 devices vs hot signups/s", ">=", fixed(0.8), fromRatio(RatioDoorRushVsSignupHot)},
+	{TopicDoors, "hot signups/s during a door rush vs signup_hot alone", ">=", fixed(0.9), fromRatio(RatioDoorRushSignups)},
+	{TopicDoors, "door rush: the list's whole first ticket sync, pages of 1,000 (s)", "<", fixed(1), fromCheck(CheckDoorSyncSeconds)},
+	{TopicDoors, "door rush: registrations in the ticket sync", "==", fromCheck(CheckDoorTickets), fromCheck(CheckDoorSyncTickets)},
+	{TopicDoors, "door rush: ticket sync items not valid, not as the history says, or extra", "==", fixed(0), fromCheck(CheckDoorSyncInexact)},
+	{TopicDoors, "door rush: entries accepted (the room filled, more tickets than room)", "==", fromCheck(CheckDoorMaxInside), fromCheck(CheckDoorEntered)},
+	{TopicDoors, "door rush: seats inside at the end", "<=", fromCheck(CheckDoorMaxInside), fromCheck(CheckDoorInside)},
+	{TopicDoors, "door rush: registrations that entered more than once", "==", fixed(0), fromCheck(CheckDoorEnteredTwice)},
+	{TopicDoors, "door rush: seats inside over max_inside", "==", fixed(0), fromCheck(CheckDoorOverMax)},
+	{TopicDoors, "door rush: inside and checked_in off the entries answered 200 (no exits)", "==", fixed(0), fromCheck(CheckDoorInsideOff)},
+	{TopicDoors, "door rush: entries answered 200 not in the history as answered, or check-ins in it without one", "==", fixed(0), fromCheck(CheckDoorMismatched)},
+	{TopicDoors, "door rush: answers other than entered, already_checked_in and room_full", "==", fixed(0), fromCheck(CheckDoorOther)},
+	{TopicDoors, "door rush: refusals the history belies", "==", fixed(0), fromCheck(CheckDoorUnjustified)},
 }
 
 // Targets judges the report against every performance target, plus the

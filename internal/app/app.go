@@ -294,7 +294,7 @@ func (a *App) sealClearSecrets(ctx context.Context) {
 func (a *App) Shutdown(ctx context.Context) error {
 	a.Streams.Close()
 	defer a.Changes.Close()
-	err := errors.Join(a.Registrations.Close(ctx), a.Notes.Close(ctx), a.Activities.Close(ctx), a.Pools.Close(ctx))
+	err := errors.Join(a.Checkins.Close(ctx), a.Registrations.Close(ctx), a.Notes.Close(ctx), a.Activities.Close(ctx), a.Pools.Close(ctx))
 	if a.stop != nil {
 		a.stop()
 	}

@@ -39,44 +39,71 @@ func schedule(t *testing.T, inst *apptest.Instance, activityID string, starts, e
 	require.NoError(t, err)
 }
 
+// seminar is a 60-minute activity that ended two hours ago, with a
+// threshold of 80 %, attended through two doors: alice 25 + 25 minutes,
+// bob 5, "=carol" not at all (a name a spreadsheet would run), dave
+// through the hall from before the start and through the side door,
+// overlapping, without leaving (the whole hour, once); eve cancelled.
+type seminar struct {
+	inst  *apptest.Instance
+	act   string
+	start time.Time
+	regs  map[string]client.Registration
+	hall  door
+}
+
+// at is the seminar's start plus m minutes.
+func (s seminar) at(m int) time.Time { return s.start.Add(time.Duration(m) * time.Minute) }
+
+func newSeminar(t *testing.T) seminar {
+	t.Helper()
+	inst := apptest.Start(t, apptest.Options{})
+	s := seminar{inst: inst, act: inst.CreateActivity(t, "seminar", 10),
+		start: time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Minute), regs: map[string]client.Registration{}}
+	for _, user := range []string{"alice", "bob", "=carol", "dave", "eve"} {
+		s.regs[user] = inst.MustSignup(t, s.act, user)
+	}
+	_, err := inst.API(t, "eve", false).CancelRegistration(context.Background(), s.regs["eve"].ID)
+	require.NoError(t, err)
+	s.hall = newDoor(t, []*apptest.Instance{inst}, map[string]any{"name": "Hall", "activity_ids": []string{s.act}, "entry": "reentry"})
+	hall := s.hall
+	side := newDoor(t, []*apptest.Instance{inst}, map[string]any{"name": "Side", "activity_ids": []string{s.act}, "entry": "reentry"})
+	for _, u := range []struct {
+		d      door
+		user   string
+		typ    string
+		minute int
+	}{
+		{hall, "alice", "entry", 0}, {hall, "alice", "exit", 25}, {hall, "alice", "entry", 30}, {hall, "alice", "exit", 55},
+		{hall, "bob", "entry", 10}, {hall, "bob", "exit", 15},
+		{hall, "dave", "entry", -20}, {side, "dave", "entry", 20}, {hall, "dave", "exit", 30},
+	} {
+		upload(t, u.d, s.regs[u.user].ID, u.typ, s.at(u.minute))
+	}
+	schedule(t, inst, s.act, s.start, s.at(60), 80)
+	return s
+}
+
 func TestAttendanceFromEntriesAndExits(t *testing.T) {
 	t.Parallel()
-	inst := apptest.Start(t, apptest.Options{})
+	s := newSeminar(t)
+	items := s.checkItems(t)
+	t.Run("statement", func(t *testing.T) { s.checkStatement(t, items[0]) })
+	t.Run("csv", s.checkCSV)
+	t.Run("refusals", s.checkRefusals)
+}
+
+// checkItems reads the attendance in two pages and checks the summary and
+// every item; it returns the items.
+func (s seminar) checkItems(t *testing.T) []client.AttendanceItem {
 	ctx := context.Background()
-	admin := inst.API(t, "admin", true)
-	act := inst.CreateActivity(t, "seminar", 10)
-	alice := inst.MustSignup(t, act, "alice")
-	bob := inst.MustSignup(t, act, "bob")
-	carol := inst.MustSignup(t, act, "=carol") // a no-show, whose name a spreadsheet would run
-	dave := inst.MustSignup(t, act, "dave")
-	eve := inst.MustSignup(t, act, "eve")
-	_, err := inst.API(t, "eve", false).CancelRegistration(ctx, eve.ID)
-	require.NoError(t, err)
-	hall := newDoor(t, []*apptest.Instance{inst}, map[string]any{"name": "Hall", "activity_ids": []string{act}, "entry": "reentry"})
-	side := newDoor(t, []*apptest.Instance{inst}, map[string]any{"name": "Side", "activity_ids": []string{act}, "entry": "reentry"})
-
-	start := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Minute)
-	minute := func(m int) time.Time { return start.Add(time.Duration(m) * time.Minute) }
-	// alice: 25 + 25 minutes of 60; bob: 5 minutes; dave: through the
-	// hall from before the start, and through the side door, overlapping,
-	// without leaving: the whole hour, once.
-	upload(t, hall, alice.ID, "entry", minute(0))
-	upload(t, hall, alice.ID, "exit", minute(25))
-	upload(t, hall, alice.ID, "entry", minute(30))
-	upload(t, hall, alice.ID, "exit", minute(55))
-	upload(t, hall, bob.ID, "entry", minute(10))
-	upload(t, hall, bob.ID, "exit", minute(15))
-	upload(t, hall, dave.ID, "entry", minute(-20))
-	upload(t, side, dave.ID, "entry", minute(20))
-	upload(t, hall, dave.ID, "exit", minute(30))
-	schedule(t, inst, act, start, minute(60), 80)
-
-	page, err := admin.ActivityAttendance(ctx, act, "", 3)
+	admin := s.inst.API(t, "admin", true)
+	page, err := admin.ActivityAttendance(ctx, s.act, "", 3)
 	require.NoError(t, err)
 	assert.Equal(t, client.AttendanceSummary{Registered: 4, CheckedIn: 3, NoShow: 1, NoShowRate: 0.25}, page.Summary)
 	require.Len(t, page.Items, 3)
 	require.NotNil(t, page.NextCursor)
-	more, err := admin.ActivityAttendance(ctx, act, *page.NextCursor, 3)
+	more, err := admin.ActivityAttendance(ctx, s.act, *page.NextCursor, 3)
 	require.NoError(t, err)
 	assert.Nil(t, more.NextCursor)
 	assert.Equal(t, page.Summary, more.Summary, "every page carries the whole activity's summary")
@@ -84,23 +111,23 @@ func TestAttendanceFromEntriesAndExits(t *testing.T) {
 	require.Len(t, items, 4, "the cancelled registration holds no seat")
 
 	want := []struct {
-		id, user string
+		user     string
 		first    *time.Time
 		seconds  int
 		percent  float64
 		eligible bool
 	}{
-		{alice.ID, "alice", ptr(minute(0)), 3000, 83.3, true},
-		{bob.ID, "bob", ptr(minute(10)), 300, 8.3, false},
-		{carol.ID, "=carol", nil, 0, 0, false},
-		{dave.ID, "dave", ptr(minute(-20)), 3600, 100, true},
+		{"alice", ptr(s.at(0)), 3000, 83.3, true},
+		{"bob", ptr(s.at(10)), 300, 8.3, false},
+		{"=carol", nil, 0, 0, false},
+		{"dave", ptr(s.at(-20)), 3600, 100, true},
 	}
 	for i, w := range want {
 		it := items[i]
-		assert.Equal(t, w.id, it.RegistrationID, "creation order")
+		assert.Equal(t, s.regs[w.user].ID, it.RegistrationID, "creation order")
 		assert.Equal(t, w.user, it.UserID)
 		assert.Equal(t, 1, it.Seats)
-		assert.Equal(t, alice.Status, it.Status, "as the signup left it")
+		assert.Equal(t, s.regs[w.user].Status, it.Status, "as the signup left it")
 		assert.Equal(t, w.first != nil, it.CheckedIn, w.user)
 		if w.first == nil {
 			assert.Nil(t, it.FirstEntryAt, w.user)
@@ -113,60 +140,71 @@ func TestAttendanceFromEntriesAndExits(t *testing.T) {
 		assert.InDelta(t, w.percent, *it.Percent, 1e-9, w.user)
 		assert.Equal(t, w.eligible, it.Eligible, w.user)
 	}
+	return items
+}
 
-	t.Run("statement", func(t *testing.T) {
-		mine, err := inst.API(t, "alice", false).RegistrationAttendance(ctx, alice.ID)
-		require.NoError(t, err)
-		assert.Equal(t, items[0], mine.AttendanceItem)
-		require.NotNil(t, mine.Statement, "the activity has ended")
-		claims := verifyStatement(t, inst, *mine.Statement)
-		assert.Equal(t, alice.ID, claims["reg"])
-		assert.Equal(t, act, claims["act"])
-		assert.Equal(t, "alice", claims["sub"])
-		assert.Equal(t, start.Format(time.RFC3339), claims["starts_at"])
-		assert.Equal(t, minute(60).Format(time.RFC3339), claims["ends_at"])
-		assert.Equal(t, 3000.0, claims["seconds"])
-		assert.Equal(t, 83.3, claims["percent"])
-		assert.Equal(t, true, claims["eligible"])
-		assert.InDelta(t, float64(time.Now().Unix()), claims["iat"], 120)
+// checkStatement reads alice's attendance as alice and verifies its
+// statement with the published keys alone.
+func (s seminar) checkStatement(t *testing.T, alice client.AttendanceItem) {
+	ctx := context.Background()
+	mine, err := s.inst.API(t, "alice", false).RegistrationAttendance(ctx, alice.RegistrationID)
+	require.NoError(t, err)
+	assert.Equal(t, alice, mine.AttendanceItem)
+	require.NotNil(t, mine.Statement, "the activity has ended")
+	claims := verifyStatement(t, s.inst, *mine.Statement)
+	assert.Equal(t, alice.RegistrationID, claims["reg"])
+	assert.Equal(t, s.act, claims["act"])
+	assert.Equal(t, "alice", claims["sub"])
+	assert.Equal(t, s.start.Format(time.RFC3339), claims["starts_at"])
+	assert.Equal(t, s.at(60).Format(time.RFC3339), claims["ends_at"])
+	assert.Equal(t, 3000.0, claims["seconds"])
+	assert.Equal(t, 83.3, claims["percent"])
+	assert.Equal(t, true, claims["eligible"])
+	assert.InDelta(t, float64(time.Now().Unix()), claims["iat"], 120)
+	r := s.hall.scan(t, 0, s.hall.admin, map[string]any{"ticket": *mine.Statement, "device": "d"})
+	assert.Equal(t, "invalid_ticket", r.ErrorCode(), "a statement is never taken for a ticket")
 
-		byAdmin, err := admin.RegistrationAttendance(ctx, bob.ID)
-		require.NoError(t, err)
-		assert.False(t, byAdmin.Eligible)
-		_, err = inst.API(t, "bob", false).RegistrationAttendance(ctx, alice.ID)
-		assert.Equal(t, "not_found", apptest.Refusal(t, err).Code, "only its owner or an admin")
-	})
+	byAdmin, err := s.inst.API(t, "admin", true).RegistrationAttendance(ctx, s.regs["bob"].ID)
+	require.NoError(t, err)
+	assert.False(t, byAdmin.Eligible)
+	require.NotNil(t, byAdmin.Statement)
+	assert.Equal(t, false, verifyStatement(t, s.inst, *byAdmin.Statement)["eligible"])
+	_, err = s.inst.API(t, "bob", false).RegistrationAttendance(ctx, alice.RegistrationID)
+	assert.Equal(t, "not_found", apptest.Refusal(t, err).Code, "only its owner or an admin")
+}
 
-	t.Run("csv", func(t *testing.T) {
-		r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+act+"/attendance.csv", inst.Token(t, "admin", true), nil)
-		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-		assert.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv"))
-		rows, err := csv.NewReader(bytes.NewReader(r.Body)).ReadAll()
-		require.NoError(t, err)
-		require.Len(t, rows, 5)
-		assert.Equal(t, []string{"registration_id", "user_id", "seats", "status", "checked_in", "first_entry_at", "seconds", "percent", "eligible"}, rows[0])
-		assert.Equal(t, []string{alice.ID, "alice", "1", string(alice.Status), "true", minute(0).Format(time.RFC3339Nano), "3000", "83.3", "true"}, rows[1])
-		assert.Equal(t, []string{carol.ID, "'=carol", "1", string(carol.Status), "false", "", "0", "0", "false"}, rows[3],
-			"an empty cell for null, and a formula made inert")
-	})
+// checkCSV reads the export.
+func (s seminar) checkCSV(t *testing.T) {
+	r := s.inst.MustDo(t, http.MethodGet, "/v1/activities/"+s.act+"/attendance.csv", s.inst.Token(t, "admin", true), nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	assert.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/csv"))
+	rows, err := csv.NewReader(bytes.NewReader(r.Body)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 5)
+	assert.Equal(t, []string{"registration_id", "user_id", "seats", "status", "checked_in", "first_entry_at", "seconds", "percent", "eligible"}, rows[0])
+	alice, carol := s.regs["alice"], s.regs["=carol"]
+	assert.Equal(t, []string{alice.ID, "alice", "1", string(alice.Status), "true", s.at(0).Format(time.RFC3339Nano), "3000", "83.3", "true"}, rows[1])
+	assert.Equal(t, []string{carol.ID, "'=carol", "1", string(carol.Status), "false", "", "0", "0", "false"}, rows[3],
+		"an empty cell for null, and a formula made inert")
+}
 
-	t.Run("refusals", func(t *testing.T) {
-		tok := inst.Token(t, "admin", true)
-		for path, code := range map[string]string{
-			"/v1/activities/a_01ARZ3NDEKTSV4RRFFQ69G5FAV/attendance":     "not_found",
-			"/v1/activities/nope/attendance":                             "not_found",
-			"/v1/activities/a_01ARZ3NDEKTSV4RRFFQ69G5FAV/attendance.csv": "not_found",
-			"/v1/registrations/r_01ARZ3NDEKTSV4RRFFQ69G5FAV/attendance":  "not_found",
-			"/v1/activities/" + act + "/attendance?cursor=%21%21":        "invalid_request",
-			"/v1/activities/" + act + "/attendance?limit=0":              "invalid_request",
-			"/v1/activities/" + act + "/attendance?limit=501":            "invalid_request",
-			"/v1/activities/" + act + "/attendance?status=approved":      "invalid_request",
-		} {
-			assert.Equal(t, code, inst.MustDo(t, http.MethodGet, path, tok, nil).ErrorCode(), path)
-		}
-		r := inst.MustDo(t, http.MethodGet, "/v1/activities/"+act+"/attendance", inst.Token(t, "alice", false), nil)
-		assert.Equal(t, http.StatusForbidden, r.Status, "admins only")
-	})
+// checkRefusals checks the ids, cursors and limits refused.
+func (s seminar) checkRefusals(t *testing.T) {
+	tok := s.inst.Token(t, "admin", true)
+	for path, code := range map[string]string{
+		"/v1/activities/a_01ARZ3NDEKTSV4RRFFQ69G5FAV/attendance":     "not_found",
+		"/v1/activities/nope/attendance":                             "not_found",
+		"/v1/activities/a_01ARZ3NDEKTSV4RRFFQ69G5FAV/attendance.csv": "not_found",
+		"/v1/registrations/r_01ARZ3NDEKTSV4RRFFQ69G5FAV/attendance":  "not_found",
+		"/v1/activities/" + s.act + "/attendance?cursor=%21%21":      "invalid_request",
+		"/v1/activities/" + s.act + "/attendance?limit=0":            "invalid_request",
+		"/v1/activities/" + s.act + "/attendance?limit=501":          "invalid_request",
+		"/v1/activities/" + s.act + "/attendance?status=approved":    "invalid_request",
+	} {
+		assert.Equal(t, code, s.inst.MustDo(t, http.MethodGet, path, tok, nil).ErrorCode(), path)
+	}
+	r := s.inst.MustDo(t, http.MethodGet, "/v1/activities/"+s.act+"/attendance", s.inst.Token(t, "alice", false), nil)
+	assert.Equal(t, http.StatusForbidden, r.Status, "admins only")
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -181,6 +219,7 @@ func verifyStatement(t *testing.T, inst *apptest.Instance, statement string) jwt
 	require.NoError(t, err)
 	parsed, err := jwt.Parse(statement, kf.Keyfunc, jwt.WithValidMethods([]string{"EdDSA"}))
 	require.NoError(t, err, "the statement verifies with GET /v1/checkin/keys")
+	assert.Equal(t, "capacityd-attendance+jwt", parsed.Header["typ"])
 	return parsed.Claims.(jwt.MapClaims)
 }
 

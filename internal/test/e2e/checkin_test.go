@@ -292,13 +292,29 @@ func TestRetriedScanIsAnsweredTheSameAndRecordedOnce(t *testing.T) {
 	first.JSON(t, &a)
 	again.JSON(t, &b)
 	assert.Equal(t, a.Checkin, b.Checkin)
+	// Ten retries at once (gathered into one transaction or not) answer
+	// the same check-in.
+	retries := make([]apptest.Response, 10)
+	var wg sync.WaitGroup
+	for i := range retries {
+		wg.Go(func() { retries[i] = d.scan(t, 0, d.admin, map[string]any{"registration_id": reg.ID, "device": "d"}, "Idempotency-Key", "scan-2") })
+	}
+	wg.Wait()
+	var second scanAnswer
+	retries[0].JSON(t, &second)
+	for _, r := range retries {
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		var c scanAnswer
+		r.JSON(t, &c)
+		assert.Equal(t, second.Checkin, c.Checkin)
+	}
 	conflict := d.scan(t, 0, d.admin, map[string]any{"registration_id": reg.ID, "device": "other"}, "Idempotency-Key", "scan-1")
 	assert.Equal(t, "idempotency_conflict", conflict.ErrorCode())
 	assert.Equal(t, 1, d.read(t).CheckedIn)
 	evs := inst.MustDo(t, http.MethodGet, "/v1/registrations/"+reg.ID+"/events", d.admin, nil)
 	var events struct{ Items []struct{ Type string } }
 	evs.JSON(t, &events)
-	assert.Len(t, events.Items, 2, "created and one checked_in")
+	assert.Len(t, events.Items, 3, "created and one checked_in per key")
 }
 
 func TestOfflineUploadsAreRecordedWithTheirConflicts(t *testing.T) {
