@@ -297,7 +297,9 @@ func TestRetriedScanIsAnsweredTheSameAndRecordedOnce(t *testing.T) {
 	retries := make([]apptest.Response, 10)
 	var wg sync.WaitGroup
 	for i := range retries {
-		wg.Go(func() { retries[i] = d.scan(t, 0, d.admin, map[string]any{"registration_id": reg.ID, "device": "d"}, "Idempotency-Key", "scan-2") })
+		wg.Go(func() {
+			retries[i] = d.scan(t, 0, d.admin, map[string]any{"registration_id": reg.ID, "device": "d"}, "Idempotency-Key", "scan-2")
+		})
 	}
 	wg.Wait()
 	var second scanAnswer
