@@ -1,6 +1,7 @@
 package checkin
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -132,10 +133,10 @@ func (s *Service) Load(ctx context.Context) error {
 // another instance or "capacityd ticket-key rotate" added signs here too.
 const KeyRefresh = time.Minute
 
-// Run reads the keys every KeyRefresh until ctx ends; a failed read
-// keeps the keys this instance has.
-func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(KeyRefresh)
+// Run reads the keys every interval (0: KeyRefresh) until ctx ends; a
+// failed read keeps the keys this instance has.
+func (s *Service) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(cmp.Or(every, KeyRefresh))
 	defer t.Stop()
 	for {
 		select {

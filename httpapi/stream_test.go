@@ -350,10 +350,11 @@ func TestSeatStreamsQueryNoPostgresWhileRedisIsUp(t *testing.T) {
 	// The instance's background work is put off, so that its statements
 	// would be the streams' alone.
 	inst := apptest.Start(t, apptest.Options{App: app.Options{
-		ExpiryInterval:    time.Hour,
-		ReconcileInterval: time.Hour,
-		Webhooks:          webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
-		OnSale:            onsale.Options{Tick: time.Hour},
+		ExpiryInterval:     time.Hour,
+		ReconcileInterval:  time.Hour,
+		Webhooks:           webhook.DispatcherConfig{PollInterval: time.Hour, BacklogInterval: time.Hour},
+		OnSale:             onsale.Options{Tick: time.Hour},
+		KeyRefreshInterval: time.Hour,
 	}})
 	id := inst.CreateActivity(t, "quiet", 100)
 	inst.MustSignup(t, id, "u0") // builds the display counter

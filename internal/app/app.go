@@ -90,6 +90,9 @@ type Options struct {
 	// it may reach.
 	Webhooks     webhook.DispatcherConfig
 	WebhookGuard webhook.Guard
+	// KeyRefreshInterval is how often the check-in keys are read again
+	// (0: checkin.KeyRefresh).
+	KeyRefreshInterval time.Duration
 	// WebhookSecretKey (32 bytes) seals webhook signing secrets at rest.
 	// Without it, new secrets are stored in clear (StartWorkers seals them
 	// once an instance has the key), and sealed ones cannot be opened:
@@ -261,7 +264,7 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.Deliveries.RunPurge(ctx, time.Hour) })
 	a.workers.Go(func() { a.sealClearSecrets(ctx) })
 	a.workers.Go(func() { a.Queues.Run(ctx) })
-	a.workers.Go(func() { a.Checkins.Run(ctx) })
+	a.workers.Go(func() { a.Checkins.Run(ctx, a.opts.KeyRefreshInterval) })
 }
 
 // RegisterDemoNote registers the demo page's note (httpapi.DemoNoteID) in
