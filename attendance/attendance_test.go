@@ -134,3 +134,28 @@ func TestAttendanceStatementClaims(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "alice", sub)
 }
+
+func TestEndingNamesAttendedNoShowOrNeither(t *testing.T) {
+	start := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	end := start.Add(time.Hour)
+	pct := 80
+	a := attendance.Activity{ID: "a_1", StartsAt: &start, EndsAt: &end, AttendancePercent: &pct}
+	entry := func(at time.Time) attendance.Check {
+		return attendance.Check{List: 1, Type: attendance.Entry, At: at}
+	}
+	exit := func(at time.Time) attendance.Check {
+		return attendance.Check{List: 1, Type: attendance.Exit, At: at}
+	}
+	for name, tc := range map[string]struct {
+		checks []attendance.Check
+		want   registration.EventType
+	}{
+		"stayed to the end": {[]attendance.Check{entry(start)}, registration.EventAttended},
+		"never came":        {nil, registration.EventNoShow},
+		"came for 5 minutes": {[]attendance.Check{entry(start), exit(start.Add(5 * time.Minute))}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, attendance.Ending(a, attendance.Row{RegistrationID: "r_1", Seats: 1, Checks: tc.checks}))
+		})
+	}
+}

@@ -2,6 +2,7 @@ package attendance
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"time"
 
@@ -75,6 +76,13 @@ type Config struct {
 	// Now is the clock that says whether an activity has ended; default
 	// time.Now.
 	Now func() time.Time
+	// Ender records the end of activities (EndDue); nil: EndDue does
+	// nothing. Observers are told of the events it recorded.
+	Ender     Ender
+	Announcer Announcer
+	Observers []Observer
+	// Logger logs the failures of RunEnds; default slog.Default().
+	Logger *slog.Logger
 }
 
 // Service answers the attendance reads.
@@ -86,6 +94,9 @@ type Service struct {
 func NewService(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	return &Service{cfg: cfg}
 }

@@ -126,10 +126,10 @@ func (s *Store) SeriesAttendance(ctx context.Context, seriesID string, now time.
 }
 
 // scanSchedule scans scheduleColumns.
-func scanSchedule(row pgx.Row) (attendance.Activity, error) {
+func scanSchedule(row pgx.Row, extra ...any) (attendance.Activity, error) {
 	var a attendance.Activity
 	var percent *int32
-	err := row.Scan(&a.ID, &a.StartsAt, &a.EndsAt, &percent)
+	err := row.Scan(append([]any{&a.ID, &a.StartsAt, &a.EndsAt, &percent}, extra...)...)
 	return fillSchedule(a, percent), err
 }
 

@@ -363,14 +363,14 @@ func (w *checkinWrites) send(ctx context.Context, tx pgx.Tx, l checkin.List) err
 			$9::text[], $10::int[], $11::text[], $12::text[], $13::bytea[])`,
 		l.Seq, w.seqs, w.rids, w.aids, w.types, w.at, w.devices, w.forced, w.conflicts, w.seats, w.actors, w.keys, w.hashes)
 	var rids []int64
-	var inside, firsts []bool
+	var inside []bool
 	var insideSeats, entries, exits []int32
 	var firstAt []*time.Time
 	var firstDevice []*string
 	for rid, r := range w.records {
 		rids, inside, insideSeats = append(rids, rid), append(inside, r.Inside), append(insideSeats, int32(r.InsideSeats))
 		entries, exits = append(entries, int32(r.Entries)), append(exits, int32(r.Exits))
-		firstAt, firstDevice, firsts = append(firstAt, r.FirstAt), append(firstDevice, nullable(r.FirstDevice)), append(firsts, true)
+		firstAt, firstDevice = append(firstAt, r.FirstAt), append(firstDevice, nullable(r.FirstDevice))
 	}
 	pb.Queue(`INSERT INTO checkin_record (list_id, registration_id, inside, inside_seats, entries, exits, first_at, first_device)
 		SELECT $1, * FROM unnest($2::bigint[], $3::bool[], $4::int[], $5::int[], $6::int[], $7::timestamptz[], $8::text[])

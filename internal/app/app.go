@@ -118,6 +118,7 @@ type App struct {
 	Deliveries    *webhook.Dispatcher
 	Queues        *onsale.Queue
 	Checkins      *checkin.Service
+	Attendance    *attendance.Service
 
 	opts    Options
 	stop    context.CancelFunc
@@ -195,7 +196,8 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	doors := checkin.NewService(checkin.Config{Store: st, Registrations: regs, Sealer: sealer, Announcer: changes,
 		Observer: deliveries, Now: opts.Now, Registerer: reg})
-	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors.Keys(), Now: opts.Now})
+	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors.Keys(), Now: opts.Now,
+		Ender: st, Announcer: changes, Observers: []attendance.Observer{deliveries}, Logger: opts.Logger})
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(opts.RequestTimeout, httpapi.DefaultRequestTimeout))
 	defer cancel()
 	if err := doors.Load(ctx); err != nil {
@@ -209,7 +211,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	return &App{
 		Pool: pool, Redis: rdb, Store: st, Seats: counter, Registrations: regs, Notes: notes,
 		Activities: activities, Pools: pools, Changes: changes, Streams: streams, Server: srv, Registry: reg, Webhooks: hooks, Deliveries: deliveries,
-		Queues: queues, Checkins: doors, opts: opts,
+		Queues: queues, Checkins: doors, Attendance: attended, opts: opts,
 	}, nil
 }
 
@@ -265,6 +267,7 @@ func (a *App) StartWorkers() {
 	a.workers.Go(func() { a.sealClearSecrets(ctx) })
 	a.workers.Go(func() { a.Queues.Run(ctx) })
 	a.workers.Go(func() { a.Checkins.Run(ctx, a.opts.KeyRefreshInterval) })
+	a.workers.Go(func() { a.Attendance.RunEnds(ctx, a.opts.ExpiryInterval) })
 }
 
 // RegisterDemoNote registers the demo page's note (httpapi.DemoNoteID) in

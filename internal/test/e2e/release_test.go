@@ -209,3 +209,40 @@ func TestLateScansRaceTheReleaseAtTheDoor(t *testing.T) {
 	assert.Equal(t, len(regs), entered+refused)
 	t.Logf("%d entered, %d refused after the release", entered, refused)
 }
+
+func TestTheEndOfAnActivityRecordsAttendedAndNoShowOnce(t *testing.T) {
+	t.Parallel()
+	insts := twoInstances(t)
+	inst := insts[0]
+	admin := inst.Token(t, "organiser", true)
+	act := inst.CreateWaitlisted(t, "evening seminar", 2)
+	came := inst.MustSignup(t, act, "came")
+	absent := inst.MustSignup(t, act, "absent")
+	mustWaitlist(t, inst, act, "waiting")
+	d := newDoor(t, insts, map[string]any{"name": "Door", "activity_ids": []string{act}})
+	starts := time.Now().Add(-time.Hour).UTC()
+	ends := time.Now().Add(2 * time.Second).UTC()
+	patchActivity(t, inst, admin, act, map[string]any{"starts_at": starts.Format(time.RFC3339Nano), "ends_at": ends.Format(time.RFC3339Nano)})
+	r := d.scan(t, 1, d.admin, map[string]any{"registration_id": came.ID, "device": "phone", "force": true,
+		"at": starts.Add(time.Minute).Format(time.RFC3339Nano)})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+
+	count := func() map[string][]string {
+		out := map[string][]string{}
+		for _, e := range activityFeed(t, inst, admin, act) {
+			if e.Type == "registration.attended" || e.Type == "registration.no_show" {
+				out[e.Type] = append(out[e.Type], e.RegistrationID)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(count()) == 2 }, 20*time.Second, 100*time.Millisecond)
+	// Both instances' due work runs every second: nothing is recorded twice.
+	require.Never(t, func() bool {
+		c := count()
+		return len(c["registration.attended"]) != 1 || len(c["registration.no_show"]) != 1
+	}, 3*time.Second, 200*time.Millisecond)
+	c := count()
+	assert.Equal(t, []string{came.ID}, c["registration.attended"])
+	assert.Equal(t, []string{absent.ID}, c["registration.no_show"])
+}
