@@ -150,8 +150,8 @@ func TestEndingNamesAttendedNoShowOrNeither(t *testing.T) {
 		checks []attendance.Check
 		want   registration.EventType
 	}{
-		"stayed to the end": {[]attendance.Check{entry(start)}, registration.EventAttended},
-		"never came":        {nil, registration.EventNoShow},
+		"stayed to the end":  {[]attendance.Check{entry(start)}, registration.EventAttended},
+		"never came":         {nil, registration.EventNoShow},
 		"came for 5 minutes": {[]attendance.Check{entry(start), exit(start.Add(5 * time.Minute))}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
