@@ -460,17 +460,21 @@ func (b *bench) createDoorList(ctx context.Context, activity string, room int, r
 // pages of 1,000, and returns its items and how long it took: until a
 // page shorter than the limit, or one that names no registration the
 // pages before did not (the last page of the first sync may be full; the
-// feed then goes on with the changes since, none here).
+// feed then goes on with the changes since, none here). It logs how long
+// each page took.
 func (b *bench) syncDoor(ctx context.Context, device *client.Client, list client.CheckinList) ([]client.TicketSyncItem, time.Duration, error) {
 	var items []client.TicketSyncItem
+	var pages []time.Duration
 	seen := map[string]bool{}
 	cursor := ""
 	t0 := time.Now()
 	for {
+		tp := time.Now()
 		p, err := device.TicketSync(ctx, list.ID, cursor, doorSyncPage, 0)
 		if err != nil {
 			return nil, 0, fmt.Errorf("loadtest: sync the door's tickets: %w", err)
 		}
+		pages = append(pages, time.Since(tp).Round(time.Millisecond))
 		fresh := 0
 		for _, it := range p.Items {
 			if !seen[it.RegistrationID] {
@@ -484,7 +488,10 @@ func (b *bench) syncDoor(ctx context.Context, device *client.Client, list client
 			break
 		}
 	}
-	return items, time.Since(t0), nil
+	took := time.Since(t0)
+	fmt.Fprintf(b.log, "%-16s ticket sync: %d items in %d pages, %s; pages %v\n", ScenarioDoorRush, len(items), len(pages),
+		took.Round(time.Millisecond), pages)
+	return items, took, nil
 }
 
 // judgeDoor reads the list and its whole history after a rush and judges
