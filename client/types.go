@@ -49,10 +49,14 @@ type Activity struct {
 	// Remaining is what a new signup could get: the activity's own free
 	// seats (not counting Reserved), or fewer when one of its pools has
 	// fewer left.
-	Remaining int       `json:"remaining"`
-	Waiting   int       `json:"waiting"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Remaining int `json:"remaining"`
+	Waiting   int `json:"waiting"`
+	// LineBlockedBy is set in an admin's read while the head of a strict
+	// waiting list asks for more seats than the activity can hold since a
+	// capacity was lowered.
+	LineBlockedBy *BlockedLine `json:"line_blocked_by,omitempty"`
+	CreatedAt     time.Time    `json:"created_at"`
+	UpdatedAt     time.Time    `json:"updated_at"`
 	// Source is set by GetActivity only: where the seat numbers come from,
 	// "cache" (the Redis display) or "database".
 	Source string `json:"source,omitempty"`
@@ -628,4 +632,11 @@ type CheckinCounts struct {
 	Inside    int    `json:"inside"`
 	MaxInside *int   `json:"max_inside"`
 	Conflicts int    `json:"conflicts"`
+}
+
+// BlockedLine is the head of a strict waiting list that no capacity of the
+// activity can hold now.
+type BlockedLine struct {
+	RegistrationID string `json:"registration_id"`
+	Seats          int    `json:"seats"`
 }

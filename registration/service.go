@@ -200,5 +200,13 @@ func (s *Service) UpdateActivity(ctx context.Context, id string, p ActivityPatch
 	if out.Err != nil {
 		return Activity{}, out.Err
 	}
-	return *out.Activity, nil
+	a := *out.Activity
+	if a.Policy == PolicyStrict && a.Waiting > 0 {
+		// Whether the change left the line's head where no capacity holds
+		// it: the admin who made it is told in its answer.
+		if now, err := s.store.GetActivity(ctx, id); err == nil {
+			a.LineBlockedBy = now.LineBlockedBy
+		}
+	}
+	return a, nil
 }

@@ -38,7 +38,9 @@ var activityColumns = `a.id, a.public_id, a.title, a.capacity, a.hold_seconds, a
 	ARRAY(SELECT p.public_id FROM activity_pool m JOIN pool p ON p.id = m.pool_id WHERE m.activity_id = a.id ORDER BY p.public_id),
 	` + activityPoolsSQL + `,
 	(SELECT x.public_id FROM series x WHERE x.id = a.series_id), ` + reservedSQL("a.id") + `,
-	a.opens_at, a.closes_at, a.queue, ` + activityScheduleColumns
+	a.opens_at, a.closes_at, a.queue, ` + activityScheduleColumns + `,
+	(SELECT r.public_id FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT 1),
+	(SELECT r.seats FROM registration r WHERE r.activity_id = a.id AND r.status = 'waitlisted' ORDER BY r.waitlist_seq LIMIT 1)`
 
 // activityScheduleColumns are an activity's schedule (registration.Schedule), for
 // a query over activity a; activityScheduleDest scans them.
@@ -80,13 +82,18 @@ func scanActivity(row pgx.Row) (registration.Activity, error) {
 	var a registration.Activity
 	var taken, waiting, reserved int64
 	var poolCapacities, poolTaken, poolReserved []int64
+	var headID *string
+	var headSeats *int32
 	err := row.Scan(append([]any{&a.Seq, &a.ID, &a.Title, &a.Capacity, &a.HoldSeconds, &a.Waitlist, &a.MaxSeats, &a.Policy,
 		&a.CreatedAt, &a.UpdatedAt, &taken, &waiting, &a.Pools, &poolCapacities, &poolTaken, &poolReserved, &a.SeriesID,
-		&reserved, &a.OpensAt, &a.ClosesAt, &a.Queue}, activityScheduleDest(&a)...)...)
+		&reserved, &a.OpensAt, &a.ClosesAt, &a.Queue}, append(activityScheduleDest(&a), &headID, &headSeats)...)...)
 	utcWindow(&a)
 	a.Taken, a.Waiting, a.Reserved = int(taken), int(waiting), int(reserved)
-	a.Remaining = registration.NewCounts(a.SeatRoom(), a.Waiting, a.Waitlist, a.Policy,
-		poolRooms(a.Pools, poolCapacities, poolTaken, poolReserved)).Remaining()
+	rooms := poolRooms(a.Pools, poolCapacities, poolTaken, poolReserved)
+	a.Remaining = registration.NewCounts(a.SeatRoom(), a.Waiting, a.Waitlist, a.Policy, rooms).Remaining()
+	if headID != nil && headSeats != nil {
+		a.LineBlockedBy = registration.BlockedBy(a, rooms, *headID, int(*headSeats))
+	}
 	if a.Pools == nil {
 		a.Pools = []string{}
 	}
