@@ -131,7 +131,7 @@ type Activity struct {
 	// behind it waits until a raise holds it or it leaves.
 	LineBlockedBy *BlockedLine `json:"line_blocked_by,omitempty"`
 	CreatedAt     time.Time    `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedAt     time.Time    `json:"updated_at"`
 }
 
 // BlockedLine is the head of a strict line that no capacity of the
