@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/internal/test/apptest"
+	"github.com/physiciansnet/capacityd/internal/test/histcheck"
 	"github.com/physiciansnet/capacityd/internal/test/testenv"
 )
 
@@ -200,6 +201,61 @@ func TestDoorsStayExactThroughACrashAndAFlush(t *testing.T) {
 	assert.Equal(t, tickets, l.CheckedIn)
 	assert.Equal(t, inside, l.Inside, "inside = entries - exits")
 	t.Logf("%d recorded, %d refused as duplicates or not inside", len(history), refused.Load())
+
+	// The same promises through the history checker, with the activity's
+	// event log for the registrations' validity at each entry.
+	regIDs := make([]string, tickets)
+	for id, i := range regOf {
+		regIDs[i] = id
+	}
+	dl := histcheck.DoorList{ID: list.ID, Entry: "once", CheckedIn: l.CheckedIn, Inside: l.Inside, Conflicts: l.Conflicts,
+		AnswersComplete: true, Events: [][]histcheck.DoorEvent{doorEvents(t, procs[1].URL, admin, act.ID)}}
+	for _, it := range history {
+		dl.History = append(dl.History, histcheck.DoorCheckIn{Seq: it.Seq, RegistrationID: it.RegistrationID, Type: it.Type, Seats: 1,
+			Forced: it.Forced})
+	}
+	okSeqs.Range(func(k, v any) bool {
+		key := v.(string)
+		typ := "entry"
+		if strings.HasSuffix(key, "-exit") {
+			typ = "exit"
+		}
+		dl.Answers = append(dl.Answers, histcheck.DoorCheckIn{Seq: k.(int64), RegistrationID: regIDs[atoiSuffix(t, key)], Type: typ, Seats: 1})
+		return true
+	})
+	verdict := histcheck.CheckDoor(dl)
+	require.True(t, verdict.OK(), "%v", verdict.Violations)
+}
+
+// doorEvents reads an activity's whole event log for the door check.
+func doorEvents(t *testing.T, base, token, activityID string) []histcheck.DoorEvent {
+	t.Helper()
+	var out []histcheck.DoorEvent
+	for after := int64(0); ; {
+		r, err := apptest.Do(http.MethodGet, fmt.Sprintf("%s/v1/activities/%s/events?after=%d&limit=500", base, activityID, after), token, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		var page struct {
+			Items []struct {
+				Seq            int64  `json:"seq"`
+				RegistrationID string `json:"registration_id"`
+				Type           string `json:"type"`
+				To             string `json:"to"`
+				ListID         string `json:"list_id"`
+				Forced         bool   `json:"forced"`
+			} `json:"items"`
+			NextAfter int64 `json:"next_after"`
+		}
+		r.JSON(t, &page)
+		if len(page.Items) == 0 {
+			return out
+		}
+		for _, e := range page.Items {
+			out = append(out, histcheck.DoorEvent{Seq: e.Seq, RegistrationID: e.RegistrationID, Type: e.Type, To: e.To, ListID: e.ListID,
+				Forced: e.Forced})
+		}
+		after = page.NextAfter
+	}
 }
 
 func atoiSuffix(t *testing.T, key string) int {
