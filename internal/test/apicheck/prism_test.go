@@ -196,6 +196,7 @@ func TestThroughPrism(t *testing.T) {
 	t.Run("queue", func(t *testing.T) { prismQueue(c.with(t), admin, users) })
 	t.Run("webhooks", func(t *testing.T) { prismWebhooks(c.with(t), admin) })
 	t.Run("notes", func(t *testing.T) { prismNotes(c.with(t), admin) })
+	t.Run("doors and attendance", func(t *testing.T) { prismDoors(c.with(t), admin, users) })
 	t.Run("errors", func(t *testing.T) { prismErrors(c.with(t), admin, users) })
 	// A violation Prism only warns about is logged, not answered.
 	require.NotContains(t, prismOut.String(), "Violation:", "Prism reports a violation of api/openapi.yaml")
@@ -319,4 +320,44 @@ func prismErrors(c *prismClient, admin string, users []string) {
 	c.do(409, "POST", "/v1/activities/"+full.field(t, "id")+"/registrations", users[0], map[string]any{})
 	closed := c.do(201, "POST", "/v1/activities", admin, map[string]any{"title": "Prism closed", "capacity": 5, "opens_at": "2099-01-01T00:00:00Z"})
 	c.do(409, "POST", "/v1/activities/"+closed.field(t, "id")+"/registrations", users[0], map[string]any{})
+}
+
+// prismDoors runs a door: a ticket, a list, scans (accepted, refused,
+// forced, exit, walk-in), the history, the sync feed, the keys, a
+// confirmation, and the attendance reads of an activity that has ended.
+func prismDoors(c *prismClient, admin string, users []string) {
+	t := c.t
+	start := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+	end := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	act := c.do(201, "POST", "/v1/activities", admin, map[string]any{"title": "Prism door", "capacity": 3, "waitlist": true,
+		"starts_at": start, "ends_at": end, "attendance_percent": 50})
+	id := act.field(t, "id")
+	reg := c.do(201, "POST", "/v1/activities/"+id+"/registrations", users[3], map[string]any{})
+	regID := reg.field(t, "id")
+	c.do(200, "POST", "/v1/registrations/"+regID+"/confirm", users[3], nil)
+	ticket := c.do(200, "GET", "/v1/registrations/"+regID+"/ticket", users[3], nil).field(t, "ticket")
+	c.do(200, "GET", "/v1/registrations/"+regID+"/ticket.svg", users[3], nil)
+	c.do(200, "GET", "/v1/checkin/keys", "", nil)
+	list := c.do(201, "POST", "/v1/checkin-lists", admin, map[string]any{"name": "Prism door", "activity_ids": []string{id},
+		"max_inside": 2, "door_roles": []string{"prism-door"}})
+	lid := list.field(t, "id")
+	c.do(200, "GET", "/v1/checkin-lists/"+lid, admin, nil)
+	c.do(200, "GET", "/v1/checkin-lists?activity_id="+id, admin, nil)
+	c.do(200, "PATCH", "/v1/checkin-lists/"+lid, admin, map[string]any{"entry": "reentry"})
+	first := c.do(200, "GET", "/v1/checkin-lists/"+lid+"/tickets?limit=10", admin, nil)
+	c.do(200, "POST", "/v1/checkin-lists/"+lid+"/redeem", admin, map[string]any{"ticket": ticket, "device": "prism-1",
+		"force": true, "at": start}, "Idempotency-Key", "prism-scan-1")
+	c.do(409, "POST", "/v1/checkin-lists/"+lid+"/redeem", admin, map[string]any{"ticket": ticket, "device": "prism-2"})
+	c.do(400, "POST", "/v1/checkin-lists/"+lid+"/redeem", admin, map[string]any{"ticket": "not.a.ticket", "device": "prism-2"})
+	c.do(200, "POST", "/v1/checkin-lists/"+lid+"/redeem", admin, map[string]any{"registration_id": regID, "device": "prism-1",
+		"type": "exit", "force": true, "at": end})
+	c.do(201, "POST", "/v1/checkin-lists/"+lid+"/walk-ins", admin, map[string]any{"activity_id": id, "user_id": "prism-walker"})
+	c.do(200, "GET", "/v1/checkin-lists/"+lid+"/checkins?after=0&limit=10", admin, nil)
+	c.do(200, "GET", "/v1/checkin-lists/"+lid+"/tickets?cursor="+first.field(t, "next_cursor"), admin, nil)
+	c.do(200, "GET", "/v1/activities/"+id+"/attendance", admin, nil)
+	c.do(200, "GET", "/v1/activities/"+id+"/attendance.csv", admin, nil)
+	c.do(200, "GET", "/v1/registrations/"+regID+"/attendance", users[3], nil)
+	series := c.do(201, "POST", "/v1/series", admin, map[string]any{"title": "Prism door course", "max_per_user": 1})
+	c.do(200, "GET", "/v1/series/"+series.field(t, "id")+"/attendance?room=100&risk=0.05", admin, nil)
+	c.do(204, "DELETE", "/v1/checkin-lists/"+lid, admin, nil)
 }
