@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/loadtest"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -33,6 +35,24 @@ func TestRunFlags(t *testing.T) {
 	require.Equal(t, 10*time.Second, f.scenario)
 	_, err = parseRunFlags([]string{"-url", "http://127.0.0.1:8080"}, env(nil), &stderr)
 	require.ErrorContains(t, err, "-secret")
+}
+
+func TestQuickRunLeavesOutTheDoorRush(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	f, err := parseRunFlags([]string{"-quick"}, env(nil), &stderr)
+	require.NoError(t, err)
+	cfg := f.config(nil)
+	require.Equal(t, loadtest.QuickSizes, cfg.Sizes)
+	require.Equal(t, []string{loadtest.ScenarioDoorRush}, cfg.Skip)
+	f, err = parseRunFlags([]string{"-quick", "-only", "signup_hot,door_rush"}, env(nil), &stderr)
+	require.NoError(t, err)
+	cfg = f.config(nil)
+	require.Empty(t, cfg.Skip, "asked for by name")
+	require.Equal(t, []string{"signup_hot", "door_rush"}, cfg.Only)
+	f, err = parseRunFlags(nil, env(nil), &stderr)
+	require.NoError(t, err)
+	require.Empty(t, f.config(nil).Skip, "the full run has every step")
 }
 
 func TestDispatch(t *testing.T) {

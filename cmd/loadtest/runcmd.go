@@ -39,7 +39,8 @@ func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) 
 	fs.StringVar(&f.markdown, "markdown", "", "write the report page (BENCHMARKS.md) to this file")
 	fs.StringVar(&f.charts, "charts", "", "write PNG charts into this directory (linked from -markdown)")
 	fs.StringVar(&f.only, "only", "", "comma-separated steps to run (baselines, count, scenario names); default all")
-	fs.BoolVar(&f.quick, "quick", false, "short runs (the bench-quick durations and sizes)")
+	fs.BoolVar(&f.quick, "quick", false, "short runs (the bench-quick durations and sizes; without -only, leaves out "+
+		strings.Join(loadtest.QuickSkips, ", ")+")")
 	fs.DurationVar(&f.scenario, "scenario-duration", 0, "duration of each HTTP scenario (default 10s, -quick 3s)")
 	fs.DurationVar(&f.baseline, "baseline-duration", 0, "duration of each pgx baseline (default 5s, -quick 2s)")
 	if err := fs.Parse(args); err != nil {
@@ -67,19 +68,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	cfg := loadtest.Config{
-		DatabaseURL: f.db, RedisURL: f.redis, ServiceURL: f.url, NaiveURL: f.naiveURL, Secret: f.secret,
-		Binary: f.capacityd, BuildDir: f.buildDir, ScenarioDuration: f.scenario, BaselineDuration: f.baseline,
-		Log: stdout,
-	}
-	if f.only != "" {
-		cfg.Only = strings.Split(f.only, ",")
-	}
-	if f.quick {
-		cfg.Sizes = loadtest.QuickSizes
-	}
 	started := time.Now()
-	report, runErr := loadtest.Run(ctx, cfg)
+	report, runErr := loadtest.Run(ctx, f.config(stdout))
 	if report == nil {
 		return runErr
 	}
@@ -88,6 +78,26 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	printTargets(stdout, report)
 	return runErr
+}
+
+// config is the run the flags ask for: a quick run has the quick sizes
+// and, unless -only names its steps, leaves out loadtest.QuickSkips.
+func (f runFlags) config(log io.Writer) loadtest.Config {
+	cfg := loadtest.Config{
+		DatabaseURL: f.db, RedisURL: f.redis, ServiceURL: f.url, NaiveURL: f.naiveURL, Secret: f.secret,
+		Binary: f.capacityd, BuildDir: f.buildDir, ScenarioDuration: f.scenario, BaselineDuration: f.baseline,
+		Log: log,
+	}
+	if f.only != "" {
+		cfg.Only = strings.Split(f.only, ",")
+	}
+	if f.quick {
+		cfg.Sizes = loadtest.QuickSizes
+		if f.only == "" {
+			cfg.Skip = loadtest.QuickSkips
+		}
+	}
+	return cfg
 }
 
 func writeOutputs(ctx context.Context, f runFlags, r *loadtest.Report, started time.Time) error {
