@@ -65,7 +65,7 @@ type Registrations interface {
 // statement, which names a registration and its activity as a ticket
 // does, is never taken for one at a door.
 type Signer interface {
-	SignAs(claims jwt.Claims, typ string) (string, error)
+	SignAs(ctx context.Context, claims jwt.Claims, typ string) (string, error)
 }
 
 // Config wires a Service.
@@ -174,7 +174,7 @@ func (s *Service) Registration(ctx context.Context, registrationID string, c reg
 	if !act.Ended(now) {
 		return p, nil
 	}
-	tok, err := s.cfg.Keys.SignAs(NewStatement(act, p.Item, now), checkin.StatementType)
+	tok, err := s.cfg.Keys.SignAs(ctx, NewStatement(act, p.Item, now), checkin.StatementType)
 	if err != nil {
 		return Personal{}, err
 	}

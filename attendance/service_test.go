@@ -85,7 +85,7 @@ func newFake(t *testing.T, n int, now time.Time) (*attendance.Service, *fakeStor
 		}
 		f.rows = append(f.rows, r)
 	}
-	s := attendance.NewService(attendance.Config{Store: f, Registrations: ownerOnly{}, Keys: ring, Now: func() time.Time { return now }})
+	s := attendance.NewService(attendance.Config{Store: f, Registrations: ownerOnly{}, Keys: keyringSigner{ring}, Now: func() time.Time { return now }})
 	return s, f, ring
 }
 
@@ -180,4 +180,12 @@ func TestAttendanceServiceSeries(t *testing.T) {
 		_, err := s.Series(ctx, "s_1", bad.room, bad.risk)
 		assert.Equal(t, capacityd.EInvalid, capacityd.ErrorCode(err), "%+v", bad)
 	}
+}
+
+// keyringSigner signs with a keyring, as the check-in service does once
+// its keys are read.
+type keyringSigner struct{ ring *checkin.Keyring }
+
+func (k keyringSigner) SignAs(_ context.Context, claims jwt.Claims, typ string) (string, error) {
+	return k.ring.SignAs(claims, typ)
 }

@@ -83,6 +83,13 @@ func (k *Keyring) Set(keys []Key) {
 	k.mu.Unlock()
 }
 
+// Len returns how many keys the keyring holds.
+func (k *Keyring) Len() int {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return len(k.keys)
+}
+
 // signing returns the newest key.
 func (k *Keyring) signing() (Key, error) {
 	k.mu.RLock()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -77,8 +78,8 @@ type Service struct {
 	scans *groupcommit.Group[string, Redemption, RedeemOutcome]
 }
 
-// NewService returns a Service; Load must succeed before tickets are
-// signed or checked.
+// NewService returns a Service. It reads its keys when Run starts, or at
+// their first use.
 func NewService(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -91,9 +92,15 @@ func NewService(cfg Config) *Service {
 // maxScanBatch bounds the scans of one list's transaction.
 const maxScanBatch = 200
 
-// flushScans runs one list's gathered scans in one transaction.
+// flushScans runs one list's gathered scans in one transaction, then
+// tells the other instances and webhook delivery what it recorded: once
+// per list and activity, however many scans the batch took.
 func (s *Service) flushScans(ctx context.Context, listID string, ins []Redemption) ([]RedeemOutcome, error) {
-	return s.cfg.Store.RedeemBatch(ctx, listID, ins, s.cfg.Now().UTC())
+	out, err := s.cfg.Store.RedeemBatch(ctx, listID, ins, s.cfg.Now().UTC())
+	if err == nil {
+		s.committed(ctx, listID, out)
+	}
+	return out, err
 }
 
 // Close answers the scans queued so far and refuses new ones.
@@ -115,12 +122,19 @@ func (s *Service) Load(ctx context.Context) error {
 		return err
 	}
 	keys := make([]Key, 0, len(stored))
+	var sealed error
 	for _, sk := range stored {
 		k, err := openKey(s.cfg.Sealer, sk)
 		if err != nil {
-			return err
+			// A key this instance cannot open (another WEBHOOK_SECRET_KEY)
+			// is left out; the others still serve.
+			sealed = err
+			continue
 		}
 		keys = append(keys, k)
+	}
+	if len(keys) == 0 && sealed != nil {
+		return capacityd.Unavailable(sealed, "no check-in key opens with this instance's WEBHOOK_SECRET_KEY")
 	}
 	s.keys.Set(keys)
 	s.mu.Lock()
@@ -133,9 +147,13 @@ func (s *Service) Load(ctx context.Context) error {
 // another instance or "capacityd ticket-key rotate" added signs here too.
 const KeyRefresh = time.Minute
 
-// Run reads the keys every interval (0: KeyRefresh) until ctx ends; a
-// failed read keeps the keys this instance has.
+// Run reads the keys at once, then every interval (0: KeyRefresh) until
+// ctx ends; a failed read keeps the keys this instance has.
 func (s *Service) Run(ctx context.Context, every time.Duration) {
+	// The keys are read (the first one made) here, not when the service
+	// is made: a start does not wait for the database, and the first use
+	// reads them if this has not yet.
+	_ = s.Load(ctx)
 	t := time.NewTicker(cmp.Or(every, KeyRefresh))
 	defer t.Stop()
 	for {
@@ -152,9 +170,34 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 // keys (another instance may have rotated them).
 const reloadEvery = 5 * time.Second
 
+// ready reads the keys when this instance has none yet (the first use
+// after a start whose database did not answer, or the first key of a new
+// database): the service starts without them.
+func (s *Service) ready(ctx context.Context) error {
+	if s.keys.Len() > 0 {
+		return nil
+	}
+	if err := s.Load(ctx); err != nil {
+		return capacityd.Unavailable(err, "the check-in keys could not be read; retry later")
+	}
+	return nil
+}
+
+// SignAs signs claims with the newest check-in key and the typ given
+// (attendance statements), reading the keys first if need be.
+func (s *Service) SignAs(ctx context.Context, claims jwt.Claims, typ string) (string, error) {
+	if err := s.ready(ctx); err != nil {
+		return "", err
+	}
+	return s.keys.SignAs(claims, typ)
+}
+
 // verify checks a ticket, reloading the keys once when it names a key
 // this instance does not know yet.
 func (s *Service) verify(ctx context.Context, ticket string) (TicketClaims, error) {
+	if err := s.ready(ctx); err != nil {
+		return TicketClaims{}, err
+	}
 	c, err := s.keys.VerifyTicket(ticket)
 	if !errors.Is(err, ErrUnknownKey) {
 		return c, err
@@ -197,6 +240,9 @@ func (s *Service) Ticket(ctx context.Context, registrationID string, c registrat
 	}
 	if !reg.Status.Occupying() {
 		return Ticket{}, capacityd.Errorf(capacityd.ETicketRevoked, "registration %s holds no seat (it is %s): it has no ticket", reg.ID, reg.Status)
+	}
+	if err := s.ready(ctx); err != nil {
+		return Ticket{}, err
 	}
 	tok, err := s.keys.Sign(TicketClaims{Reg: reg.ID, Act: reg.ActivityID, Iat: reg.CreatedAt.Unix()})
 	if err != nil {
@@ -288,23 +334,38 @@ func (s *Service) Redeem(ctx context.Context, listID string, in RedeemInput, c r
 		red.RegistrationID, red.TicketActivity, red.ByTicket = claims.Reg, claims.Act, true
 	}
 	o, err := s.scans.Submit(ctx, listID, red)
-	if err == nil {
-		out, err = o.Redeemed, o.Err
+	if err != nil {
+		return Redeemed{}, err
 	}
-	if err != nil || out.Replayed {
-		return out, err
-	}
-	s.committed(ctx, out)
-	return out, nil
+	return o.Redeemed, o.Err
 }
 
-// committed tells the other instances and webhook delivery what a
-// check-in recorded.
-func (s *Service) committed(ctx context.Context, r Redeemed) {
-	s.announce(ctx, r.List.ID)
-	s.announce(ctx, r.Event.ActivityID)
+// committed announces a batch's list and activities, each once, and
+// hands its events to webhook delivery, by activity.
+func (s *Service) committed(ctx context.Context, listID string, out []RedeemOutcome) {
+	var commits []registration.Commit
+	byActivity := map[string]int{}
+	for _, o := range out {
+		if o.Err != nil || o.Replayed || o.Event.ActivityID == "" {
+			continue
+		}
+		i, ok := byActivity[o.Event.ActivityID]
+		if !ok {
+			i = len(commits)
+			byActivity[o.Event.ActivityID] = i
+			commits = append(commits, registration.Commit{ActivityID: o.Event.ActivityID})
+		}
+		commits[i].Events = append(commits[i].Events, o.Event)
+	}
+	if len(commits) == 0 {
+		return
+	}
+	s.announce(ctx, listID)
+	for _, c := range commits {
+		s.announce(ctx, c.ActivityID)
+	}
 	if s.cfg.Observer != nil {
-		s.cfg.Observer.Committed(ctx, []registration.Commit{{ActivityID: r.Event.ActivityID, Events: []registration.Event{r.Event}}})
+		s.cfg.Observer.Committed(ctx, commits)
 	}
 }
 
@@ -476,4 +537,9 @@ func (in *WalkInInput) Validate() error {
 }
 
 // Keyset returns the public keys.
-func (s *Service) Keyset() JWKSet { return s.keys.JWKS() }
+func (s *Service) Keyset(ctx context.Context) (JWKSet, error) {
+	if err := s.ready(ctx); err != nil {
+		return JWKSet{}, err
+	}
+	return s.keys.JWKS(), nil
+}

@@ -47,6 +47,10 @@ type SyncCursor struct {
 	// sync sent; Full is true while the first sync goes on.
 	After int64 `json:"r,omitempty"`
 	Full  bool  `json:"f,omitempty"`
+	// AfterActivity and AfterStatus place After in the first sync's
+	// order: by activity, status and id.
+	AfterActivity int64  `json:"a,omitempty"`
+	AfterStatus   string `json:"t,omitempty"`
 }
 
 // Encode returns the cursor as the opaque string clients send back.

@@ -19,7 +19,7 @@ import (
 // CheckinService is what the edge asks of the doors.
 type CheckinService interface {
 	Ticket(ctx context.Context, registrationID string, c registration.Caller) (checkin.Ticket, error)
-	Keyset() checkin.JWKSet
+	Keyset(ctx context.Context) (checkin.JWKSet, error)
 	CreateList(ctx context.Context, in checkin.NewList) (checkin.List, error)
 	GetList(ctx context.Context, id string, c registration.Caller) (checkin.List, error)
 	Lists(ctx context.Context, activityID, before string, limit int) (checkin.ListPage, error)
@@ -90,8 +90,12 @@ func (s *Server) getTicketSVG(c echo.Context) error {
 }
 
 func (s *Server) checkinKeys(c echo.Context) error {
+	set, err := s.cfg.Checkins.Keyset(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=300")
-	return writeJSON(c, http.StatusOK, s.cfg.Checkins.Keyset())
+	return writeJSON(c, http.StatusOK, set)
 }
 
 // listBody is the body of a list's creation or patch.

@@ -47,13 +47,14 @@ func TestSmoke(t *testing.T) {
 		ScenarioDuration: time.Second, BaselineDuration: 300 * time.Millisecond,
 		Sizes: Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, WaitlistCrowdUsers: 600,
 			PromoteCancels: 20, PromoteWaiting: 50, PromoteRounds: 1, CourseActivities: 10, CourseUsers: 200,
-			GroupActivities: 10, GroupUsers: 200, PoolPools: 4, PoolUsers: 200},
+			GroupActivities: 10, GroupUsers: 200, PoolPools: 4, PoolUsers: 200, DoorTickets: 200},
 		StatsIdleWait: time.Nanosecond,
 		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
 	for _, s := range []string{ScenarioSignupHot, ScenarioProduction, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
-		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush, ScenarioSeatsRead, ScenarioTrivial} {
+		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush, ScenarioSeatsRead, ScenarioTrivial,
+		ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
 	}
@@ -93,6 +94,16 @@ func TestSmoke(t *testing.T) {
 	require.Zero(t, r.Checks[CheckPoolInexactPools], log.String())
 	require.Zero(t, r.Checks[CheckPoolRefusedFitting], log.String())
 	require.NotNil(t, r.Ratios[RatioPoolRushVsCourseRush], "pool_rush is compared with course_rush")
+	// The door rush's exactness holds at any size: 200 tickets, room for
+	// 160, 220 scans.
+	require.EqualValues(t, 220, r.Scenarios[ScenarioDoorRush].Ops, log.String())
+	require.EqualValues(t, 160, r.Checks[CheckDoorEntered], log.String())
+	require.EqualValues(t, 200, r.Checks[CheckDoorSyncTickets], log.String())
+	for _, c := range []string{CheckDoorEnteredTwice, CheckDoorOverMax, CheckDoorInsideOff, CheckDoorMismatched, CheckDoorOther,
+		CheckDoorUnjustified, CheckDoorSyncInexact} {
+		require.Zero(t, r.Checks[c], "%s: %s", c, log.String())
+	}
+	require.NotNil(t, r.Ratios[RatioDoorRushVsSignupHot], "door_rush is compared with signup_hot")
 
 	var js bytes.Buffer
 	require.NoError(t, r.WriteJSON(&js))

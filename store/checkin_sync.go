@@ -15,16 +15,17 @@ import (
 // query over registration r joined with its activity a and its record on
 // the list c (LEFT JOIN).
 const ticketColumns = `r.id, r.public_id, a.public_id, r.user_id, r.seats, r.status IN ('pending', 'awaiting_payment', 'approved'),
-	coalesce(c.inside, false), coalesce(c.entries, 0)`
+	coalesce(c.inside, false), coalesce(c.entries, 0), r.activity_id`
 
 func scanTicket(row pgx.CollectableRow) (ticketRow, error) {
 	var t ticketRow
-	err := row.Scan(&t.id, &t.RegistrationID, &t.ActivityID, &t.UserID, &t.Seats, &t.Valid, &t.Inside, &t.Entries)
+	err := row.Scan(&t.id, &t.RegistrationID, &t.ActivityID, &t.UserID, &t.Seats, &t.Valid, &t.Inside, &t.Entries, &t.aid)
 	return t, err
 }
 
 type ticketRow struct {
-	id int64
+	id, aid int64
+	status  string
 	checkin.TicketState
 }
 
@@ -85,22 +86,34 @@ func (s *Store) lastSeqs(ctx context.Context, aids []int64) (map[int64]int64, er
 // syncFull returns the next page of every registration of the list's
 // activities, by internal id.
 func (s *Store) syncFull(ctx context.Context, l checkin.List, aids []int64, c checkin.SyncCursor, limit int) (checkin.SyncPage, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+ticketColumns+` FROM registration r JOIN activity a ON a.id = r.activity_id
+	// In the order of registration_activity_status_idx (activity, status,
+	// id), read from the cursor's position: a page reads its rows and no
+	// other activity's.
+	rows, err := s.db.Query(ctx, `SELECT `+ticketColumns+`, r.status FROM registration r JOIN activity a ON a.id = r.activity_id
 		LEFT JOIN checkin_record c ON c.list_id = $1 AND c.registration_id = r.id
-		WHERE r.activity_id = ANY ($2) AND r.id > $3 ORDER BY r.id LIMIT $4`, l.Seq, aids, c.After, limit+1)
+		WHERE r.activity_id = ANY ($2) AND (r.activity_id, r.status, r.id) > ($3, $4, $5)
+		ORDER BY r.activity_id, r.status, r.id LIMIT $6`, l.Seq, aids, c.AfterActivity, c.AfterStatus, c.After, limit+1)
 	if err != nil {
 		return checkin.SyncPage{}, interpret(err)
 	}
-	ts, err := pgx.CollectRows(rows, scanTicket)
-	if err != nil {
+	var ts []ticketRow
+	var status string
+	var t ticketRow
+	if _, err := pgx.ForEachRow(rows, []any{&t.id, &t.RegistrationID, &t.ActivityID, &t.UserID, &t.Seats, &t.Valid, &t.Inside,
+		&t.Entries, &t.aid, &status}, func() error {
+		t.status = status
+		ts = append(ts, t)
+		return nil
+	}); err != nil {
 		return checkin.SyncPage{}, interpret(err)
 	}
 	page := checkin.SyncPage{Items: make([]checkin.TicketState, 0, min(len(ts), limit))}
 	if len(ts) > limit {
 		ts = ts[:limit]
-		c.After = ts[len(ts)-1].id
+		last := ts[len(ts)-1]
+		c.AfterActivity, c.AfterStatus, c.After = last.aid, last.status, last.id
 	} else {
-		c.Full, c.After = false, 0
+		c.Full, c.AfterActivity, c.AfterStatus, c.After = false, 0, "", 0
 	}
 	for _, t := range ts {
 		page.Items = append(page.Items, t.TicketState)

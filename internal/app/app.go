@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -196,13 +195,8 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	doors := checkin.NewService(checkin.Config{Store: st, Registrations: regs, Sealer: sealer, Announcer: changes,
 		Observer: deliveries, Now: opts.Now, Registerer: reg})
-	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors.Keys(), Now: opts.Now,
+	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors, Now: opts.Now,
 		Ender: st, Announcer: changes, Observers: []attendance.Observer{deliveries}, Logger: opts.Logger})
-	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(opts.RequestTimeout, httpapi.DefaultRequestTimeout))
-	defer cancel()
-	if err := doors.Load(ctx); err != nil {
-		return nil, fmt.Errorf("check-in keys: %w", err)
-	}
 	srv := httpapi.New(httpConfig(opts, httpDeps{
 		auth: auth, store: st, rdb: rdb, reg: reg, regs: regs, counter: counter, notes: notes,
 		activities: activities, pools: pools, streams: streams, hooks: hooks, queues: queues, doors: doors, changes: changes,

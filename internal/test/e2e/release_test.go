@@ -41,7 +41,7 @@ func readReg(t *testing.T, inst *apptest.Instance, token, id string) regState {
 }
 
 // patchActivity sets fields of an activity.
-func patchActivity(t *testing.T, inst *apptest.Instance, admin, id string, fields map[string]any) {
+func patchActivity(t testing.TB, inst *apptest.Instance, admin, id string, fields map[string]any) {
 	t.Helper()
 	r := inst.MustDo(t, http.MethodPatch, "/v1/activities/"+id, admin, fields)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
