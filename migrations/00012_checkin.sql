@@ -86,9 +86,6 @@ CREATE TABLE checkin (
 -- first answer; a key is recorded at most once per list.
 CREATE UNIQUE INDEX checkin_idempotency_idx ON checkin (list_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
--- A registration's check-ins over every list (attendance).
-CREATE INDEX checkin_registration_idx ON checkin (registration_id, at);
-
 -- checked_in: once any list accepted an entry of the registration.
 ALTER TABLE registration ADD COLUMN checked_in boolean NOT NULL DEFAULT false;
 
