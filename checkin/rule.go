@@ -118,7 +118,7 @@ func broken(l List, reg registration.Registration, rec Record, s Scan) error {
 		}
 		return nil
 	}
-	if again := (l.Entry == EntryOnce && rec.Entries > 0) || (l.Entry == EntryReentry && rec.Inside); again {
+	if again := (l.Entry == EntryOnce && rec.Entries > 0 && !acceptSecondEntries) || (l.Entry == EntryReentry && rec.Inside); again {
 		e := capacityd.Errorf(capacityd.EAlreadyCheckedIn, "registration %s already entered through check-in list %s", reg.ID, l.ID)
 		if rec.FirstAt != nil {
 			e.Previous = &capacityd.PreviousEntry{At: rec.FirstAt.UTC(), Device: rec.FirstDevice, ListID: l.ID}

@@ -158,6 +158,7 @@ func Run(t testing.TB, cfg Config) Result {
 	res := Result{Faults: in.counts, Cluster: c}
 	res.Converged = settle(t, w, ttl)
 	w.recordAuthority(t, c)
+	res.Doors = w.checkDoors(t)
 	res.History = rec.History()
 	res.Recoveries = Recoveries(res.History)
 	checkStart := time.Now()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,4 +158,14 @@ func TestBrokenBuildIsCaught(t *testing.T) {
 		require.NoError(t, err)
 		require.Positive(t, st.Size(), p)
 	}
+}
+
+// TestBrokenDoorIsCaught builds capacityd with the brokendoor tag, whose
+// "once" lists accept a registration's entry again, runs the workload, and
+// requires the door check to find the second entries.
+func TestBrokenDoorIsCaught(t *testing.T) {
+	res := Run(t, Config{Duration: 8 * time.Second, Tags: []string{"brokendoor"}})
+	t.Logf("broken door:\n%s", res.Summary())
+	require.False(t, res.Doors.OK(), "the door check must catch the broken build")
+	require.Contains(t, strings.Join(res.Doors.Violations, "\n"), "entered again on a once list")
 }

@@ -20,6 +20,10 @@ func (w *workload) worker(id int, seed uint64) {
 			continue
 		}
 		a := w.pickActivity(rng, id)
+		if rng.IntN(100) < doorShare {
+			w.scanAtDoor(rng, id, a)
+			continue
+		}
 		if b := a.liveBlock(rng); b != "" && rng.IntN(blockDeletion) == 0 {
 			w.deleteBlock(rng, id, a, b)
 			continue

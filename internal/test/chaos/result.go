@@ -31,10 +31,15 @@ type Result struct {
 	Cluster *Cluster
 	// CheckTook is how long the check of the history took.
 	CheckTook time.Duration
+	// Doors is the door check of the check-in lists the workload scanned
+	// at.
+	Doors histcheck.DoorVerdict
 }
 
 // OK reports whether the run kept every promise.
-func (r Result) OK() bool { return r.Report.OK() && r.Converged == nil && len(r.Violations) == 0 }
+func (r Result) OK() bool {
+	return r.Report.OK() && r.Converged == nil && len(r.Violations) == 0 && r.Doors.OK()
+}
 
 // Summary describes the run in a few lines: operations, parties, faults,
 // verdicts.
@@ -98,6 +103,12 @@ func (r Result) Summary() string {
 	}
 	if len(r.Violations) > 0 {
 		fmt.Fprintf(&b, "API description violations: %d, first: %s\n", len(r.Violations), r.Violations[0])
+	}
+	fmt.Fprintf(&b, "doors: %d check-ins recorded, %d answered", r.Doors.CheckIns, r.Doors.Answers)
+	if r.Doors.OK() {
+		b.WriteString(": every list kept its promises\n")
+	} else {
+		fmt.Fprintf(&b, ": %d violations, first: %s\n", len(r.Doors.Violations), r.Doors.Violations[0])
 	}
 	verdict := "OK"
 	if !r.OK() {

@@ -229,6 +229,8 @@ type workload struct {
 	sales      []*sale
 	notes      []*note
 	nextNote   int
+	// doors are the check-in lists of the activities and their answers.
+	doors doors
 }
 
 // do is one request of an attempt through a typed client of a node.
