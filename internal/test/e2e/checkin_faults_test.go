@@ -117,8 +117,9 @@ func TestDoorsStayExactThroughACrashAndAFlush(t *testing.T) {
 					res, err := do(p, http.MethodPost, "/v1/checkin-lists/"+list.ID+"/redeem",
 						map[string]any{"ticket": s.ticket, "type": s.typ, "device": fmt.Sprintf("device-%d", d)}, "Idempotency-Key", s.key)
 					if err != nil || res.Status >= 500 {
-						require.Less(t, attempt, 50, "scan %s never answered: %v", s.key, err)
-						time.Sleep(20 * time.Millisecond) // a device's retry pace
+						// The device tries again at once, at the live instance
+						// once the other is gone.
+						require.Less(t, attempt, 200, "scan %s never answered: %v", s.key, err)
 						continue
 					}
 					switch res.Status {
