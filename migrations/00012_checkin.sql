@@ -86,8 +86,11 @@ CREATE TABLE checkin (
 -- first answer; a key is recorded at most once per list.
 CREATE UNIQUE INDEX checkin_idempotency_idx ON checkin (list_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
--- checked_in: once any list accepted an entry of the registration.
-ALTER TABLE registration ADD COLUMN checked_in boolean NOT NULL DEFAULT false;
+-- A registration's records over every list: its checked_in (an entry on
+-- any list) is read from them, so that a check-in writes no registration
+-- row (an update of one that cannot stay on its page writes every index
+-- of the registration table).
+CREATE INDEX checkin_record_registration_idx ON checkin_record (registration_id, entries);
 
 -- Check-in events carry their door.
 ALTER TABLE registration_event ADD COLUMN list_id text, ADD COLUMN device text, ADD COLUMN forced boolean,
@@ -107,7 +110,7 @@ ALTER TABLE registration_event ADD CONSTRAINT registration_event_type_check CHEC
     'registration.cancelled', 'registration.expired', 'registration.readmitted', 'registration.seats_changed',
     'block.created', 'block.deleted', 'block.expired'));
 ALTER TABLE registration_event DROP COLUMN list_id, DROP COLUMN device, DROP COLUMN forced, DROP COLUMN conflict;
-ALTER TABLE registration DROP COLUMN checked_in;
+DROP INDEX checkin_record_registration_idx;
 DROP TABLE checkin;
 DROP TABLE checkin_record;
 DROP TABLE checkin_list_activity;

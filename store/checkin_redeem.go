@@ -23,8 +23,8 @@ import (
 //	pg_advisory_xact_lock of their activities, in id order (the lock of every seat change);
 //	  the registrations, their records on the list, the activities' last seqs            -- one more
 //	checkin.Decide, scan after scan
-//	INSERT the check-ins and their events; UPDATE the records, the list's counts,
-//	  the registrations' checked_in, the activities' last seqs; COMMIT                     -- one more
+//	INSERT the check-ins and their events; UPDATE the records (a registration's
+//	  checked_in is read from them), the list's counts, the activities' last seqs; COMMIT  -- one more
 //
 // The list's lock comes before the activities': no transaction takes a
 // list's lock while it holds an activity's, so the two orders never
@@ -325,7 +325,6 @@ type checkinWrites struct {
 	hashes                             [][]byte
 	seats                              []int32
 	records                            map[int64]checkin.Record
-	entered                            []int64
 	evSeqs                             []int64
 	evUsers, evTypes, evStatus, evReqs []string
 	evBlocks                           []*string
@@ -341,17 +340,14 @@ func (w *checkinWrites) add(f scanned, ci checkin.CheckIn, rec checkin.Record, e
 	w.at, w.forced, w.conflicts = append(w.at, ci.At), append(w.forced, ci.Forced), append(w.conflicts, ci.Conflict)
 	w.keys, w.hashes, w.seats = append(w.keys, nullable(in.IdempotencyKey)), append(w.hashes, in.RequestHash), append(w.seats, int32(ci.Seats))
 	w.records[f.rid] = rec
-	if ci.Type == checkin.TypeEntry {
-		w.entered = append(w.entered, f.rid)
-	}
 	w.regIDs, w.evSeqs, w.evUsers = append(w.regIDs, ev.RegistrationID), append(w.evSeqs, ev.Seq), append(w.evUsers, ev.UserID)
 	w.evTypes, w.evStatus, w.evReqs = append(w.evTypes, string(ev.Type)), append(w.evStatus, string(ev.To)), append(w.evReqs, ev.RequestID)
 	w.evBlocks = append(w.evBlocks, ev.BlockID)
 	w.lastSeqs[f.aid] = ev.Seq
 }
 
-// send writes the batch's check-ins, events, records, the registrations'
-// checked_in, the activities' last seqs and the list's counts.
+// send writes the batch's check-ins, events, records, the activities'
+// last seqs and the list's counts.
 func (w *checkinWrites) send(ctx context.Context, tx pgx.Tx, l checkin.List) error {
 	if len(w.seqs) == 0 {
 		return nil
@@ -379,9 +375,6 @@ func (w *checkinWrites) send(ctx context.Context, tx pgx.Tx, l checkin.List) err
 		l.Seq, rids, inside, insideSeats, entries, exits, firstAt, firstDevice)
 	pb.Queue(`UPDATE checkin_list SET checked_in = $2, inside = $3, conflicts = $4, last_seq = $5 WHERE id = $1`,
 		l.Seq, l.CheckedIn, l.Inside, l.Conflicts, l.LastSeq)
-	if len(w.entered) > 0 {
-		pb.Queue(`UPDATE registration SET checked_in = true WHERE id = ANY ($1) AND NOT checked_in`, w.entered)
-	}
 	pb.Queue(`INSERT INTO registration_event (activity_id, seq, registration_id, user_id, type, from_status, to_status, actor, request_id, at,
 			seats, block_id, list_id, device, forced, conflict)
 		SELECT e.aid, e.seq, e.reg, e.usr, e.typ, e.st, e.st, e.actor, e.req, e.at, e.seats, e.block, $1, e.device, e.forced, e.conflict

@@ -12,8 +12,12 @@ import (
 // registrationColumns are a registration's columns, for a query over
 // registration r joined with its activity a.
 const registrationColumns = `r.id, r.public_id, a.public_id, r.user_id, r.status, r.seats, r.metadata, r.created_at, r.updated_at,
-	r.expires_at, coalesce(r.waitlist_seq, 0), coalesce(r.joined, 0), r.block_id, r.checked_in, r.confirmed_at,
+	r.expires_at, coalesce(r.waitlist_seq, 0), coalesce(r.joined, 0), r.block_id, ` + checkedInSQL + `, r.confirmed_at,
 	r.cancel_reason`
+
+// checkedInSQL says whether the registration r has an entry on any
+// check-in list (its records, by checkin_record_registration_idx).
+const checkedInSQL = `EXISTS (SELECT 1 FROM checkin_record k WHERE k.registration_id = r.id AND k.entries > 0)`
 
 // withPosition adds a waitlisted registration's place in line: one more
 // than the waitlisted registrations of its activity that joined before it,

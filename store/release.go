@@ -35,7 +35,7 @@ func (s *Store) ClaimDueReleases(ctx context.Context, now time.Time, limit int) 
 		)
 		SELECT l.public_id, l.reason, coalesce(ARRAY(SELECT r.public_id FROM registration r
 			WHERE r.activity_id = l.id AND r.status IN `+occupying+`
-				AND CASE WHEN l.reason = 'unconfirmed' THEN r.confirmed_at IS NULL ELSE NOT r.checked_in END
+				AND CASE WHEN l.reason = 'unconfirmed' THEN r.confirmed_at IS NULL ELSE NOT `+checkedInSQL+` END
 			ORDER BY r.id), '{}')
 		FROM leased l`, now, limit, dueLease.Milliseconds())
 	if err != nil {
