@@ -1,13 +1,10 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
-	"encoding/csv"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -107,54 +104,10 @@ func (s *Server) exportAttendance(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), exportTimeout)
 	defer cancel()
-	w := c.Response()
-	rc := http.NewResponseController(w)
-	var out *csv.Writer
-	var buf *bufio.Writer
-	rows := 0
-	flush := func() error {
-		out.Flush()
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		if err := buf.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	err = s.cfg.Attendance.Export(ctx, id, func(it attendance.Item) error {
-		if out == nil {
-			h := w.Header()
-			h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-			h.Set(echo.HeaderContentDisposition, `attachment; filename="attendance-`+id+`.csv"`)
-			w.WriteHeader(http.StatusOK)
-			buf = bufio.NewWriterSize(w, 32<<10)
-			out = csv.NewWriter(buf)
-			if err := out.Write(attendanceHeader); err != nil {
-				return err
-			}
-		}
-		if err := out.Write(attendanceRow(it)); err != nil {
-			return err
-		}
-		if rows++; rows%exportFlushEvery == 0 {
-			return flush()
-		}
-		return nil
+	x := csvExport{filename: "attendance-" + id + ".csv", what: "attendance export", activityID: id, header: attendanceHeader}
+	return s.streamCSV(c, x, func(row func([]string) error) error {
+		return s.cfg.Attendance.Export(ctx, id, func(it attendance.Item) error { return row(attendanceRow(it)) })
 	})
-	if out == nil {
-		if err != nil {
-			return err
-		}
-		w.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-		return c.String(http.StatusOK, strings.Join(attendanceHeader, ",")+"\n")
-	}
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		s.log.Error("attendance export aborted", "activity_id", id, "rows", rows, "err", err)
-		panic(http.ErrAbortHandler)
-	}
-	return nil
 }
 
 // attendanceRow is an item as a CSV row: an empty cell for null, and

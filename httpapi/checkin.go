@@ -425,23 +425,7 @@ func (s *Server) checkinStream(c echo.Context) error {
 		defer stop()
 		changed = ch
 	}
-	w := c.Response()
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
-	h.Set(echo.HeaderCacheControl, "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	write := func(parts ...[]byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		for _, p := range parts {
-			if _, err := w.Write(p); err != nil {
-				return false
-			}
-		}
-		return rc.Flush() == nil
-	}
+	write := startEventStream(c)
 	last := l.Counts()
 	if !write(retryField, countsEvent(last)) {
 		return nil

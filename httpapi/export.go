@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
-	"encoding/csv"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -45,56 +43,10 @@ func (s *Server) exportRegistrations(c echo.Context) error {
 	status := registration.Status(q.Get("status"))
 	ctx, cancel := context.WithTimeout(c.Request().Context(), exportTimeout)
 	defer cancel()
-
-	w := c.Response()
-	rc := http.NewResponseController(w)
-	var out *csv.Writer
-	var buf *bufio.Writer
-	rows := 0
-	flush := func() error {
-		out.Flush()
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		if err := buf.Flush(); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	err = s.regs.ExportRegistrations(ctx, id, status, func(r registration.Registration) error {
-		if out == nil {
-			h := w.Header()
-			h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-			h.Set(echo.HeaderContentDisposition, `attachment; filename="registrations-`+id+`.csv"`)
-			w.WriteHeader(http.StatusOK)
-			buf = bufio.NewWriterSize(w, 32<<10)
-			out = csv.NewWriter(buf)
-			if err := out.Write(exportHeader); err != nil {
-				return err
-			}
-		}
-		if err := out.Write(csvRow(r)); err != nil {
-			return err
-		}
-		if rows++; rows%exportFlushEvery == 0 {
-			return flush()
-		}
-		return nil
+	x := csvExport{filename: "registrations-" + id + ".csv", what: "registration export", activityID: id, header: exportHeader}
+	return s.streamCSV(c, x, func(row func([]string) error) error {
+		return s.regs.ExportRegistrations(ctx, id, status, func(r registration.Registration) error { return row(csvRow(r)) })
 	})
-	if out == nil {
-		if err != nil {
-			return err
-		}
-		// No registration: the header alone.
-		w.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-		return c.String(http.StatusOK, strings.Join(exportHeader, ",")+"\n")
-	}
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		s.log.Error("registration export aborted", "activity_id", id, "rows", rows, "err", err)
-		panic(http.ErrAbortHandler)
-	}
-	return nil
 }
 
 func csvRow(r registration.Registration) []string {

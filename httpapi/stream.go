@@ -50,25 +50,7 @@ func (s *Server) seatStream(c echo.Context) error {
 	}
 	defer sub.Close()
 
-	w := c.Response()
-	rc := http.NewResponseController(w)
-	// The server's read and write timeouts are for requests; a stream
-	// lives on, with a deadline per write instead.
-	_ = rc.SetReadDeadline(time.Time{})
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
-	h.Set(echo.HeaderCacheControl, "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	write := func(parts ...[]byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		for _, p := range parts {
-			if _, err := w.Write(p); err != nil {
-				return false
-			}
-		}
-		return rc.Flush() == nil
-	}
+	write := startEventStream(c)
 	if !write(retryField, sub.Initial()) {
 		return nil
 	}
@@ -89,5 +71,30 @@ func (s *Server) seatStream(c echo.Context) error {
 				return nil
 			}
 		}
+	}
+}
+
+// startEventStream answers 200 with a text/event-stream and returns the
+// function that writes to it: each write has streamWriteTimeout to reach
+// the client and is flushed, and it reports false once the client is
+// gone. The server's read and write timeouts are for requests; a stream
+// lives on, with a deadline per write instead.
+func startEventStream(c echo.Context) func(parts ...[]byte) bool {
+	w := c.Response()
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return func(parts ...[]byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		for _, p := range parts {
+			if _, err := w.Write(p); err != nil {
+				return false
+			}
+		}
+		return rc.Flush() == nil
 	}
 }

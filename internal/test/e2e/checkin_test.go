@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -520,4 +523,47 @@ func TestCheckinListCRUDAndValidation(t *testing.T) {
 	keys := inst.MustDo(t, http.MethodGet, "/v1/checkin/keys", "", nil)
 	require.Equal(t, http.StatusOK, keys.Status)
 	assert.Contains(t, string(keys.Body), `"crv":"Ed25519"`)
+}
+
+// TestCheckinStreamShowsTheCountsLive reads a list's counts stream from
+// one instance while another records an entry.
+func TestCheckinStreamShowsTheCountsLive(t *testing.T) {
+	t.Parallel()
+	insts := twoInstances(t)
+	act := insts[0].CreateActivity(t, "lecture", 5)
+	d := newDoor(t, insts, map[string]any{"name": "Door", "activity_ids": []string{act}, "max_inside": 4, "door_roles": []string{"door"}})
+	reg := insts[0].MustSignup(t, act, "streamed")
+	req, err := http.NewRequest(http.MethodGet, insts[1].URL+"/v1/checkin-lists/"+d.id+"/stream", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+insts[1].RoleToken(t, "staff", "door"))
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/event-stream")
+	counts := make(chan listAnswer, 8)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var l listAnswer
+				if json.Unmarshal([]byte(data), &l) == nil {
+					counts <- l
+				}
+			}
+		}
+		close(counts)
+	}()
+	first := <-counts
+	assert.Equal(t, 0, first.Inside)
+	require.NotNil(t, first.MaxInside)
+	assert.Equal(t, 4, *first.MaxInside)
+	require.Equal(t, http.StatusOK, d.scan(t, 0, d.admin, map[string]any{"registration_id": reg.ID, "device": "d"}).Status)
+	select {
+	case l := <-counts:
+		assert.Equal(t, 1, l.Inside)
+		assert.Equal(t, 1, l.CheckedIn)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not show the entry made at the other instance")
+	}
 }
