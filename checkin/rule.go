@@ -58,13 +58,14 @@ type Verdict struct {
 }
 
 // Decide applies a list's rules to a scan of a registration whose record
-// on the list is rec, when the list has inside seats inside: validity
+// on the list is rec, with the list's counts as they stand: validity
 // first (the registration holds a seat; its activity is the list's), then
 // the list's window, then duplicates (the entry rule; an exit of a
 // registration not inside), then the room's limit. A forced scan is
 // recorded whatever they say, with the first rule it broke as its
 // conflict. reg is the registration as it is now, under the lock of its
-// activity; now is the transaction's time.
+// activity; the scan's At is when it happened (the window is checked at
+// it).
 func Decide(l List, reg registration.Registration, rec Record, s Scan) Verdict {
 	v := Verdict{Record: rec, Inside: l.Inside, CheckedIn: l.CheckedIn, Conflicts: l.Conflicts}
 	if err := broken(l, reg, rec, s); err != nil {
