@@ -103,9 +103,6 @@ func (s *Service) flushScans(ctx context.Context, listID string, ins []Redemptio
 // Close answers the scans queued so far and refuses new ones.
 func (s *Service) Close(ctx context.Context) error { return s.scans.Close(ctx) }
 
-// Keys returns the keyring.
-func (s *Service) Keys() *Keyring { return s.keys }
-
 func (s *Service) newID(prefix string) string {
 	s.idMu.Lock()
 	defer s.idMu.Unlock()

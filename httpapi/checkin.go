@@ -278,19 +278,6 @@ func (s *Server) redeem(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, out.Answer())
 }
 
-// idempotencyKey returns the request's Idempotency-Key ("" for none),
-// refusing an empty one or one sent twice.
-func idempotencyKey(c echo.Context) (string, error) {
-	vs, ok := c.Request().Header[headerIdempotencyKey]
-	if !ok {
-		return "", nil
-	}
-	if vs[0] == "" || len(vs) > 1 {
-		return "", capacityd.Errorf(capacityd.EInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, sent once")
-	}
-	return vs[0], nil
-}
-
 func (s *Server) checkinHistory(c echo.Context) error {
 	id, err := listID(c)
 	if err != nil {

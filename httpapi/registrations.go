@@ -21,6 +21,19 @@ const (
 	headerReplayed       = "Idempotent-Replayed"
 )
 
+// idempotencyKey returns the request's Idempotency-Key ("" for none),
+// refusing an empty one or one sent twice.
+func idempotencyKey(c echo.Context) (string, error) {
+	vs, ok := c.Request().Header[headerIdempotencyKey]
+	if !ok {
+		return "", nil
+	}
+	if vs[0] == "" || len(vs) > 1 {
+		return "", capacityd.Errorf(capacityd.EInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, sent once")
+	}
+	return vs[0], nil
+}
+
 type signupRequest struct {
 	Metadata json.RawMessage `json:"metadata"`
 	Seats    *int            `json:"seats"`
@@ -69,12 +82,9 @@ func (s *Server) signup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key := ""
-	if vs, ok := c.Request().Header[headerIdempotencyKey]; ok {
-		key = vs[0]
-		if key == "" || len(vs) > 1 {
-			return capacityd.Errorf(capacityd.EInvalid, "Idempotency-Key must be 1 to 255 printable ASCII characters, sent once")
-		}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
 	}
 	if len(c.Request().Header[headerAdmissionToken]) > 1 {
 		return capacityd.Errorf(capacityd.EInvalid, "Admission-Token must be sent once")

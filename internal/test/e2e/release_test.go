@@ -168,17 +168,20 @@ func TestLateScansRaceTheReleaseAtTheDoor(t *testing.T) {
 	for i := range regs {
 		regs[i] = inst.MustSignup(t, act, fmt.Sprintf("late-%d", i)).ID
 	}
-	moment := time.Now().Add(3 * time.Second).UTC()
+	moment := time.Now().Add(500 * time.Millisecond).UTC()
 	patchActivity(t, inst, admin, act, map[string]any{"starts_at": moment.Format(time.RFC3339Nano),
 		"ends_at": moment.Add(time.Hour).Format(time.RFC3339Nano), "release_no_shows_after_minutes": 0})
+	// One scan every 60 ms from now on: from about 400 ms before the
+	// moment until over a second after it, across the due work's ticks.
 	results := make([]apptest.Response, len(regs))
 	var wg sync.WaitGroup
+	pace := time.NewTicker(60 * time.Millisecond)
+	defer pace.Stop()
 	for i, id := range regs {
-		at := moment.Add(-300*time.Millisecond + time.Duration(i)*60*time.Millisecond)
 		wg.Go(func() {
-			time.Sleep(time.Until(at)) // scans spread over the moment
 			results[i] = d.scan(t, i, d.admin, map[string]any{"registration_id": id, "device": fmt.Sprintf("d%d", i%4)})
 		})
+		<-pace.C
 	}
 	wg.Wait()
 	// Every registration not scanned in is released once the due work ran.
