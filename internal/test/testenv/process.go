@@ -131,6 +131,16 @@ func (p *process) kill() {
 		c.Close()
 		time.Sleep(10 * time.Millisecond)
 	}
+	// And until every process of its group is gone: a PostgreSQL backend
+	// that outlives its postmaster by a moment (a loaded machine) still
+	// holds the shared memory, and a start then fails with "pre-existing
+	// shared memory block is still in use".
+	for range 500 {
+		if err := syscall.Kill(-p.cmd.Process.Pid, 0); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	p.cmd = nil
 }
 
