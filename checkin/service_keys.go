@@ -11,6 +11,10 @@ import (
 	"github.com/physiciansnet/capacityd"
 )
 
+// KeysLoaded reports whether this instance holds its keys (Run read them,
+// or a first use did).
+func (s *Service) KeysLoaded() bool { return s.keys.Len() > 0 }
+
 // Load reads the check-in keys, making the first one when there is none.
 func (s *Service) Load(ctx context.Context) error {
 	stored, err := s.cfg.Store.CheckinKeys(ctx, func() (StoredKey, error) {

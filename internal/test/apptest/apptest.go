@@ -114,6 +114,13 @@ func Start(t testing.TB, o Options) *Instance {
 		t.Fatal(err)
 	}
 	a.StartWorkers()
+	// Started means its first background reads are done: the check-in
+	// keys (read when the workers start), so that a test that counts the
+	// instance's statements counts only its own requests'.
+	tick := time.NewTicker(5 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !a.Checkins.KeysLoaded() && time.Now().Before(deadline); <-tick.C {
+	}
+	tick.Stop()
 	srv := httptest.NewServer(a.Server.Handler())
 	auth, _ := httpapi.NewAuthenticator([]byte(Secret))
 	t.Cleanup(func() {
