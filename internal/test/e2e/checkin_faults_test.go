@@ -27,8 +27,11 @@ import (
 // same Idempotency-Key) at the other. Afterwards the list's history holds
 // every answered entry and exit, no registration entered twice on the
 // "once" list, and the counts equal the history.
+//
+// It is the package's heaviest test: it runs alone, before the parallel
+// ones, so that their timing-sensitive checks do not share the machine
+// with it.
 func TestDoorsStayExactThroughACrashAndAFlush(t *testing.T) {
-	t.Parallel()
 	const tickets, devices = 2000, 8
 	db := testenv.NewDatabase(t)
 	rs := testenv.PrivateRedis(t)
