@@ -288,6 +288,11 @@ const callerKey = "capacityd.caller"
 // authenticate is middleware for routes that need a token.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if caller, ok := c.Request().Context().Value(sessionCallerKey{}).(registration.Caller); ok {
+			caller.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
+			c.Set(callerKey, caller)
+			return next(c)
+		}
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		scheme, token, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {

@@ -106,6 +106,9 @@ type Config struct {
 	Checkins CheckinService
 	// Attendance serves the attendance reads; nil leaves their routes out.
 	Attendance AttendanceService
+	// Console serves the organisers' console under /console; nil leaves
+	// it out.
+	Console ConsoleSessions
 	// ListChanges wakes a check-in list's stream when any instance
 	// announces a change of the list; nil: the stream polls.
 	ListChanges Watcher
@@ -231,6 +234,9 @@ func New(cfg Config) *Server {
 	}
 	s.registerWidgetRoutes(e)
 	s.registerAPIDescription(e)
+	if cfg.Console != nil {
+		s.registerConsole(e, cfg.Console)
+	}
 	return s
 }
 
@@ -242,7 +248,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if p := c.Path(); strings.HasSuffix(p, "/stream") || strings.HasSuffix(p, ".csv") || p == "/v1/activities/:id/events" ||
-			p == "/v1/checkin-lists/:id/tickets" {
+			p == "/v1/checkin-lists/:id/tickets" || strings.HasPrefix(p, "/console") {
 			return next(c)
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)

@@ -270,6 +270,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioGroupRush, b.groupRush},
 		{ScenarioPoolRush, b.poolRush},
 		{ScenarioDoorRush, b.doorRush},
+		{ScenarioReleaseStorm, b.releaseStorm},
 		{ScenarioOnSaleJoin + "+" + ScenarioOnSalePoll, b.onSale},
 		{ScenarioViewsHot, func(ctx context.Context) error { return b.views(ctx, ScenarioViewsHot) }},
 		{StepDeadTuple, b.signupDeadTuples},

@@ -67,6 +67,12 @@ var scenarioDescriptions = map[string]string{
 		"rps counts the scans answered (entered, already_checked_in or room_full)",
 	ScenarioDoorRushLoaded:  "door_rush again at a second check-in list of the same activity while door_rush_signups run",
 	ScenarioDoorRushSignups: "POST signup, distinct users, to the hot activity, 64 clients, for as long as door_rush_with_signups lasts: its signups",
+	ScenarioReleaseStorm: "the no-shows' seats of 20 activities of 100 seats (60 seated without a check-in and 80 waiting on each) released at one moment " +
+		"(their start, release_no_shows_after_minutes 0) by a capacityd restarted with the due work every second; " +
+		"rps: seats released per second from the moment until the last line was refilled; latencies: each activity's time from the moment until " +
+		"its 60 freed seats were refilled from its line, at the authority (read every 5 ms); errors: activities not refilled within 30 s",
+	ScenarioReleaseStormBefore:  "POST signup, distinct users, to another activity, 64 clients, in the 3 s before the storm's moment",
+	ScenarioReleaseStormSignups: "the same signups from the storm's first release transaction until its last line was refilled",
 }
 
 // baselineDescriptions say what each baseline runs.
@@ -177,13 +183,25 @@ var checkDescriptions = map[string]string{
 	CheckDoorSyncSeconds:       "seconds to read the door rush list's whole first ticket sync (GET tickets, pages of 1,000) after its rush, as a door device",
 	CheckDoorSyncTickets:       "distinct registrations of the door rush's activity in that sync",
 	CheckDoorSyncInexact:       "sync items not valid, whose entries or inside disagree with the history, or not of the crowd or named twice",
+	CheckReleaseActivities:     "release storm activities (100 seats, 60 no-shows and 80 waiting each)",
+	CheckReleaseNoShows:        "their seated registrations without a check-in",
+	CheckReleaseReleased:       "`registration.released` events of a no-show, reason no_show, by the service, at or after the moment, once each",
+	CheckReleaseWrong:          "every other release (of a registration that checked in, twice, early, by another reason) and every no-show left unreleased",
+	CheckReleaseRefilled:       "promotions that went, in order, to the first in line of their activity",
+	CheckReleaseInTx:           "promotions recorded right after the releases of their transaction (same transaction time, the service's, no request)",
+	CheckReleaseInexact:        "release storm activities whose `taken` is not 100 or `waiting` not 20 afterwards",
+	CheckReleaseTransactions:   "release transactions (distinct transaction times of the releases)",
+	CheckReleaseP99MS:          "p99 across the activities of the time from the moment until the line was refilled at the authority (ms; the due work's tick of up to 1 s included)",
+	CheckReleaseWaitMS:         "from the moment until the first release transaction began (ms): the due work's tick",
+	CheckReleaseWorkMS:         "from the first release transaction's start until the last line was seen refilled (ms)",
+	CheckReleaseTxEveryMS:      "mean time between the starts of the release transactions (ms): the due work releases one activity after the other",
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.
 var scenarioOrder = []string{ScenarioSignupHot, ScenarioProduction, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks,
 	ScenarioSignupHotBefore, ScenarioSignupHotLimited, ScenarioSignupHotAfter, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush,
-	ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups,
+	ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups, ScenarioReleaseStorm, ScenarioReleaseStormBefore, ScenarioReleaseStormSignups,
 	ScenarioOnSaleJoin, ScenarioOnSalePoll, ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 
 // orderedScenarios returns the report's scenario names in page order.

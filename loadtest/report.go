@@ -60,6 +60,16 @@ const (
 	ScenarioDoorRush        = "door_rush"
 	ScenarioDoorRushLoaded  = "door_rush_with_signups"
 	ScenarioDoorRushSignups = "door_rush_signups"
+	// ScenarioReleaseStorm is the release at one moment of the no-shows'
+	// seats of many activities, each line promoted; its rps is seats
+	// released per second from the moment, its latencies each activity's
+	// time from the moment until its line was refilled.
+	// ScenarioReleaseStormSignups are the signups for another activity
+	// while the storm's transactions ran, ScenarioReleaseStormBefore the
+	// same signups just before the moment.
+	ScenarioReleaseStorm        = "release_storm"
+	ScenarioReleaseStormSignups = "release_storm_signups"
+	ScenarioReleaseStormBefore  = "release_storm_signups_before"
 )
 
 // Baseline names, as they appear in the report. The first four are always
@@ -106,6 +116,9 @@ const (
 	// RatioDoorRushSignups compares the signups made during a door rush
 	// with signup_hot's.
 	RatioDoorRushSignups = "door_rush_signups_vs_signup_hot"
+	// RatioReleaseStormSignups compares the signups for another activity
+	// during a release storm with the same signups just before it.
+	RatioReleaseStormSignups = "release_storm_signups_vs_before"
 	// RatioProductionServiceCPU compares the processor time of capacityd
 	// and PostgreSQL per signup of production with signup_hot's.
 	RatioProductionServiceCPU = "production_service_cpu_vs_signup_hot"
@@ -216,6 +229,20 @@ const (
 	CheckDoorSyncSeconds  = "door_rush_sync_seconds"
 	CheckDoorSyncTickets  = "door_rush_sync_tickets"
 	CheckDoorSyncInexact  = "door_rush_sync_inexact"
+	// release_storm's activities and no-shows, its exactness from their
+	// feeds and counts, its transactions and times.
+	CheckReleaseActivities   = "release_storm_activities"
+	CheckReleaseNoShows      = "release_storm_no_shows"
+	CheckReleaseReleased     = "release_storm_released"
+	CheckReleaseWrong        = "release_storm_inexact_releases"
+	CheckReleaseRefilled     = "release_storm_refilled_in_line"
+	CheckReleaseInTx         = "release_storm_promoted_in_release_tx"
+	CheckReleaseInexact      = "release_storm_inexact_activities"
+	CheckReleaseTransactions = "release_storm_transactions"
+	CheckReleaseP99MS        = "release_storm_p99_ms"
+	CheckReleaseWaitMS       = "release_storm_wait_ms"
+	CheckReleaseWorkMS       = "release_storm_work_ms"
+	CheckReleaseTxEveryMS    = "release_storm_transaction_every_ms"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the
@@ -336,6 +363,7 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioProductionVsSignupHot] = ratio(r.scenarioRPS(ScenarioProduction), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioDoorRushVsSignupHot] = ratio(r.scenarioRPS(ScenarioDoorRush), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioDoorRushSignups] = ratio(r.scenarioRPS(ScenarioDoorRushSignups), r.scenarioRPS(ScenarioSignupHot))
+	r.Ratios[RatioReleaseStormSignups] = ratio(r.scenarioRPS(ScenarioReleaseStormSignups), r.scenarioRPS(ScenarioReleaseStormBefore))
 	if added, ok := r.cpuAdded(ScenarioSignupHotWebhooks, ScenarioSignupHot); ok {
 		r.Checks[CheckWebhookCPUAdded] = added
 	}

@@ -283,7 +283,9 @@ func TestEveryScenarioAndCheckIsDescribed(t *testing.T) {
 		CheckGroupInexact, CheckGroupRefusedFitting, CheckGroupRefusedNotFull, CheckGroupP99MS,
 		CheckPoolPools, CheckPoolActivities, CheckPoolShared, CheckPoolAdmitted, CheckPoolFull, CheckPool5xx,
 		CheckPoolOverCapacity, CheckPoolInexactActivities, CheckPoolInexactPools, CheckPoolRefusedFitting,
-		CheckPoolFullPools, CheckPoolP99MS} {
+		CheckPoolFullPools, CheckPoolP99MS, CheckReleaseActivities, CheckReleaseNoShows, CheckReleaseReleased, CheckReleaseWrong,
+		CheckReleaseRefilled, CheckReleaseInTx, CheckReleaseInexact, CheckReleaseTransactions, CheckReleaseP99MS, CheckReleaseWaitMS,
+		CheckReleaseWorkMS, CheckReleaseTxEveryMS} {
 		require.NotEmpty(t, checkDescriptions[c], c)
 	}
 	r := NewReport("x")

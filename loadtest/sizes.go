@@ -43,6 +43,10 @@ type Sizes struct {
 	// DoorTickets is door_rush's crowd: the registrations whose tickets
 	// its devices scan.
 	DoorTickets int
+	// ReleaseActivities are release_storm's activities, each of
+	// releaseSeats seats with releaseNoShows no-shows and releaseWaiting
+	// waiting.
+	ReleaseActivities int
 }
 
 // FullSizes are the sizes of make bench.
@@ -50,7 +54,7 @@ var FullSizes = Sizes{
 	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
 	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
 	CourseActivities: 300, CourseUsers: 20000, GroupActivities: 300, GroupUsers: 20000,
-	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000, DoorTickets: 10000,
+	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000, DoorTickets: 10000, ReleaseActivities: 20,
 }
 
 // QuickSizes are the sizes of make bench-quick: the waiting-list crowd and
@@ -76,6 +80,7 @@ func (s Sizes) withDefaults() Sizes {
 	s.PoolUsers = cmp.Or(s.PoolUsers, f.PoolUsers)
 	s.OnSaleUsers = cmp.Or(s.OnSaleUsers, f.OnSaleUsers)
 	s.DoorTickets = cmp.Or(s.DoorTickets, f.DoorTickets)
+	s.ReleaseActivities = cmp.Or(s.ReleaseActivities, f.ReleaseActivities)
 	return s
 }
 

@@ -47,14 +47,14 @@ func TestSmoke(t *testing.T) {
 		ScenarioDuration: time.Second, BaselineDuration: 300 * time.Millisecond,
 		Sizes: Sizes{FlashCrowdUsers: 600, CountedSignups: 300, SSEClients: 20, WaitlistCrowdUsers: 600,
 			PromoteCancels: 20, PromoteWaiting: 50, PromoteRounds: 1, CourseActivities: 10, CourseUsers: 200,
-			GroupActivities: 10, GroupUsers: 200, PoolPools: 4, PoolUsers: 200, DoorTickets: 200},
+			GroupActivities: 10, GroupUsers: 200, PoolPools: 4, PoolUsers: 200, DoorTickets: 200, ReleaseActivities: 2},
 		StatsIdleWait: time.Nanosecond,
 		Log:           &log,
 	})
 	require.NoError(t, err, log.String())
 	for _, s := range []string{ScenarioSignupHot, ScenarioProduction, ScenarioActivityRead, ScenarioActivityReadReads, ScenarioSignupHotWebhooks, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 		ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush, ScenarioSeatsRead, ScenarioTrivial,
-		ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups} {
+		ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups, ScenarioReleaseStorm, ScenarioReleaseStormBefore, ScenarioReleaseStormSignups} {
 		require.Contains(t, r.Scenarios, s, log.String())
 		require.Zero(t, r.Scenarios[s].Errors, "%s: %s", s, log.String())
 	}
@@ -104,6 +104,13 @@ func TestSmoke(t *testing.T) {
 		require.Zero(t, r.Checks[c], "%s: %s", c, log.String())
 	}
 	require.NotNil(t, r.Ratios[RatioDoorRushVsSignupHot], "door_rush is compared with signup_hot")
+	// The release storm's exactness holds at any size: 2 activities of 60
+	// no-shows each.
+	for _, c := range []string{CheckReleaseReleased, CheckReleaseRefilled, CheckReleaseInTx} {
+		require.EqualValues(t, 120, r.Checks[c], "%s: %s", c, log.String())
+	}
+	require.Zero(t, r.Checks[CheckReleaseWrong], log.String())
+	require.Zero(t, r.Checks[CheckReleaseInexact], log.String())
 
 	var js bytes.Buffer
 	require.NoError(t, r.WriteJSON(&js))

@@ -172,6 +172,14 @@ var comparisons = []comparison{
 	{TopicDoors, "door rush: entries answered 200 not in the history as answered, or check-ins in it without one", "==", fixed(0), fromCheck(CheckDoorMismatched)},
 	{TopicDoors, "door rush: answers other than entered, already_checked_in and room_full", "==", fixed(0), fromCheck(CheckDoorOther)},
 	{TopicDoors, "door rush: refusals the history belies", "==", fixed(0), fromCheck(CheckDoorUnjustified)},
+	{TopicWaitlist, "release storm: from the moment until the last line is refilled, p99 across activities (ms)", "<", fixed(2000), fromCheck(CheckReleaseP99MS)},
+	{TopicWaitlist, "release storm: no-shows' seats released", "==", fromCheck(CheckReleaseNoShows), fromCheck(CheckReleaseReleased)},
+	{TopicWaitlist, "release storm: releases of a seat the rule keeps, before the moment or twice, and no-shows left unreleased", "==", fixed(0), fromCheck(CheckReleaseWrong)},
+	{TopicWaitlist, "release storm: freed seats refilled by the first in line, in order", "==", fromCheck(CheckReleaseNoShows), fromCheck(CheckReleaseRefilled)},
+	{TopicWaitlist, "release storm: promotions in the transaction of the releases", "==", fromCheck(CheckReleaseNoShows), fromCheck(CheckReleaseInTx)},
+	{TopicWaitlist, "release storm: activities not exact afterwards (all seats taken, the rest of the line waiting)", "==", fixed(0), fromCheck(CheckReleaseInexact)},
+	{TopicWaitlist, "release storm: release transactions (one per activity)", "<=", fromCheck(CheckReleaseActivities), fromCheck(CheckReleaseTransactions)},
+	{TopicWaitlist, "signups/s on another activity during a release storm vs just before it", ">=", fixed(0.8), fromRatio(RatioReleaseStormSignups)},
 }
 
 // Targets judges the report against every performance target, plus the

@@ -3,7 +3,9 @@ package registration
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
+	"strings"
 )
 
 // GetRegistrations returns the registrations of ids that exist, with
@@ -208,4 +210,45 @@ func (m *MemStore) Records() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.records)
+}
+
+// ActivityUserRegistrations returns up to f.Limit of a user's
+// registrations of an activity created after the one of public id f.After,
+// in creation order.
+func (m *MemStore) ActivityUserRegistrations(ctx context.Context, f ActivityUserFilter) ([]Registration, error) {
+	all, err := m.ListRegistrations(ctx, ListFilter{ActivityID: f.ActivityID, Status: f.Status, After: f.After, Limit: math.MaxInt})
+	var out []Registration
+	for _, r := range all {
+		if r.UserID == f.UserID && len(out) < f.Limit {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
+// SearchActivities returns up to limit activities whose title contains
+// query, ignoring case, created before the one of public id before,
+// newest first.
+func (m *MemStore) SearchActivities(ctx context.Context, query, before string, limit int) ([]Activity, error) {
+	all, err := m.ListActivities(ctx, before, math.MaxInt)
+	var out []Activity
+	for _, a := range all {
+		if strings.Contains(strings.ToLower(a.Title), strings.ToLower(query)) && len(out) < limit {
+			out = append(out, a)
+		}
+	}
+	return out, err
+}
+
+// SeriesActivities returns up to limit activities of the series created
+// before the one of public id before, newest first.
+func (m *MemStore) SeriesActivities(ctx context.Context, seriesID, before string, limit int) ([]Activity, error) {
+	all, err := m.ListActivities(ctx, before, math.MaxInt)
+	var out []Activity
+	for _, a := range all {
+		if a.SeriesID != nil && *a.SeriesID == seriesID && len(out) < limit {
+			out = append(out, a)
+		}
+	}
+	return out, err
 }

@@ -79,6 +79,20 @@ type Store interface {
 	GetRegistrations(ctx context.Context, ids []string) ([]Registration, error)
 	ListRegistrations(ctx context.Context, f ListFilter) ([]Registration, error)
 	UserRegistrations(ctx context.Context, f UserFilter) ([]Registration, error)
+	// ActivityUserRegistrations returns up to f.Limit of the user's
+	// registrations of the activity created after the one of public id
+	// f.After, in creation order, with their waiting-list positions, or
+	// not_found for an unknown activity, or UnknownCursor when f.After
+	// names no registration of the activity.
+	ActivityUserRegistrations(ctx context.Context, f ActivityUserFilter) ([]Registration, error)
+	// SearchActivities returns up to limit activities whose title
+	// contains query (case-insensitively), created before the activity of
+	// public id before ("": from the newest), newest first.
+	SearchActivities(ctx context.Context, query, before string, limit int) ([]Activity, error)
+	// SeriesActivities returns up to limit activities of the series
+	// created before the one of public id before ("": from the newest),
+	// newest first.
+	SeriesActivities(ctx context.Context, seriesID, before string, limit int) ([]Activity, error)
 	// ExportRegistrations calls emit for each of an activity's
 	// registrations (of the status, when set) once, in creation order,
 	// reading them as it goes: memory does not grow with their number, and

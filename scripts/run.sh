@@ -2,7 +2,8 @@
 # Runs capacityd for local use (make run): migrates, serves on
 # 127.0.0.1:8080 (LISTEN_ADDR overrides it), makes sure the demo
 # activities (one, one with a waiting list, two sharing a pool) exist,
-# prints the demo URL, tokens and curl examples, then serves until
+# prints the demo URL, a one-time sign-in link to the console, tokens and
+# curl examples, then serves until
 # interrupted. Expects the variables of .data/env.
 #
 # Tokens are signed with CAPACITY_JWT_SECRET, or else with a random secret
@@ -130,10 +131,16 @@ DINNER=$(demo_activity demo-pool-symposium-dinner \
   '{"title":"Symposium + dinner (demo)","capacity":30,"pools":["'"$POOL"'"]}' "\"$POOL\"") ||
   { kill -TERM "$PID"; fail "could not create the demo symposium with dinner"; }
 
+# A one-time sign-in link to the organisers' console, as an admin.
+CONSOLE_LINK=$(CONSOLE_BASE_URL=${CONSOLE_BASE_URL:-$BASE} "$BIN" console-link --sub admin --admin --ttl 30m) ||
+  { kill -TERM "$PID"; fail "could not make a console sign-in link"; }
+
 cat <<MSG
 
 capacityd is running on $BASE (Ctrl-C stops it)
 
+  console:       $CONSOLE_LINK
+                 (one-time sign-in link as admin, valid 30 minutes; another: $BIN console-link --sub NAME --admin)
   demo page:     $BASE/demo?activity=$DEMO&waitlist=$WAITLIST&pool=$POOL&note=demo-note
   metrics:       $METRICS_URL
   webhooks:      $WEBHOOKS

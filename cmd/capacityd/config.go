@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,7 +122,11 @@ func capSetting(env string, def int, usage string, dst func(*config) *int) setti
 	}}
 }
 
-var serveSettings = []setting{
+// serveSettings are the settings of serve: the core ones, then the
+// console's.
+var serveSettings = slices.Concat(coreSettings, consoleSettings)
+
+var coreSettings = []setting{
 	{"DATABASE_URL", "", "PostgreSQL connection string (required)", func(c *config, v string) error {
 		if v == "" {
 			return errors.New("is required, e.g. postgres://user@127.0.0.1:5432/capacityd")
@@ -384,7 +389,10 @@ func loadConfig(name string, settings []setting, args []string, getenv func(stri
 			return c, fmt.Errorf("%s (--%s): %w", s.env, s.flagName(), err)
 		}
 	}
-	return c, c.validateTokens(settings)
+	if err := c.validateTokens(settings); err != nil {
+		return c, err
+	}
+	return c, c.validateConsole()
 }
 
 // validateTokens checks the token settings together, when the command has

@@ -31,6 +31,7 @@ commands:
   token     print a token: capacityd token --sub ID [--admin] [--role R]... [--ttl 1h]
   ticket-key rotate | retire --older-than D
             add a ticket signing key (the old ones keep verifying), or retire old keys
+  console-link  print a one-time sign-in link to the console: capacityd console-link --sub NAME [--admin] [--role R]... [--ttl 10m]
   health    exit 0 when a URL answers 200 (container healthchecks): capacityd health URL
 
 Run "capacityd <command> -h" for the settings of a command.
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return token(args[1:], getenv, stdout, stderr)
 	case "ticket-key":
 		return ticketKey(ctx, args[1:], getenv, stdout, stderr)
+	case "console-link":
+		return consoleLink(ctx, args[1:], getenv, stdout, stderr)
 	case "health":
 		return health(args[1:], stdout)
 	case "config-doc": // unlisted: make docs writes docs/configuration.md with it

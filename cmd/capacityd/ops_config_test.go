@@ -136,3 +136,17 @@ func TestTokenCommandRoles(t *testing.T) {
 		require.ErrorContains(t, err, "want a role name of visible characters without spaces", "%q", bad)
 	}
 }
+
+// TestAnOpenIDProviderNeedsTheConsolesClientID: CONSOLE_OIDC_ISSUER alone
+// stops the server at start, naming the missing setting.
+func TestAnOpenIDProviderNeedsTheConsolesClientID(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1/db", "CAPACITY_JWT_SECRET": goodSecret,
+		"CONSOLE_OIDC_ISSUER": "https://idp.example.org"}
+	_, err := loadConfig("serve", serveSettings, nil, envOf(env), io.Discard, nil)
+	require.ErrorContains(t, err, "CONSOLE_OIDC_CLIENT_ID")
+	env["CONSOLE_TIME_ZONE"] = "Mars/Olympus"
+	env["CONSOLE_OIDC_CLIENT_ID"] = "console"
+	_, err = loadConfig("serve", serveSettings, nil, envOf(env), io.Discard, nil)
+	require.ErrorContains(t, err, "CONSOLE_TIME_ZONE")
+}

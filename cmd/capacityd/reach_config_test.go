@@ -43,6 +43,12 @@ func TestEverySettingReachesItsConfiguration(t *testing.T) {
 		"RECONCILE_INTERVAL":                 {"7s", func(c *config) any { return c.App.ReconcileInterval }},
 		"ADMISSION_MAX_BATCH":                {"7", func(c *config) any { return c.App.Change.MaxBatch }},
 		"ADMISSION_MAX_ACTIVITIES":           {"7", func(c *config) any { return c.App.Change.MaxActivities }},
+		"CONSOLE_BASE_URL":                   {"https://capacity.example.org", func(c *config) any { return c.App.Console.BaseURL }},
+		"CONSOLE_OIDC_ISSUER":                {"https://idp.example.org/realms/staff", func(c *config) any { return c.App.Console.OIDC.Issuer }},
+		"CONSOLE_OIDC_CLIENT_ID":             {"console", func(c *config) any { return c.App.Console.OIDC.ClientID }},
+		"CONSOLE_OIDC_CLIENT_SECRET":         {"s3cret", func(c *config) any { return c.App.Console.OIDC.ClientSecret }},
+		"CONSOLE_SESSION_TTL":                {"7h", func(c *config) any { return c.App.Console.SessionTTL }},
+		"CONSOLE_TIME_ZONE":                  {"Asia/Taipei", func(c *config) any { return c.App.Console.TimeZone.String() }},
 		"ADMISSION_MAX_TRANSACTIONS":         {"7", func(c *config) any { return c.App.Change.MaxTransactions }},
 		"ADMISSION_GATHER_AT":                {"7", func(c *config) any { return c.App.Change.GatherAt }},
 		"ADMISSION_GATHER":                   {"7ms", func(c *config) any { return c.App.Change.GatherFor }},
@@ -83,6 +89,9 @@ func TestEverySettingReachesItsConfiguration(t *testing.T) {
 		}
 		if s.env == "CAPACITY_JWT_PREVIOUS_SECRET" {
 			env["CAPACITY_JWT_PREVIOUS_SECRET_UNTIL"] = "2026-12-01T12:00:00Z"
+		}
+		if s.env == "CONSOLE_OIDC_ISSUER" {
+			env["CONSOLE_OIDC_CLIENT_ID"] = "console"
 		}
 		c, err := loadConfig("serve", serveSettings, nil, envOf(env), io.Discard, nil)
 		require.NoError(t, err, s.env)

@@ -96,6 +96,11 @@ func TestMakeRunReusesTheDemoActivity(t *testing.T) {
 		ids = append(ids, m[1])
 		pools = append(pools, m[2])
 		require.Contains(t, banner.String(), "running on http://"+addr)
+		link := regexp.MustCompile(`console: +(http://\S+/console/link/\S+)`).FindStringSubmatch(banner.String())
+		require.NotNil(t, link, "banner:\n%s", banner.String())
+		require.True(t, strings.HasPrefix(link[1], "http://"+addr+"/console/link/"))
+		require.Equal(t, http.StatusSeeOther, statusOf(t, link[1]), "the console link signs in")
+		require.Equal(t, http.StatusUnauthorized, statusOf(t, link[1]), "once")
 		var pool client.Pool
 		r, err := apptest.Do(http.MethodGet, "http://"+addr+"/v1/pools/"+m[2], "", nil)
 		require.NoError(t, err)
@@ -121,4 +126,14 @@ func TestMakeRunReusesTheDemoActivity(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(secret), 32)
 	require.NotContains(t, string(secret), devSecret)
+}
+
+// statusOf is the status of a GET of u, redirects not followed.
+func statusOf(t *testing.T, u string) int {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -39,26 +39,26 @@ type widgetState struct {
 }
 
 // docLangs are the languages of the pictures: the page's lang.
-var docLangs = []string{"en", "zh-CN"}
+var docLangs = []string{"en", "zh-TW", "zh-CN"}
 
 // widgetStates are the states docs/widgets.md shows.
 var widgetStates = []widgetState{
 	{name: "seats-live", element: `<div data-seats-activity="a_live"></div>`,
-		text: map[string]string{"en": "7 of 20 seats left", "zh-CN": "剩余 7 / 20 个名额"}},
+		text: map[string]string{"en": "7 of 20 seats left", "zh-TW": "剩餘 7 / 20 個名額", "zh-CN": "剩余 7 / 20 个名额"}},
 	{name: "seats-waiting", element: `<div data-seats-activity="a_waiting"></div>`,
-		text: map[string]string{"en": "1 of 6 seats left · 1 waiting", "zh-CN": "剩余 1 / 6 个名额 · 1 人候补"}},
+		text: map[string]string{"en": "1 of 6 seats left · 1 waiting", "zh-TW": "剩餘 1 / 6 個名額 · 候補 1 人", "zh-CN": "剩余 1 / 6 个名额 · 1 人候补"}},
 	{name: "seats-full", element: `<div data-seats-activity="a_full"></div>`,
-		text: map[string]string{"en": "Full", "zh-CN": "已满"}},
+		text: map[string]string{"en": "Full", "zh-TW": "已額滿", "zh-CN": "已满"}},
 	{name: "seats-full-waiting", element: `<div data-seats-activity="a_full_waiting"></div>`,
-		text: map[string]string{"en": "Full · 3 waiting", "zh-CN": "已满 · 3 人候补"}},
+		text: map[string]string{"en": "Full · 3 waiting", "zh-TW": "已額滿 · 候補 3 人", "zh-CN": "已满 · 3 人候补"}},
 	{name: "seats-loading", element: `<div data-seats-activity="a_loading"></div>`,
-		text: map[string]string{"en": "Loading seats…", "zh-CN": "正在加载名额…"}},
+		text: map[string]string{"en": "Loading seats…", "zh-TW": "名額載入中…", "zh-CN": "正在加载名额…"}},
 	{name: "seats-reconnecting", element: `<div data-seats-activity="a_reconnecting"></div>`, fades: true,
 		attr: "data-seats-state", value: "reconnecting"},
 	{name: "seats-missing", element: `<div data-seats-activity="a_missing"></div>`,
 		attr: "data-seats-state", value: "missing"},
 	{name: "note-ok", element: `<div data-note="n_ok"></div>`,
-		sel: ".note-views", text: map[string]string{"en": "128 views", "zh-CN": "128 次浏览"}},
+		sel: ".note-views", text: map[string]string{"en": "128 views", "zh-TW": "128 次瀏覽", "zh-CN": "128 次浏览"}},
 	{name: "note-watering", element: `<div data-note="n_watering"></div>`, click: true,
 		sel: ".note-water", attr: "aria-busy", value: "true"},
 	{name: "note-refused", element: `<div data-note="n_refused"></div>`,
@@ -100,18 +100,21 @@ func readWidgetsDoc(t *testing.T) string {
 }
 
 // TestWidgetDocsPictures takes the pictures of docs/widgets.md in a
-// headless chromium: every state of both widgets in both languages, on a
+// headless chromium: every state of both widgets in every language, on a
 // page of another origin with no style of its own, and the theming
 // examples of the page, with their CSS as the page shows it. They go to
-// the artifacts; with UPDATE_DOCS=1 also to docs/widgets/, which needs a
-// Chinese font (Debian: apt-get install fonts-noto-cjk).
+// the artifacts; with UPDATE_DOCS=1 also to docs/widgets/, which needs
+// Chinese fonts, Traditional and Simplified (Debian: apt-get install
+// fonts-noto-cjk).
 func TestWidgetDocsPictures(t *testing.T) {
 	t.Parallel()
 	update := os.Getenv("UPDATE_DOCS") != ""
 	if update {
-		out, err := exec.Command("fc-list", ":lang=zh-cn").Output()
-		require.NoError(t, err, "fc-list (fontconfig) tells whether a Chinese font is installed")
-		require.NotEmpty(t, strings.TrimSpace(string(out)), "no Chinese font: install one (Debian: apt-get install fonts-noto-cjk) before UPDATE_DOCS=1")
+		for _, lang := range []string{"zh-tw", "zh-cn"} {
+			out, err := exec.Command("fc-list", ":lang="+lang).Output()
+			require.NoError(t, err, "fc-list (fontconfig) tells whether a Chinese font is installed")
+			require.NotEmpty(t, strings.TrimSpace(string(out)), "no %s font: install one (Debian: apt-get install fonts-noto-cjk) before UPDATE_DOCS=1", lang)
+		}
 	}
 	docDir := filepath.Join(testenv.ModuleRoot(t), "docs", "widgets")
 	artDir := filepath.Join(testenv.ArtifactsDir(t), t.Name())
@@ -185,7 +188,8 @@ func TestWidgetDocsPictures(t *testing.T) {
 // picture of every state in every language and of every theming example,
 // and the pictures exist (UPDATE_DOCS=1 go test -run TestWidgetDocsPictures
 // takes them); it lists every custom property the scripts read, and no
-// other; and it names every state of data-seats-state and data-note-state.
+// other; it names every state of data-seats-state and data-note-state; and
+// it gives the queue widget's text of every state in every language.
 func TestWidgetsDoc(t *testing.T) {
 	t.Parallel()
 	doc := readWidgetsDoc(t)
@@ -228,5 +232,10 @@ func TestWidgetsDoc(t *testing.T) {
 
 	for _, state := range []string{"connecting", "live", "reconnecting", "missing", "ok", "refused", "unknown", "unreachable", "failed", "limited"} {
 		require.Contains(t, doc, "`"+state+"`", "docs/widgets.md names the state %s", state)
+	}
+	for _, q := range queueStates {
+		for _, lang := range widgetTextLangs {
+			require.Contains(t, doc, "| "+q.text[lang]+" |", "docs/widgets.md gives the queue widget's text of %s in %s", q.id, lang)
+		}
 	}
 }

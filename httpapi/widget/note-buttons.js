@@ -11,8 +11,10 @@
  * any site, unless its CORS_ALLOWED_ORIGINS setting lists sites and not
  * this one. Then the buttons show the numbers without the Water button.
  *
- * Text is in English or Simplified Chinese: the element's data-lang, else
- * the page's lang, else the browser's language. No dependencies.
+ * Text is in English, Traditional Chinese (zh-TW) or Simplified Chinese
+ * (zh-CN): the element's data-lang, else the nearest lang (the element's or
+ * the page's), else the browser's language; the element's lang becomes the
+ * language of its text. No dependencies.
  * window.capacitydNotes.scan() binds elements added later.
  *
  * The script brings a small default look (one <style> element, added once,
@@ -43,7 +45,16 @@
       failed: 'Could not record it; try again later',
       limited: 'Too soon to water again; try again later'
     },
-    zh: {
+    'zh-TW': {
+      views: function (n) { return n + ' 次瀏覽'; },
+      waters: function (n) { return n + ' 次澆水'; },
+      pending: '\u2026',
+      water: '澆水',
+      unreachable: '無法連線到伺服器',
+      failed: '記錄失敗，請稍後再試',
+      limited: '澆水太頻繁，請稍後再試'
+    },
+    'zh-CN': {
       views: function (n) { return n + ' 次浏览'; },
       waters: function (n) { return n + ' 次浇水'; },
       pending: '\u2026',
@@ -63,14 +74,19 @@
   // NONE stands for a number that could not be read.
   var NONE = '\u2014';
 
-  // FONT is the font of the default look: the system's, with Chinese
-  // fonts before the generic family.
+  // FONT is the font of the default look: the system's, with Simplified
+  // Chinese fonts before the generic family; FONT_TC is the same with
+  // Traditional Chinese fonts, for text in zh-TW.
   var FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
     '"PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif';
+  var FONT_TC = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
+    '"PingFang TC", "Microsoft JhengHei", "Noto Sans CJK TC", sans-serif';
 
   // STYLE is the default look. Its rules match the classes capacityd-note
   // and capacityd-note-* only; every colour, the font, the size and the
   // corners come from a custom property, with the default after its name.
+  // Text in zh-TW takes FONT_TC: a rule of the same weight (:where adds
+  // none), after the first.
   var STYLE = [
     '.capacityd-note {',
     '  display: flex; flex-wrap: wrap; align-items: center; gap: .5em .75em;',
@@ -79,6 +95,7 @@
     '  line-height: 1.5;',
     '  color: var(--capacityd-text-color, #1d2433);',
     '}',
+    '.capacityd-note:where(:lang(zh-TW)) { font-family: var(--capacityd-font, ' + FONT_TC + '); }',
     '.capacityd-note .capacityd-note-counts { font-variant-numeric: tabular-nums; }',
     '.capacityd-note .capacityd-note-water {',
     '  -webkit-appearance: none; appearance: none; box-sizing: border-box;',
@@ -120,9 +137,9 @@
     }
   }
 
-  // lang picks the text of an element: its data-lang, else the nearest
-  // lang (the page's), else the browser's language. Any Chinese is
-  // Simplified Chinese; anything else is English.
+  // lang picks the language of an element's text: its data-lang, else the
+  // nearest lang (the element's or the page's), else the browser's
+  // language.
   function lang(el) {
     var l = el.getAttribute('data-lang');
     if (!l) {
@@ -130,8 +147,26 @@
       l = holder ? holder.getAttribute('lang') : '';
     }
     if (!l) { l = (navigator.languages && navigator.languages[0]) || navigator.language || ''; }
-    var code = l.toLowerCase().split('-')[0];
-    return TEXT[code] ? code : 'en';
+    return textLang(l);
+  }
+
+  // textLang is the key of TEXT for a language tag, whatever its case and
+  // separator (- or _): zh-TW for Chinese in the Traditional script (Hant)
+  // or, with no script, of Taiwan, Hong Kong or Macao; zh-CN for any other
+  // Chinese (zh alone, Hans, China, Singapore); en for anything else.
+  function textLang(tag) {
+    var parts = String(tag).toLowerCase().split(/[-_]/);
+    if (parts[0] !== 'zh') { return 'en'; }
+    var script = '';
+    var region = '';
+    // The subtags before the first extension or private use (a singleton).
+    for (var i = 1; i < parts.length && parts[i].length > 1; i++) {
+      if (/^[a-z]{4}$/.test(parts[i]) && !script && !region) { script = parts[i]; }
+      if ((parts[i].length === 2 || /^[0-9]{3}$/.test(parts[i])) && !region) { region = parts[i]; }
+    }
+    if (script === 'hant') { return 'zh-TW'; }
+    if (script === 'hans') { return 'zh-CN'; }
+    return region === 'tw' || region === 'hk' || region === 'mo' ? 'zh-TW' : 'zh-CN';
   }
 
   function url(id, what) {
@@ -270,7 +305,9 @@
     if (first) {
       st = notes[id] = { id: id, parts: [], stats: null, inflight: false, error: null, reported: {} };
     }
-    var t = TEXT[lang(el)];
+    var code = lang(el);
+    var t = TEXT[code];
+    el.setAttribute('lang', code);
     var p = {
       root: el,
       text: t,

@@ -13,8 +13,10 @@
  * dispatches a "capacityd-admitted" event on the element (detail:
  * {admissionToken, tokenExpiresAt, ticket}); the host page then signs up
  * with the token in the Admission-Token header.
- * Text is in English or Simplified Chinese: the element's data-lang, else
- * the page's lang, else the browser's language. The element gets the class
+ * Text is in English, Traditional Chinese (zh-TW) or Simplified Chinese
+ * (zh-CN): the element's data-lang, else the nearest lang (the element's or
+ * the page's), else the browser's language; the element's lang becomes the
+ * language of its text. The element gets the class
  * capacityd-queue and data-queue-state (waiting, admitted, used, expired,
  * sold_out); the look is the host page's. No dependencies. A failed request
  * is retried with exponential backoff; a refusal (no such activity, no
@@ -40,7 +42,17 @@
       expired: 'Your place in line has lapsed',
       soldOut: 'Sold out'
     },
-    zh: {
+    'zh-TW': {
+      joining: '正在加入排隊\u2026',
+      drawn: '您已加入排隊，開放報名時將隨機決定順位。',
+      number: function (n) { return '您的順位：第 ' + n + ' 位'; },
+      minutes: function (m) { return ' \u00b7 預計等候約 ' + Math.max(m, 1) + ' 分鐘'; },
+      turn: '輪到您了，請立即報名',
+      used: '您已完成報名',
+      expired: '您的排隊順位已失效',
+      soldOut: '已額滿'
+    },
+    'zh-CN': {
       joining: '正在排队\u2026',
       drawn: '您已在队列中，开放报名时将随机排序。',
       number: function (n) { return '您排在第 ' + n + ' 位'; },
@@ -52,9 +64,36 @@
     }
   };
 
+  // langOf picks the language of an element's text: its data-lang, else
+  // the nearest lang (the element's or the page's), else the browser's
+  // language.
   function langOf(el) {
-    var lang = (el.getAttribute('data-lang') || document.documentElement.lang || navigator.language || 'en').toLowerCase();
-    return lang.indexOf('zh') === 0 ? 'zh' : 'en';
+    var l = el.getAttribute('data-lang');
+    if (!l) {
+      var holder = el.closest('[lang]');
+      l = holder ? holder.getAttribute('lang') : '';
+    }
+    if (!l) { l = (navigator.languages && navigator.languages[0]) || navigator.language || ''; }
+    return textLang(l);
+  }
+
+  // textLang is the key of TEXT for a language tag, whatever its case and
+  // separator (- or _): zh-TW for Chinese in the Traditional script (Hant)
+  // or, with no script, of Taiwan, Hong Kong or Macao; zh-CN for any other
+  // Chinese (zh alone, Hans, China, Singapore); en for anything else.
+  function textLang(tag) {
+    var parts = String(tag).toLowerCase().split(/[-_]/);
+    if (parts[0] !== 'zh') { return 'en'; }
+    var script = '';
+    var region = '';
+    // The subtags before the first extension or private use (a singleton).
+    for (var i = 1; i < parts.length && parts[i].length > 1; i++) {
+      if (/^[a-z]{4}$/.test(parts[i]) && !script && !region) { script = parts[i]; }
+      if ((parts[i].length === 2 || /^[0-9]{3}$/.test(parts[i])) && !region) { region = parts[i]; }
+    }
+    if (script === 'hant') { return 'zh-TW'; }
+    if (script === 'hans') { return 'zh-CN'; }
+    return region === 'tw' || region === 'hk' || region === 'mo' ? 'zh-TW' : 'zh-CN';
   }
 
   // textOf is what the element says of a ticket.
@@ -87,7 +126,9 @@
     if (el.capacitydQueue) { return el.capacitydQueue; }
     var activity = opts.activity || el.getAttribute('data-queue-activity');
     var token = opts.token || el.getAttribute('data-queue-token');
-    var t = TEXT[langOf(el)];
+    var code = langOf(el);
+    var t = TEXT[code];
+    el.setAttribute('lang', code);
     var state = {stopped: false, admitted: false, backoff: 1000, timer: null};
     el.capacitydQueue = state;
     el.classList.add('capacityd-queue');

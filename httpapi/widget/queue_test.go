@@ -33,8 +33,9 @@ func queuePage(lang, service, activity, token string) string {
 </body></html>`, lang, service, activity, token)
 }
 
-// TestQueueWidgetOnAnotherSite: on a site of another origin, in English
-// and in Simplified Chinese, the widget joins the line, shows the user's
+// TestQueueWidgetOnAnotherSite: on a site of another origin, in English,
+// Traditional Chinese (a page in zh-Hant-TW) and Simplified Chinese, the
+// widget joins the line, shows the user's
 // number while another user holds the only admission (the estimate: up
 // to that token's hour), and once admitted
 // hands the token to the host page's callback and event; the token signs
@@ -64,6 +65,11 @@ func TestQueueWidgetOnAnotherSite(t *testing.T) {
 		chromedp.Navigate(en),
 		waitAttr("#queue", "data-queue-state", "waiting", 5*time.Second),
 		waitText("#queue", "You are number 2 in line \u00b7 about 60 min", time.Second),
+	)
+	tw := site.add("/zh-Hant-TW", queuePage("zh-Hant-TW", inst.URL, act.ID, inst.Token(t, "visitor", false)))
+	do(t, page, 15*time.Second,
+		chromedp.Navigate(tw),
+		waitText("#queue", "您的順位：第 2 位 \u00b7 預計等候約 60 分鐘", 5*time.Second),
 	)
 	zh := site.add("/zh", queuePage("zh-CN", inst.URL, act.ID, inst.Token(t, "visitor", false)))
 	do(t, page, 15*time.Second,

@@ -7,8 +7,10 @@
  * activity has a waiting list ("N of M seats left · K waiting" when seats
  * are free that the parties in line do not fit), updated live from the
  * service's seat stream.
- * Text is in English or Simplified Chinese: the element's data-lang, else
- * the page's lang, else the browser's language. Widgets of the same activity
+ * Text is in English, Traditional Chinese (zh-TW) or Simplified Chinese
+ * (zh-CN): the element's data-lang, else the nearest lang (the element's or
+ * the page's), else the browser's language; the element's lang becomes the
+ * language of its text. Widgets of the same activity
  * share one stream; a broken stream is reopened with exponential backoff.
  * No dependencies. window.capacitydSeats.scan() binds elements added after
  * the page loaded.
@@ -38,7 +40,14 @@
       waiting: function (n) { return 'Full \u00b7 ' + n + ' waiting'; },
       loading: 'Loading seats\u2026'
     },
-    zh: {
+    'zh-TW': {
+      left: function (r, c) { return '剩餘 ' + r + ' / ' + c + ' 個名額'; },
+      leftWaiting: function (n) { return ' \u00b7 候補 ' + n + ' 人'; },
+      full: '已額滿',
+      waiting: function (n) { return '已額滿 \u00b7 候補 ' + n + ' 人'; },
+      loading: '名額載入中\u2026'
+    },
+    'zh-CN': {
       left: function (r, c) { return '剩余 ' + r + ' / ' + c + ' 个名额'; },
       leftWaiting: function (n) { return ' \u00b7 ' + n + ' 人候补'; },
       full: '已满',
@@ -50,14 +59,18 @@
   // NONE is shown where there are no numbers to show, and will be none.
   var NONE = '\u2014';
 
-  // FONT is the font of the default look: the system's, with Chinese
-  // fonts before the generic family.
+  // FONT is the font of the default look: the system's, with Simplified
+  // Chinese fonts before the generic family; FONT_TC is the same with
+  // Traditional Chinese fonts, for text in zh-TW.
   var FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
     '"PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif';
+  var FONT_TC = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
+    '"PingFang TC", "Microsoft JhengHei", "Noto Sans CJK TC", sans-serif';
 
   // STYLE is the default look. Its rules match the class capacityd-seats
   // only; every colour, the font, the size and the corners come from a
-  // custom property, with the default after its name.
+  // custom property, with the default after its name. Text in zh-TW takes
+  // FONT_TC: a rule of the same weight (:where adds none), after the first.
   var STYLE = [
     '.capacityd-seats {',
     '  box-sizing: border-box; width: fit-content; max-width: 100%;',
@@ -69,6 +82,7 @@
     '  background: var(--capacityd-seats-background, #e3f4ec);',
     '  transition: opacity .2s;',
     '}',
+    '.capacityd-seats:where(:lang(zh-TW)) { font-family: var(--capacityd-font, ' + FONT_TC + '); }',
     '.capacityd-seats.seats-full {',
     '  color: var(--capacityd-full-color, #b42318);',
     '  background: var(--capacityd-full-background, #fdeceb);',
@@ -104,9 +118,9 @@
     }
   }
 
-  // lang picks the text of an element: its data-lang, else the nearest
-  // lang (the page's), else the browser's language. Any Chinese is
-  // Simplified Chinese; anything else is English.
+  // lang picks the language of an element's text: its data-lang, else the
+  // nearest lang (the element's or the page's), else the browser's
+  // language.
   function lang(el) {
     var l = el.getAttribute('data-lang');
     if (!l) {
@@ -114,8 +128,26 @@
       l = holder ? holder.getAttribute('lang') : '';
     }
     if (!l) { l = (navigator.languages && navigator.languages[0]) || navigator.language || ''; }
-    var code = l.toLowerCase().split('-')[0];
-    return TEXT[code] ? code : 'en';
+    return textLang(l);
+  }
+
+  // textLang is the key of TEXT for a language tag, whatever its case and
+  // separator (- or _): zh-TW for Chinese in the Traditional script (Hant)
+  // or, with no script, of Taiwan, Hong Kong or Macao; zh-CN for any other
+  // Chinese (zh alone, Hans, China, Singapore); en for anything else.
+  function textLang(tag) {
+    var parts = String(tag).toLowerCase().split(/[-_]/);
+    if (parts[0] !== 'zh') { return 'en'; }
+    var script = '';
+    var region = '';
+    // The subtags before the first extension or private use (a singleton).
+    for (var i = 1; i < parts.length && parts[i].length > 1; i++) {
+      if (/^[a-z]{4}$/.test(parts[i]) && !script && !region) { script = parts[i]; }
+      if ((parts[i].length === 2 || /^[0-9]{3}$/.test(parts[i])) && !region) { region = parts[i]; }
+    }
+    if (script === 'hant') { return 'zh-TW'; }
+    if (script === 'hans') { return 'zh-CN'; }
+    return region === 'tw' || region === 'hk' || region === 'mo' ? 'zh-TW' : 'zh-CN';
   }
 
   function seatsText(s, t) {
@@ -201,6 +233,7 @@
     var id = el.getAttribute('data-seats-activity');
     if (!id || el.hasAttribute('data-seats-state')) { return; }
     el.capacitydLang = lang(el);
+    el.setAttribute('lang', el.capacitydLang);
     el.classList.add('capacityd-seats');
     el.setAttribute('aria-live', 'polite');
     el.setAttribute('aria-atomic', 'true');

@@ -18,6 +18,6 @@ var Assets embed.FS
 // look), for a page whose policy lets styles in by hash, as the demo
 // page's does. TestStyleHashes checks them against the scripts.
 var StyleHashes = []string{
-	"'sha256-1Zl6B6kifXVVX1CwLWlABX/w57yy2ljsF98N/PpmuKQ='",
-	"'sha256-cns0QGnrX45nhZNtJESZ+kDiySX7RrDykJ1JJ1XYefE='",
+	"'sha256-gzTFCKMeKEvbXLbst2mJ0Y8E0TMX501OXeq3oxNEu+8='",
+	"'sha256-wKmuK2GmLDZx8TcI+EX/gTOwckkabTOEdVxWWN/jpvg='",
 }

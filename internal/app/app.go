@@ -18,6 +18,7 @@ import (
 	"github.com/physiciansnet/capacityd/attendance"
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/checkin"
+	"github.com/physiciansnet/capacityd/console"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/settingscache"
 	"github.com/physiciansnet/capacityd/internal/sharedlimit"
@@ -89,6 +90,9 @@ type Options struct {
 	// it may reach.
 	Webhooks     webhook.DispatcherConfig
 	WebhookGuard webhook.Guard
+	// Console configures the organisers' console (its sign-in, sessions
+	// and time zone); its Sessions and Services are supplied by New.
+	Console console.Config
 	// KeyRefreshInterval is how often the check-in keys are read again
 	// (0: checkin.KeyRefresh).
 	KeyRefreshInterval time.Duration
@@ -197,8 +201,13 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 		Observer: deliveries, Now: opts.Now, Registerer: reg})
 	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors, Now: opts.Now,
 		Ender: st, Announcer: changes, Observers: []attendance.Observer{deliveries}, Logger: opts.Logger})
+	pages, err := newConsole(opts, st, regs, counter, hooks, queues, doors, attended)
+	if err != nil {
+		return nil, err
+	}
 	srv := httpapi.New(httpConfig(opts, httpDeps{
-		auth: auth, store: st, rdb: rdb, reg: reg, regs: regs, counter: counter, notes: notes,
+		console: pages,
+		auth:    auth, store: st, rdb: rdb, reg: reg, regs: regs, counter: counter, notes: notes,
 		activities: activities, pools: pools, streams: streams, hooks: hooks, queues: queues, doors: doors, changes: changes,
 		attendance: attended,
 	}))
@@ -226,6 +235,7 @@ type httpDeps struct {
 	doors      *checkin.Service
 	attendance *attendance.Service
 	changes    *stream.Notifier
+	console    *console.Handler
 }
 
 // httpConfig returns the API's configuration: opts.HTTP's settings on the
@@ -242,7 +252,7 @@ func httpConfig(opts Options, d httpDeps) httpapi.Config {
 	cfg.Notes, cfg.Activities, cfg.Pools, cfg.Streams = d.notes, d.activities, d.pools, d.streams
 	cfg.Webhooks, cfg.Queues = d.hooks, d.queues
 	cfg.Checkins, cfg.ListChanges = d.doors, d.changes
-	cfg.Attendance = d.attendance
+	cfg.Attendance, cfg.Console = d.attendance, d.console
 	return cfg
 }
 
@@ -300,4 +310,17 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	a.workers.Wait()
 	return err
+}
+
+// newConsole builds the organisers' console on the services the API uses.
+func newConsole(opts Options, st *store.Store, regs *registration.Service, counter *capacity.Counter,
+	hooks *webhook.Service, queues *onsale.Queue, doors *checkin.Service, attended *attendance.Service,
+) (*console.Handler, error) {
+	cfg := opts.Console
+	cfg.Sessions, cfg.Logger = st, opts.Logger
+	cfg.Services = console.Services{
+		Activities: regs, Registrations: regs, Pools: regs, OnSale: queues, Webhooks: hooks,
+		Checkins: doors, Attendance: attended, Seats: counter.Seats, PoolSeats: counter.PoolSeats,
+	}
+	return console.New(cfg)
 }

@@ -90,6 +90,25 @@ func Tab(t *testing.T) context.Context {
 	return ctx
 }
 
+// PrivateTab opens a browser tab for t in a browser context of its own
+// (cookies, storage and cache of its own, like a private window), closed
+// when t ends: the tests' servers all listen on 127.0.0.1, and cookies
+// do not tell ports apart, so the sessions of parallel tests would
+// otherwise overwrite each other.
+func PrivateTab(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives chromium: not under -short")
+	}
+	if browserCtx == nil {
+		t.Fatal("chromium is not installed: install it with `apt-get install -y chromium` (Debian; make test and .ci/run do)")
+	}
+	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(900, 720)))
+	return ctx
+}
+
 // Do runs the steps within d.
 func Do(t *testing.T, ctx context.Context, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()

@@ -3,7 +3,9 @@
 // or fill waiting lists, seat reductions, most activities in one or two
 // of three overlapping pools, some with blocks of seats for a code or for
 // a role of the users' tokens, some
-// in series that limit each user's registrations) while it injects
+// in series that limit each user's registrations, some with a confirm_by
+// or a release of their no-shows, confirmed and scanned at their doors
+// across the moment) while it injects
 // faults — instances killed with SIGKILL and restarted, Redis killed,
 // flushed and restarted, PostgreSQL restarted, and latency, bandwidth
 // limits, resets and half-open connections on the instances' links
@@ -12,7 +14,10 @@
 // it (internal/test/histcheck): a linearizable authority (blocks' reserved
 // seats included), pools never over their capacity and lines left with
 // nothing that fits, no user over a series' limit, admission in position
-// order with single-use tokens, a display that errs only by changes in
+// order with single-use tokens, the service's releases only of the
+// seats their rule releases, at its moment, with the line promoted in
+// the same transaction (read from the event logs: histcheck.AddReleases,
+// histcheck.CheckReleases), a display that errs only by changes in
 // flight and converges within its TTL once quiet, and exact note
 // counters.
 package chaos
@@ -154,12 +159,14 @@ func Run(t testing.TB, cfg Config) Result {
 	w.stop.Store(true)
 	c.Heal()
 	wg.Wait()
+	w.awaitReleases()
+	w.racers.Wait()
 
 	res := Result{Faults: in.counts, Cluster: c}
 	res.Converged = settle(t, w, ttl)
 	w.recordAuthority(t, c)
 	res.Doors = w.checkDoors(t)
-	res.History = rec.History()
+	res.History, res.Releases = w.historyWithReleases(t)
 	res.Recoveries = Recoveries(res.History)
 	checkStart := time.Now()
 	res.Report = histcheck.Check(res.History, histcheck.Options{
@@ -272,9 +279,10 @@ func withDefaults(cfg Config) Config {
 
 // settle waits, with the faults healed and the workload stopped, until
 // every node is ready; then it reads every activity's authority and its
-// display on every node until they agree (within twice the TTL), every
-// pool's authority, and every note's stats, all recorded in the history.
-// It returns what did not converge.
+// display on every node until they agree (within twice the TTL; the
+// authority read again each time, as a late release may change it),
+// every pool's authority, and every note's stats, all recorded in the
+// history. It returns what did not converge.
 func settle(t testing.TB, w *workload, ttl time.Duration) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -312,6 +320,11 @@ func settle(t testing.TB, w *workload, ttl time.Duration) error {
 			if !converged && (time.Now().After(deadline) || !sleep(ctx, 250*time.Millisecond)) {
 				stuck = append(stuck, fmt.Sprintf("%s (authority taken %d waiting %d)", a.id, auth.Taken, auth.Waiting))
 				break
+			}
+			if !converged {
+				if again, ok := w.readActivity(rng, 0, a.id); ok {
+					auth = again
+				}
 			}
 		}
 	}

@@ -37,14 +37,19 @@ const writesBackWithin = 30 * time.Second
 // pools; some with a block for a code, which signups send, right or
 // wrong, or for a role, which some signups' tokens hold, or both, and
 // which are deleted; some in series of 1 or 2 registrations per
-// user; buyers following two on-sales' admission queues), cancellations,
-// seat reductions, status and capacity changes, authority, pool and seat
-// reads, and note views, waters and reads, while every fault class is
+// user; buyers following two on-sales' admission queues; some with a
+// confirm_by or a release of no-shows at their start a few seconds on,
+// confirmations and scans at their doors racing the release),
+// cancellations, seat reductions, status and capacity changes, authority,
+// pool and seat reads, and note views, waters and reads, while every
+// fault class is
 // injected in turn, and checks the history: linearizable activities
 // (blocks' seats included) and notes, no pool over its capacity and no
 // line left with a party that fits, no user over a series' limit and no
 // refusal at it without reason, admission in position order with
-// single-use tokens, a display that
+// single-use tokens, releases only of seats their rule releases (none
+// confirmed, none with a check-in) at or after its moment with the line
+// promoted in their transaction, a display that
 // exceeds the authority only by changes in flight and converges once
 // quiet. A failure writes the history and the visualization of what has no
 // linearization to artifacts/.
@@ -98,6 +103,10 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, sa.Places, "the authority's queue places were not recorded")
 	require.Positive(t, sa.Admitted, "no queue place admitted")
 	require.Positive(t, sa.Taken, "no signup taken with an admission token")
+	lc := LifecycleOf(res.History)
+	require.Positive(t, lc.Confirmed, "no confirmation answered 200")
+	require.Positive(t, res.Releases.Unconfirmed, "no unconfirmed seat released at confirm_by")
+	require.Positive(t, res.Releases.NoShows, "no no-show's seat released at the door")
 }
 
 // runChecked runs cfg, logs its summary, fails t (history and

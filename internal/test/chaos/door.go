@@ -45,10 +45,6 @@ func (w *workload) scanAtDoor(rng *rand.Rand, worker int, a *activity) {
 	if reg.id == "" {
 		return
 	}
-	l := w.doorOf(a)
-	if l == nil {
-		return
-	}
 	in := client.RedeemRequest{RegistrationID: reg.id, Device: fmt.Sprintf("device-%d", worker%4)}
 	if rng.IntN(5) == 0 {
 		in.Type = client.ScanExit
@@ -56,6 +52,17 @@ func (w *workload) scanAtDoor(rng *rand.Rand, worker int, a *activity) {
 	if rng.IntN(10) == 0 {
 		at := time.Now().Add(-time.Minute).UTC()
 		in.Force, in.At = true, &at
+	}
+	w.scan(rng, a, in)
+}
+
+// scan sends the scan in at a's door, retried under its own
+// Idempotency-Key at random nodes until answered, and keeps the check-in
+// it was answered 200 with.
+func (w *workload) scan(rng *rand.Rand, a *activity, in client.RedeemRequest) {
+	l := w.doorOf(a)
+	if l == nil {
+		return
 	}
 	w.doors.mu.Lock()
 	w.doors.scans++

@@ -18,7 +18,8 @@ import (
 // to maxParty seats with a strict waiting list, and one with a fill
 // waiting list; those that take parties have a few more seats and mostly
 // keep a waiting list. Most join one or two of the workload's pools; in
-// turn, some join the workload's series, and some get blocks.
+// turn, some join the workload's series, some get blocks, and some get
+// a release rule (release.go).
 func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) {
 	in := history.Input{Capacity: 2 + rng.IntN(2), Waitlist: rng.IntN(2) == 0, Users: users}
 	n := w.created.Add(1)
@@ -33,17 +34,28 @@ func (w *workload) createActivity(rng *rand.Rand, worker int) (*activity, bool) 
 			in.Series = s.id
 		}
 	}
+	rule, raceSeed := releaseRuleOf(n), rng.Uint64()
+	if rule != noRelease {
+		in.Waitlist = true // the released seats go to a line
+	}
 	for n := 1; n <= maxAttempts && w.ctx.Err() == nil; n++ {
 		// Each attempt is an operation of its own: one without an answer
 		// may have created an activity that no operation names.
+		na := client.NewActivity{Title: "chaos", Capacity: in.Capacity, Waitlist: in.Waitlist, HoldSeconds: 86400,
+			MaxSeatsPerRegistration: in.MaxSeats, WaitlistPolicy: in.Policy, Pools: in.Pools, SeriesID: in.Series}
+		rule.schedule(rng, &na)
 		out, ok := w.once(rng, worker, history.CreateActivity, in, func(ctx context.Context, base string) (history.Output, error) {
-			a, err := client.New(base, w.admin, w.hc).CreateActivity(ctx, client.NewActivity{
-				Title: "chaos", Capacity: in.Capacity, Waitlist: in.Waitlist, HoldSeconds: 86400,
-				MaxSeatsPerRegistration: in.MaxSeats, WaitlistPolicy: in.Policy, Pools: in.Pools, SeriesID: in.Series})
+			a, err := client.New(base, w.admin, w.hc).CreateActivity(ctx, na)
 			return history.Output{Status: http.StatusCreated, ID: a.ID, Capacity: a.Capacity, Waitlist: a.Waitlist}, err
 		})
 		if ok && out.Status == http.StatusCreated {
-			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1), pools: in.Pools, series: in.Series}
+			a := &activity{id: out.ID, maxSeats: max(in.MaxSeats, 1), pools: in.Pools, series: in.Series, confirmBy: na.ConfirmBy}
+			if na.StartsAt != nil {
+				a.noShowsAt = na.StartsAt
+			}
+			if rule != noRelease {
+				w.racers.Go(func() { w.race(a, raceSeed) })
+			}
 			if blocked {
 				w.createBlocks(rng, worker, a)
 			}

@@ -24,6 +24,10 @@ func (w *workload) worker(id int, seed uint64) {
 			w.scanAtDoor(rng, id, a)
 			continue
 		}
+		if a.confirmBy != nil && rng.IntN(100) < confirmShare {
+			w.confirm(rng, id, a, rng.IntN(users))
+			continue
+		}
 		if b := a.liveBlock(rng); b != "" && rng.IntN(blockDeletion) == 0 {
 			w.deleteBlock(rng, id, a, b)
 			continue

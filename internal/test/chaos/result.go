@@ -34,11 +34,13 @@ type Result struct {
 	// Doors is the door check of the check-in lists the workload scanned
 	// at.
 	Doors histcheck.DoorVerdict
+	// Releases is the release check of every activity's event log.
+	Releases histcheck.ReleaseVerdict
 }
 
 // OK reports whether the run kept every promise.
 func (r Result) OK() bool {
-	return r.Report.OK() && r.Converged == nil && len(r.Violations) == 0 && r.Doors.OK()
+	return r.Report.OK() && r.Converged == nil && len(r.Violations) == 0 && r.Doors.OK() && r.Releases.OK()
 }
 
 // Summary describes the run in a few lines: operations, parties, faults,
@@ -82,6 +84,9 @@ func (r Result) Summary() string {
 	sa := SalesOf(r.History)
 	fmt.Fprintf(&b, "\non-sale: %d joins and %d polls answered; %d signups answered (%d taken, %d of them replayed, %d before the opening, %d without a valid token, %d full); %d places (%d admitted, %d of them expired unused; %d lapsed, %d sold out)",
 		sa.Joins, sa.Polls, sa.Signups, sa.Taken, sa.Replayed, sa.Closed, sa.Refused, sa.Full, sa.Places, sa.Admitted, sa.TokensExpired, sa.Lapsed, sa.SoldOut)
+	lc := LifecycleOf(r.History)
+	fmt.Fprintf(&b, "\nconfirmations: %d answered (%d confirmed, %d closed, %d with no seat); releases by the service: %d transactions, %d released, %d promoted with them",
+		lc.Confirms, lc.Confirmed, lc.Closed, lc.Invalid, lc.Releases, lc.Released, lc.Promoted)
 	b.WriteString("\nfaults:")
 	total := 0
 	for _, cl := range everyClass {
@@ -110,6 +115,7 @@ func (r Result) Summary() string {
 	} else {
 		fmt.Fprintf(&b, ": %d violations, first: %s\n", len(r.Doors.Violations), r.Doors.Violations[0])
 	}
+	b.WriteString(r.Releases.String() + "\n")
 	verdict := "OK"
 	if !r.OK() {
 		verdict = "FAILED"

@@ -93,6 +93,9 @@ type activity struct {
 	// token with the role, so that every run has both.
 	signups  atomic.Int64
 	retiring atomic.Bool
+	// confirmBy and noShowsAt are the moments of its release rules (nil:
+	// none): see releaseEvery.
+	confirmBy, noShowsAt *time.Time
 
 	mu     sync.Mutex
 	regs   [users]known // each user's registration as last answered
@@ -231,6 +234,10 @@ type workload struct {
 	nextNote   int
 	// doors are the check-in lists of the activities and their answers.
 	doors doors
+	// racers run at the activities' release moments (release.go), each
+	// action as client racerClients.Add(1).
+	racers       sync.WaitGroup
+	racerClients atomic.Int64
 }
 
 // do is one request of an attempt through a typed client of a node.

@@ -39,11 +39,13 @@ func occupying(status string) bool {
 
 // holder is a user's active registration: none (status ""), occupying or
 // waitlisted, for seats seats; block is the serial of the block it took
-// its seats from (0: public seats).
+// its seats from (0: public seats); confirmed: a confirmation of it was
+// answered 200 (it may be confirmed without one: see stepConfirm).
 type holder struct {
 	reg, status string
 	seats       int
 	block       int
+	confirmed   bool
 }
 
 // activityState is the model's state. It is never changed in place.
@@ -113,8 +115,16 @@ func (s activityState) isClosed(id string) bool {
 	return ok
 }
 
-// close closes user u's registration (the caller cloned s).
+// close closes user u's registration and promotes the line (the caller
+// cloned s).
 func (s *activityState) close(u int) {
+	s.closeOnly(u)
+	s.promote()
+}
+
+// closeOnly closes user u's registration, its seats given back, without
+// promoting (the caller cloned s).
+func (s *activityState) closeOnly(u int) {
 	id := s.users[u].reg
 	if s.users[u].status == waitlisted {
 		s.queue = slices.DeleteFunc(s.queue, func(q int) bool { return q == u })
@@ -127,7 +137,6 @@ func (s *activityState) close(u int) {
 		i, _ := slices.BinarySearch(s.closed, id)
 		s.closed = slices.Insert(slices.Clone(s.closed), i, id)
 	}
-	s.promote()
 }
 
 // activityInput is a step's input.

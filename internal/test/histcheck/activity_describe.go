@@ -35,6 +35,9 @@ func describeActivity(a any) string {
 	for i, u := range s.users {
 		if u.status != "" {
 			fmt.Fprintf(&b, "; u%d %s %s%s", i, u.status, u.reg, seatsNote(u.seats))
+			if u.confirmed {
+				b.WriteString(" confirmed")
+			}
 			if u.block > 0 {
 				fmt.Fprintf(&b, " from block #%d", u.block)
 			}
@@ -69,6 +72,11 @@ func describeActivityOp(in, out any) string {
 		call = fmt.Sprintf("reduce(u%d %s to %d)", op.Input.User, op.Input.Registration, op.Input.Seats)
 	case history.SetCapacity:
 		call = fmt.Sprintf("capacity(%d)", op.Input.Capacity)
+	case Confirm:
+		call = fmt.Sprintf("confirm(u%d %s)", op.Input.User, op.Input.Registration)
+	case Release:
+		released, promoted := ReleaseOf(o.out)
+		return fmt.Sprintf("release by the service (%s: %s; promoted: %s)", op.Input.To, strings.Join(released, " "), strings.Join(promoted, " "))
 	case history.ReadActivity:
 		call = "read"
 	case history.ReadPool:
@@ -112,7 +120,7 @@ func describeOutput(k history.Kind, o history.Output, unknown bool) string {
 		return fmt.Sprintf("%d %s", o.Status, o.ID)
 	case history.DeleteBlock:
 		return fmt.Sprintf("%d", o.Status)
-	case history.Signup, history.Cancel, history.SetStatus, history.ReduceSeats:
+	case history.Signup, history.Cancel, history.SetStatus, history.ReduceSeats, Confirm:
 		if o.Position > 0 {
 			return fmt.Sprintf("%d %s %s%s #%d", o.Status, o.Registration, o.RegStatus, seatsNote(o.Seats), o.Position)
 		}

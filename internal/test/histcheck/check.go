@@ -28,6 +28,12 @@
 //     (pools.go); every authoritative activity read shows a quiet line: no
 //     party the activity's policy would promote fits the remaining seats
 //     of the activity and its pools;
+//   - confirmations and the service's own releases (lifecycle.go): a
+//     confirmed registration stays so; a release, read from the event log
+//     as an operation of the service, frees only seated registrations
+//     (for "unconfirmed", none whose confirmation was answered) and
+//     promotes the line by the policy in its own transaction; what the
+//     moments and the doors decide is the release check's (release.go);
 //   - the queues: admission in position order, positions that never
 //     change, one admission per user at a time, and every signup taken on
 //     an activity with a queue made with a token issued to its user, no
@@ -296,10 +302,10 @@ type seatKey struct {
 // allowances computes, for every answered seat read, by how much the
 // display may exceed the authority during the read: by the seats of the
 // signups that hold them before they reach the authority, and of the
-// cancellations and seat reductions whose freed seats are shown only after
-// their commit — the attempts in flight then, and those that got no answer
-// or overlapped a fault (whose instance may have died between the two
-// steps) within OrphanWindow before it.
+// cancellations, seat reductions and the service's releases whose freed
+// seats are shown only after their commit — the attempts in flight then,
+// and those that got no answer or overlapped a fault (whose instance may
+// have died between the two steps) within OrphanWindow before it.
 func allowances(h history.History, o Options) map[seatKey]int {
 	type span struct {
 		from, to int64
@@ -329,7 +335,7 @@ func allowances(h history.History, o Options) map[seatKey]int {
 	}
 	holds := map[string][]span{}
 	for _, op := range h.Ops {
-		if op.Result == history.Refused || (op.Kind != history.Signup && op.Kind != history.Cancel && op.Kind != history.ReduceSeats) {
+		if op.Result == history.Refused || (op.Kind != history.Signup && op.Kind != history.Cancel && op.Kind != history.ReduceSeats && op.Kind != Release) {
 			continue
 		}
 		s := span{from: op.Call, to: op.Return, seats: heldSeats(op, max(maxSeats[op.Input.Key], 1))}

@@ -91,6 +91,14 @@ func stepStates(display bool) func(st, in, out any) (bool, any) {
 	one := stepActivity(display)
 	return func(st, in, out any) (bool, any) {
 		var next activityStates
+		if op := in.(activityInput).op; op.Kind == Confirm || op.Kind == Release {
+			for _, s := range st.(activityStates) {
+				if s.created && op.Input.User < len(s.users) {
+					next = next.with(promotionsOf(stepLifecycle(s, op, out.(activityOutput)))...)
+				}
+			}
+			return len(next) > 0, next
+		}
 		for _, s := range st.(activityStates) {
 			if s.pooled {
 				next = next.with(stepPooled(s, in.(activityInput), out.(activityOutput), display)...)

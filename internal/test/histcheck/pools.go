@@ -17,7 +17,7 @@ import (
 // answer that showed it occupying (a signup's 201, a status change's or
 // seat reduction's 200 with an occupying status) until the first call that
 // could release it (a cancellation, a status change to a status that does
-// not occupy), holding the seats that answer said, or fewer from the call
+// not occupy, the start of the service's release of it), holding the seats that answer said, or fewer from the call
 // of a seat reduction sent since: what it asked to keep. At every moment, the
 // seats those registrations of a pool's activities surely hold must fit
 // the pool's capacity; and every authoritative read of a pool must show no
@@ -183,6 +183,15 @@ func heldRegistrations(h history.History, inPools map[string][]string) map[strin
 		}
 	}
 	for _, op := range h.Ops {
+		if op.Kind == Release {
+			released, _ := ReleaseOf(op.Output)
+			for _, id := range released {
+				if r := regs[id]; r != nil {
+					r.until = min(r.until, op.Call)
+				}
+			}
+			continue
+		}
 		r := regs[op.Input.Registration]
 		if r == nil || op.Result == history.Refused {
 			continue

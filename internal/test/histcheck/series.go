@@ -21,11 +21,12 @@ import (
 //   - A registration is surely active from the first answer that showed
 //     it so (a signup's 201 or 202, a status change's or seat reduction's
 //     200, an already_registered refusal naming it) until the first call
-//     of a cancellation naming it. At no moment may a user surely hold
-//     more than max_per_user.
+//     of a cancellation naming it, or the start of the service's release
+//     of it. At no moment may a user surely hold more than max_per_user.
 //   - A registration may be active from the call of the signup that made
 //     it, unless that signup was surely refused, until the answer of a
-//     cancellation of it (a signup without an answer: for ever). A
+//     cancellation of it or the end of a release of it (a signup without
+//     an answer: for ever). A
 //     limit_reached refusal must have met, at some moment between its
 //     call and its answer, max_per_user registrations the user may have
 //     held, and name at least that many when it names them.
@@ -194,6 +195,14 @@ func surelyActive(h history.History, inSeries map[string]string) map[person]map[
 		if r := regs[op.Input.Registration]; r != nil && op.Kind == history.Cancel && op.Result != history.Refused {
 			r.until = min(r.until, op.Call)
 		}
+		if op.Kind == Release {
+			released, _ := ReleaseOf(op.Output)
+			for _, id := range released {
+				if r := regs[id]; r != nil {
+					r.until = min(r.until, op.Call)
+				}
+			}
+		}
 	}
 	out := map[person]map[string]span{}
 	for id, r := range regs {
@@ -216,10 +225,19 @@ func active(status string) bool { return occupying(status) || status == waitlist
 // refused, until the answer of a cancellation of it.
 func maybeActive(ops []logical, inSeries map[string]string) map[person][]span {
 	cancelledAt := map[string]int64{}
+	ended := func(id string, at int64) {
+		if t, seen := cancelledAt[id]; !seen || at < t {
+			cancelledAt[id] = at
+		}
+	}
 	for _, l := range ops {
 		if l.kind == history.Cancel && !l.unknown && ok(l.out, http.StatusOK) && l.out.RegStatus == cancelled {
-			if t, seen := cancelledAt[l.input.Registration]; !seen || l.ret < t {
-				cancelledAt[l.input.Registration] = l.ret
+			ended(l.input.Registration, l.ret)
+		}
+		if l.kind == Release {
+			released, _ := ReleaseOf(l.out)
+			for _, id := range released {
+				ended(id, l.ret)
 			}
 		}
 	}
