@@ -9,7 +9,7 @@ GO ?= go
 # dependencies). test, vet, lint and vulncheck cover each.
 MODULES := . client
 
-.PHONY: run test test-ha services services-down npm-tools build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
+.PHONY: console-docs run test test-ha services services-down npm-tools build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
 	@source .data/env && scripts/run.sh
@@ -62,6 +62,14 @@ vet:
 docs:
 	$(GO) generate ./api
 	$(GO) run ./cmd/capacityd config-doc > docs/configuration.md.tmp && mv docs/configuration.md.tmp docs/configuration.md
+
+# The pictures of docs/console.md: every console page in English and
+# Traditional Chinese, taken in a headless chromium (needs Chinese fonts:
+# fonts-noto-cjk, installed here when missing and root).
+console-docs: services
+	@scripts/services.sh tools chromium:chromium fc-list:fontconfig
+	@fc-list :lang=zh-tw | grep -q . || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; } || true
+	@source .data/env && UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestConsoleDocsPictures$$' ./console/
 
 # Proof of exactness (internal/test/chaos): `make chaos` runs two long checked
 # histories of two real instances under every fault class and prints their

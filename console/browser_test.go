@@ -141,3 +141,33 @@ func appOptionsWithOIDC(c console.OIDCConfig) app.Options {
 	o.Console.OIDC = c
 	return o
 }
+
+// fill sets the inputs' values (by id) as typed.
+func (s *session) fill(values map[string]string) {
+	s.t.Helper()
+	var steps []chromedp.Action[chromedp.Void]
+	for id, v := range values {
+		steps = append(steps, chromedp.SetValue("#"+id, v))
+	}
+	do(s.t, s.ctx, 10*time.Second, steps...)
+}
+
+// submit clicks sel (answering yes to a form's question) and waits for
+// the page it leads to, on which then shows (the page it leaves is
+// marked, so that an element of that page does not count).
+func (s *session) submit(sel, then string) {
+	s.t.Helper()
+	do(s.t, s.ctx, 30*time.Second,
+		void(chromedp.Evaluate[bool](`window.confirm = () => true; document.body.dataset.leaving = '1'; true`)),
+		chromedp.Click(sel),
+		chromedp.WaitVisible(`body:not([data-leaving]) `+then),
+	)
+}
+
+// path is the tab's path.
+func (s *session) path() string {
+	s.t.Helper()
+	p, err := chromedp.Run(s.ctx, chromedp.Evaluate[string](`location.pathname`))
+	require.NoError(s.t, err)
+	return p
+}

@@ -10,7 +10,8 @@ import (
 	"github.com/physiciansnet/capacityd/checkin"
 )
 
-// doorDevice is the device the door page's scans record.
+// doorDevice is the device a scan records when the page did not name
+// one (a browser without scripts).
 const doorDevice = "console"
 
 // maxDoorPages bounds the pages of lists the landing page reads to find a
@@ -18,10 +19,16 @@ const doorDevice = "console"
 const maxDoorPages = 20
 
 // doorRoutes registers the door pages of the check-in lists: an admin's,
-// or a door role's of its own lists (the service refuses the others).
+// or a door role's of its own lists (the service refuses the others); the
+// door's search of a list's registrations by user id; and the door's
+// service worker, which keeps the page working offline (a static script,
+// served without a session so that the browser's update checks never meet
+// a sign-in page).
 func (h *Handler) doorRoutes(r router) {
+	r.mux.HandleFunc("GET "+Prefix+"/doors/sw.js", h.doorWorker)
 	r.page("GET "+Prefix+"/doors/{list}", anyone, h.doorPage)
 	r.page("POST "+Prefix+"/doors/{list}/redeem", anyone, h.redeemAtDoor)
+	r.page("GET "+Prefix+"/doors/{list}/search", anyone, h.doorSearch)
 }
 
 // doorsOf is the check-in lists whose door roles the session's user has.
@@ -49,46 +56,8 @@ func (h *Handler) doorsOf(r *request) ([]DoorLink, error) {
 	return doors, nil
 }
 
-// doorData is the data of a door page: the list with its counts, the
-// scan form (its Idempotency-Key, new at every page), and the last scan's
-// result.
-type doorData struct {
-	List   checkin.List
-	Stream string
-	Key    string
-	// Code and Type are the form's values; CodeError the key of the
-	// message beside the code.
-	Code      string
-	Type      checkin.Type
-	CodeError string
-	Result    *doorResult
-}
-
-// Types are the scan types the form offers.
-func (doorData) Types() []checkin.Type { return []checkin.Type{checkin.TypeEntry, checkin.TypeExit} }
-
-// doorResult is what a scan did: entered, exited or refused.
-type doorResult struct {
-	Outcome string
-	// Reason is the catalogue key of a refusal's words; Message the
-	// domain's own, for a refusal those words do not cover.
-	Reason   string
-	Message  string
-	Previous *capacityd.PreviousEntry
-	// Inside and MaxInside are a room_full refusal's.
-	Inside, MaxInside int
-	// UserID, Seats and RegistrationID are an accepted scan's.
-	UserID         string
-	Seats          int
-	RegistrationID string
-	Replayed       bool
-}
-
-// doorReasons are the refusals the door page has its own words for.
-var doorReasons = []string{capacityd.ETicketRevoked, capacityd.EWrongList, capacityd.ECheckinClosed, capacityd.EAlreadyCheckedIn,
-	capacityd.ENotInside, capacityd.ERoomFull, capacityd.EInvalidTicket, capacityd.ENotFound, capacityd.EIdempotencyConflict}
-
-// doorPage shows a list's door: its counts, live, and the scan form.
+// doorPage shows a list's door: the scanner (door.js), its counts, live,
+// and the scan form that also works without scripts.
 func (h *Handler) doorPage(w http.ResponseWriter, r *request) {
 	l, err := h.cfg.Services.Checkins.GetList(r.Context(), r.PathValue("list"), caller(r.Request, r.grant))
 	if err != nil {
@@ -98,16 +67,19 @@ func (h *Handler) doorPage(w http.ResponseWriter, r *request) {
 	h.renderDoor(w, r, http.StatusOK, doorData{List: l, Type: checkin.TypeEntry})
 }
 
-// renderDoor shows the door page with a new Idempotency-Key for its form.
+// renderDoor shows the door page with a new Idempotency-Key for its form
+// and what the page's script needs.
 func (h *Handler) renderDoor(w http.ResponseWriter, r *request, status int, data doorData) {
 	data.Stream, data.Key = listStream(data.List.ID), newSecret()
+	data.Activities = h.doorActivities(r, data.List)
+	data.Config = h.doorConfig(r, data.List, data.Activities)
 	h.render(w, r, status, "door", data)
 }
 
 // redeemAtDoor records a scan of a registration id or a ticket typed (or
-// scanned) into the form, and shows what it did. The form's
-// Idempotency-Key makes a form sent twice one scan: the second gets the
-// first's answer.
+// scanned) into the form, and shows what it did: the door page of a
+// browser without scripts. The form's Idempotency-Key makes a form sent
+// twice one scan: the second gets the first's answer.
 func (h *Handler) redeemAtDoor(w http.ResponseWriter, r *request) {
 	ctx, c := r.Context(), caller(r.Request, r.grant)
 	l, err := h.cfg.Services.Checkins.GetList(ctx, r.PathValue("list"), c)
@@ -120,11 +92,15 @@ func (h *Handler) redeemAtDoor(w http.ResponseWriter, r *request) {
 		data.Type = checkin.TypeEntry
 	}
 	if data.Code == "" {
-		data.CodeError = "checkin.door.code_required"
+		data.CodeError = "door.code_required"
 		h.renderDoor(w, r, http.StatusUnprocessableEntity, data)
 		return
 	}
-	in := checkin.RedeemInput{Type: data.Type, Device: doorDevice, IdempotencyKey: r.PostFormValue("key")}
+	device := strings.TrimSpace(r.PostFormValue("device"))
+	if device == "" {
+		device = doorDevice
+	}
+	in := checkin.RedeemInput{Type: data.Type, Device: device, IdempotencyKey: r.PostFormValue("key")}
 	if strings.HasPrefix(data.Code, "r_") {
 		in.RegistrationID = data.Code
 	} else {
@@ -147,17 +123,23 @@ func (h *Handler) redeemAtDoor(w http.ResponseWriter, r *request) {
 		h.fail(w, r, err)
 		return
 	}
-	res := &doorResult{Outcome: "refused", Reason: "checkin.door.refused.other", Message: ce.Message, Previous: ce.Previous}
-	if slices.Contains(doorReasons, ce.Code) {
-		res.Reason, res.Message = "checkin.door.refused."+ce.Code, ""
-	}
-	if ce.Inside != nil && ce.MaxInside != nil {
-		res.Inside, res.MaxInside = *ce.Inside, *ce.MaxInside
-	}
-	data.Result = res
+	data.Result = refusal(ce)
 	status := http.StatusConflict
 	if ce.Code == capacityd.EInvalid || ce.Code == capacityd.EInvalidTicket {
 		status = http.StatusBadRequest
 	}
 	h.renderDoor(w, r, status, data)
+}
+
+// refusal is the result of a refused scan: the door's own words for the
+// codes it knows, the domain's message for the others.
+func refusal(ce *capacityd.Error) *doorResult {
+	res := &doorResult{Outcome: "refused", Reason: "door.refused.other", Message: ce.Message, Previous: ce.Previous}
+	if slices.Contains(doorReasons, ce.Code) {
+		res.Reason, res.Message = "door.refused."+ce.Code, ""
+	}
+	if ce.Inside != nil && ce.MaxInside != nil {
+		res.Inside, res.MaxInside = *ce.Inside, *ce.MaxInside
+	}
+	return res
 }

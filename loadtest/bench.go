@@ -258,6 +258,7 @@ func (b *bench) services(ctx context.Context) error {
 		{ScenarioSSEFanout, b.sseFanout},
 		{ScenarioSignupHot, func(ctx context.Context) error { return b.signupHot(ctx, ScenarioSignupHot, 64) }},
 		{ScenarioActivityRead, b.activityRead},
+		{ScenarioDashboards, b.dashboards},
 		{ScenarioSignupHotWebhooks, b.signupHotWebhooks},
 		{ScenarioProduction, b.production},
 		{ScenarioSignupHotLimited, b.signupHotLimited},

@@ -70,6 +70,17 @@ const (
 	ScenarioReleaseStorm        = "release_storm"
 	ScenarioReleaseStormSignups = "release_storm_signups"
 	ScenarioReleaseStormBefore  = "release_storm_signups_before"
+	// ScenarioDashboards is signup_hot while the organisers' console's
+	// live dashboards watch the hot activity (its seat stream and a check-in
+	// list's counts stream each); ScenarioDashboardsBefore and
+	// ScenarioDashboardsAfter the same signups just before they opened and
+	// just after they closed; ScenarioDashboardsUpdates the dashboards' seat
+	// events: each signup's time from its answer to each dashboard's event
+	// showing it.
+	ScenarioDashboards        = "dashboards"
+	ScenarioDashboardsBefore  = "dashboards_signups_before"
+	ScenarioDashboardsAfter   = "dashboards_signups_after"
+	ScenarioDashboardsUpdates = "dashboards_updates"
 )
 
 // Baseline names, as they appear in the report. The first four are always
@@ -119,6 +130,9 @@ const (
 	// RatioReleaseStormSignups compares the signups for another activity
 	// during a release storm with the same signups just before it.
 	RatioReleaseStormSignups = "release_storm_signups_vs_before"
+	// RatioDashboardsSignups compares the signups made with the dashboards
+	// open with the mean of those just before and just after.
+	RatioDashboardsSignups = "dashboards_vs_signups_without"
 	// RatioProductionServiceCPU compares the processor time of capacityd
 	// and PostgreSQL per signup of production with signup_hot's.
 	RatioProductionServiceCPU = "production_service_cpu_vs_signup_hot"
@@ -243,6 +257,18 @@ const (
 	CheckReleaseWaitMS       = "release_storm_wait_ms"
 	CheckReleaseWorkMS       = "release_storm_work_ms"
 	CheckReleaseTxEveryMS    = "release_storm_transaction_every_ms"
+	// dashboards' streams open, the bench database's transactions while
+	// they connected and sat idle (and of which each part), the list's
+	// reads and counts events while the signups ran, and the p99 of their
+	// updates.
+	CheckDashboardsOpen               = "dashboards_open"
+	CheckDashboardsPGQueries          = "dashboards_pg_queries"
+	CheckDashboardsSeatPGQueries      = "dashboards_seat_pg_queries"
+	CheckDashboardsListConnectPG      = "dashboards_list_connect_pg_queries"
+	CheckDashboardsIdlePGPerSecond    = "dashboards_idle_pg_queries_per_second"
+	CheckDashboardsListReadsPerSecond = "dashboards_list_reads_per_second_during_signups"
+	CheckDashboardsListEvents         = "dashboards_list_events_during_signups"
+	CheckDashboardsP99MS              = "dashboards_update_p99_ms"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the
@@ -364,6 +390,8 @@ func (r *Report) ComputeRatios() {
 	r.Ratios[RatioDoorRushVsSignupHot] = ratio(r.scenarioRPS(ScenarioDoorRush), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioDoorRushSignups] = ratio(r.scenarioRPS(ScenarioDoorRushSignups), r.scenarioRPS(ScenarioSignupHot))
 	r.Ratios[RatioReleaseStormSignups] = ratio(r.scenarioRPS(ScenarioReleaseStormSignups), r.scenarioRPS(ScenarioReleaseStormBefore))
+	r.Ratios[RatioDashboardsSignups] = ratio(r.scenarioRPS(ScenarioDashboards),
+		mean(r.scenarioRPS(ScenarioDashboardsBefore), r.scenarioRPS(ScenarioDashboardsAfter)))
 	if added, ok := r.cpuAdded(ScenarioSignupHotWebhooks, ScenarioSignupHot); ok {
 		r.Checks[CheckWebhookCPUAdded] = added
 	}

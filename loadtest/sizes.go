@@ -47,6 +47,8 @@ type Sizes struct {
 	// releaseSeats seats with releaseNoShows no-shows and releaseWaiting
 	// waiting.
 	ReleaseActivities int
+	// Dashboards are the dashboards scenario's open dashboards.
+	Dashboards int
 }
 
 // FullSizes are the sizes of make bench.
@@ -55,6 +57,7 @@ var FullSizes = Sizes{
 	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
 	CourseActivities: 300, CourseUsers: 20000, GroupActivities: 300, GroupUsers: 20000,
 	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000, DoorTickets: 10000, ReleaseActivities: 20,
+	Dashboards: 200,
 }
 
 // QuickSizes are the sizes of make bench-quick: the waiting-list crowd and
@@ -81,6 +84,7 @@ func (s Sizes) withDefaults() Sizes {
 	s.OnSaleUsers = cmp.Or(s.OnSaleUsers, f.OnSaleUsers)
 	s.DoorTickets = cmp.Or(s.DoorTickets, f.DoorTickets)
 	s.ReleaseActivities = cmp.Or(s.ReleaseActivities, f.ReleaseActivities)
+	s.Dashboards = cmp.Or(s.Dashboards, f.Dashboards)
 	return s
 }
 

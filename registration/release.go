@@ -1,8 +1,14 @@
 package registration
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/physiciansnet/capacityd"
 )
 
 // DueRelease is an activity whose release moment has come: the rule
@@ -15,49 +21,94 @@ type DueRelease struct {
 }
 
 // releaseChunk bounds the registrations one release command names: a
-// release of many seats takes a few transactions, not one per seat.
+// release of many seats takes a few transactions, not one per seat, and
+// one activity's chunks go one after the other.
 const releaseChunk = 500
+
+// releaseRows bounds the registrations that one pass's release commands
+// name at once, queued or in a transaction, over all its activities: the
+// releases of several activities share change transactions, and this is
+// what one of them (with the default of one transaction in flight) can
+// carry of releases.
+const releaseRows = 4 * releaseChunk
 
 // dueReleaseClaim bounds the activities one pass of the due-work loop
 // claims.
 const dueReleaseClaim = 20
 
-// ReleaseDue runs the releases whose moment has come: for each claimed
-// activity, release commands on its queue (checked again under its lock,
-// promoting the line in the same transaction), then the release is
-// recorded as done. It returns how many activities it released.
+// ReleaseDue runs the releases whose moment has come. The claimed
+// activities' release commands (checked again under each activity's lock,
+// promoting the line in the same transaction) are submitted together, so
+// that one change transaction carries the releases of several activities
+// (up to ChangeConfig.MaxActivities, and releaseRows registrations); each
+// activity's chunks go one after the other. An activity whose commands all
+// committed is recorded as done; one that failed keeps its claim until the
+// lease ends, and is then claimed again. It returns how many activities it
+// released.
 func (s *Service) ReleaseDue(ctx context.Context) (int, error) {
 	due, err := s.store.ClaimDueReleases(ctx, s.now(), dueReleaseClaim)
 	if err != nil {
 		return 0, err
 	}
-	var errs []error
-	done := 0
+	p := &releasePass{rows: semaphore.NewWeighted(releaseRows)}
+	var wg sync.WaitGroup
 	for _, d := range due {
-		if err := s.release(ctx, d); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := s.store.ReleaseDone(ctx, d.ActivityID, d.Reason); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		done++
+		wg.Go(func() {
+			err := s.release(ctx, d, p.rows)
+			if err == nil {
+				err = p.markDone(ctx, s.store, d)
+			}
+			p.finish(err)
+		})
 	}
-	return done, errors.Join(errs...)
+	wg.Wait()
+	return p.done, errors.Join(p.errs...)
 }
 
-// release submits an activity's release in chunks.
-func (s *Service) release(ctx context.Context, d DueRelease) error {
+// releasePass is one pass of ReleaseDue: the budget of registrations its
+// commands may name at once, and what its activities' releases came to.
+type releasePass struct {
+	rows *semaphore.Weighted
+	// marking makes the records of done releases one at a time: a
+	// statement each, holding one connection, as they came before.
+	marking sync.Mutex
+
+	mu   sync.Mutex
+	done int
+	errs []error
+}
+
+// markDone records that d's release is done.
+func (p *releasePass) markDone(ctx context.Context, st Store, d DueRelease) error {
+	p.marking.Lock()
+	defer p.marking.Unlock()
+	return st.ReleaseDone(ctx, d.ActivityID, d.Reason)
+}
+
+// finish counts one activity's release: done, or its error.
+func (p *releasePass) finish(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.errs = append(p.errs, err)
+		return
+	}
+	p.done++
+}
+
+// release submits an activity's release in chunks, one after the other,
+// each within the pass's budget of rows.
+func (s *Service) release(ctx context.Context, d DueRelease, rows *semaphore.Weighted) error {
 	o := Origin{Actor: ActorSystem}
 	for ids := d.RegistrationIDs; len(ids) > 0; {
 		n := min(len(ids), releaseChunk)
-		out, err := s.submit(ctx, d.ActivityID, ReleaseCommand{Origin: o, Reason: d.Reason, RegistrationIDs: ids[:n]})
-		if err != nil {
-			return err
+		if err := rows.Acquire(ctx, int64(n)); err != nil {
+			return capacityd.Unavailable(err, "the release of activity %s was not submitted", d.ActivityID)
 		}
-		if out.Err != nil {
-			return out.Err
+		out, err := s.submit(ctx, d.ActivityID, ReleaseCommand{Origin: o, Reason: d.Reason, RegistrationIDs: ids[:n]})
+		rows.Release(int64(n))
+		if err = cmp.Or(err, out.Err); err != nil {
+			return err
 		}
 		ids = ids[n:]
 	}
