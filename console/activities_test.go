@@ -17,25 +17,6 @@ import (
 	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
 
-// actSubmit sends the activity form and waits for the page it
-// leads to: the element sel shows.
-func (s *session) actSubmit(sel string) {
-	s.t.Helper()
-	s.actClick(`#activity-form button[type="submit"]`, sel)
-}
-
-// actClick clicks the element sel and waits for the page it leads to,
-// on which the element then shows (the page it leaves is marked, so that
-// an element of that page does not count).
-func (s *session) actClick(sel, then string) {
-	s.t.Helper()
-	do(s.t, s.ctx, 20*time.Second,
-		void(chromedp.Evaluate[bool](`document.body.dataset.leaving = '1'; true`)),
-		chromedp.Click(sel),
-		chromedp.WaitVisible(`body:not([data-leaving]) `+then),
-	)
-}
-
 // actCount requires n elements matching sel on the page, and shows the
 // page's text when they are not.
 func (s *session) actCount(sel string, n int) {
@@ -43,16 +24,6 @@ func (s *session) actCount(sel string, n int) {
 	if got := countOf(s.t, s.ctx, sel); got != n {
 		s.t.Fatalf("%d elements match %s, not %d, on the page:\n%s", got, sel, n, text(s.t, s.ctx, "main"))
 	}
-}
-
-// actFill sets the inputs' values (by id) as typed.
-func (s *session) actFill(values map[string]string) {
-	s.t.Helper()
-	var steps []chromedp.Action[chromedp.Void]
-	for id, v := range values {
-		steps = append(steps, chromedp.SetValue("#"+id, v))
-	}
-	do(s.t, s.ctx, 5*time.Second, steps...)
 }
 
 // actLocation is the tab's path and query.
@@ -89,10 +60,10 @@ func TestAnActivityIsCreatedEditedAndWatchedLive(t *testing.T) {
 	s := signInTab(t, inst, "en", "ana", "admin")
 	s.open("/console/activities/new")
 	zone := s.actZone()
-	s.actFill(map[string]string{"f-title": "Journal club", "f-capacity": "-1", "f-max-seats-per-registration": "2",
+	s.fill(map[string]string{"f-title": "Journal club", "f-capacity": "-1", "f-max-seats-per-registration": "2",
 		"f-starts-at": "2030-03-01T09:00", "f-ends-at": "2030-03-01T11:00", "f-attendance-percent": "80"})
 	do(t, s.ctx, 5*time.Second, chromedp.Click("#f-waitlist"))
-	s.actSubmit("#f-capacity-error")
+	s.submit(`#activity-form button[type="submit"]`, "#f-capacity-error")
 	require.Contains(t, text(t, s.ctx, "#f-capacity-error"), "capacity must be between 0 and 1000000")
 	require.Equal(t, "true", attr(t, s.ctx, "#f-capacity", "aria-invalid"))
 	require.Contains(t, attr(t, s.ctx, "#f-capacity", "aria-describedby"), "f-capacity-error")
@@ -101,8 +72,8 @@ func TestAnActivityIsCreatedEditedAndWatchedLive(t *testing.T) {
 	s.actCount("#f-waitlist:checked", 1)
 	s.actCount(".invalid", 1)
 
-	s.actFill(map[string]string{"f-capacity": "2"})
-	s.actSubmit("#seats")
+	s.fill(map[string]string{"f-capacity": "2"})
+	s.submit(`#activity-form button[type="submit"]`, "#seats")
 	loc := s.actLocation()
 	id := strings.TrimPrefix(loc.Path, "/console/activities/")
 	require.True(t, strings.HasPrefix(id, "a_"), loc.String())
@@ -127,12 +98,12 @@ func TestAnActivityIsCreatedEditedAndWatchedLive(t *testing.T) {
 	s.open("/console/activities/" + id + "/edit")
 	require.Equal(t, "2", attr(t, s.ctx, "#f-capacity", "value"))
 	require.Equal(t, "2030-03-01T09:00", attr(t, s.ctx, "#f-starts-at", "value"))
-	s.actFill(map[string]string{"f-capacity": "3", "f-ends-at": "2030-03-01T08:00"})
-	s.actSubmit("#f-ends-at-error")
+	s.fill(map[string]string{"f-capacity": "3", "f-ends-at": "2030-03-01T08:00"})
+	s.submit(`#activity-form button[type="submit"]`, "#f-ends-at-error")
 	require.Contains(t, text(t, s.ctx, "#f-ends-at-error"), "ends_at must be after starts_at")
 	require.Equal(t, "3", attr(t, s.ctx, "#f-capacity", "value"))
-	s.actFill(map[string]string{"f-ends-at": "", "f-attendance-percent": ""})
-	s.actSubmit("#seats")
+	s.fill(map[string]string{"f-ends-at": "", "f-attendance-percent": ""})
+	s.submit(`#activity-form button[type="submit"]`, "#seats")
 	a, err = admin.GetActivity(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, 3, a.Capacity)
@@ -213,9 +184,9 @@ func TestTheActivityPagesAreAccessibleInEveryLanguage(t *testing.T) {
 		s.accessible("activities searched (" + lang + ")")
 		s.open("/console/activities/new")
 		s.accessible("new activity (" + lang + ")")
-		s.actFill(map[string]string{"f-title": "x", "f-capacity": "5", "f-queue-admit-per-second": "0"})
+		s.fill(map[string]string{"f-title": "x", "f-capacity": "5", "f-queue-admit-per-second": "0"})
 		do(t, s.ctx, 5*time.Second, chromedp.Click("#f-queue"))
-		s.actSubmit("#f-queue-admit-per-second-error")
+		s.submit(`#activity-form button[type="submit"]`, "#f-queue-admit-per-second-error")
 		require.Contains(t, text(t, s.ctx, "#f-queue-admit-per-second-error"), "queue.admit_per_second")
 		s.accessible("new activity refused (" + lang + ")")
 		s.open("/console/activities/" + a.ID + "/edit")
@@ -249,13 +220,13 @@ func TestTheActivityListIsSearchedAndPaged(t *testing.T) {
 	s.open("/console/activities")
 	s.actCount("#activities tbody tr", 50)
 	require.Equal(t, "Seminar 52", text(t, s.ctx, "#activities tbody tr:first-child a"))
-	s.actClick(`.pager a[rel="next"]`, `.pager a:not([rel])`)
+	s.submit(`.pager a[rel="next"]`, `.pager a:not([rel])`)
 	s.actCount("#activities tbody tr", 3)
 	s.actCount(`.pager a[rel="next"]`, 0)
 
 	s.open("/console/activities")
-	s.actFill(map[string]string{"activities-q": "WARD"})
-	s.actClick(`form.search button`, "#activities")
+	s.fill(map[string]string{"activities-q": "WARD"})
+	s.submit(`form.search button`, "#activities")
 	require.Equal(t, "WARD", s.actLocation().Query().Get("q"))
 	s.actCount("#activities tbody tr", 6)
 	require.Equal(t, "Ward round 50", text(t, s.ctx, "#activities tbody tr:first-child a"))

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -142,32 +143,50 @@ func appOptionsWithOIDC(c console.OIDCConfig) app.Options {
 	return o
 }
 
-// fill sets the inputs' values (by id) as typed.
+// fill sets the inputs' values, by id.
 func (s *session) fill(values map[string]string) {
 	s.t.Helper()
-	var steps []chromedp.Action[chromedp.Void]
-	for id, v := range values {
-		steps = append(steps, chromedp.SetValue("#"+id, v))
-	}
-	do(s.t, s.ctx, 10*time.Second, steps...)
+	b, err := json.Marshal(values)
+	require.NoError(s.t, err)
+	do(s.t, s.ctx, 10*time.Second, void(chromedp.Evaluate[bool](fmt.Sprintf(
+		`Object.entries(%s).forEach(([id, v]) => { document.getElementById(id).value = v; }); true`, b))))
 }
 
 // submit clicks sel (answering yes to a form's question) and waits for
-// the page it leads to, on which then shows (the page it leaves is
-// marked, so that an element of that page does not count).
+// the page it leads to, on which then shows: the page it leaves is
+// marked, so that an element of that page does not count, and a wait
+// that the navigation interrupts (its document went away) is tried again.
 func (s *session) submit(sel, then string) {
 	s.t.Helper()
 	do(s.t, s.ctx, 30*time.Second,
 		void(chromedp.Evaluate[bool](`window.confirm = () => true; document.body.dataset.leaving = '1'; true`)),
-		chromedp.Click(sel),
-		chromedp.WaitVisible(`body:not([data-leaving]) `+then),
+		chromedp.Click(chromedp.CSS(sel)),
 	)
+	arrived := waitTrue(fmt.Sprintf(`!!document.body && !document.body.dataset.leaving && document.readyState === 'complete' && !!document.querySelector(%q)`, then),
+		2*time.Second, "the page the click leads to, with "+then)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
+		err := chromedp.Do(ctx, arrived)
+		cancel()
+		if err == nil {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			body, _ := chromedp.Run(s.ctx, chromedp.Evaluate[string](`location.href + ': ' + (document.body ? document.body.innerText : '')`))
+			require.NoError(s.t, err, body)
+		}
+	}
 }
 
 // path is the tab's path.
-func (s *session) path() string {
+func (s *session) path() string { return eval[string](s, `location.pathname`) }
+
+// eval runs the script in the tab (awaiting a promise) and returns its
+// value.
+func eval[T any](s *session, js string) T {
 	s.t.Helper()
-	p, err := chromedp.Run(s.ctx, chromedp.Evaluate[string](`location.pathname`))
+	v, err := chromedp.Run(s.ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	require.NoError(s.t, err)
-	return p
+	return v
 }

@@ -2,71 +2,17 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/console"
 	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
-
-// plSet sets the values of the page's inputs, by id.
-func (s *session) plSet(values map[string]string) {
-	s.t.Helper()
-	b, err := json.Marshal(values)
-	require.NoError(s.t, err)
-	do(s.t, s.ctx, 5*time.Second, void(chromedp.Evaluate[bool](fmt.Sprintf(
-		`Object.entries(%s).forEach(([id, v]) => { document.getElementById(id).value = v; }); true`, b))))
-}
-
-// plSubmit clicks the button sel (answering yes to the question a form
-// asks first) and waits for the page it leads to.
-func (s *session) plSubmit(sel string) {
-	s.t.Helper()
-	do(s.t, s.ctx, 20*time.Second,
-		void(chromedp.Evaluate[bool](`window.confirm = () => true; document.body.dataset.leaving = '1'; true`)),
-		chromedp.Click(chromedp.CSS(sel)),
-	)
-	s.plWaitNewPage()
-}
-
-// plWaitNewPage waits for the page a navigation leads to: a wait that
-// the navigation interrupts (its document went away) is tried again.
-func (s *session) plWaitNewPage() {
-	s.t.Helper()
-	arrived := waitTrue(`!!document.body && !document.body.dataset.leaving && document.readyState === 'complete' && !!document.querySelector('main h1')`,
-		2*time.Second, "the page the form leads to")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
-		err := chromedp.Do(ctx, arrived)
-		cancel()
-		if err == nil {
-			return
-		}
-		if !time.Now().Before(deadline) {
-			body, _ := chromedp.Run(s.ctx, chromedp.Evaluate[string](`location.href + ': ' + (document.body ? document.body.innerText : '')`))
-			require.NoError(s.t, err, body)
-		}
-	}
-}
-
-// plEval evaluates js in the tab.
-func plEval[T any](s *session, js string) T {
-	s.t.Helper()
-	v, err := chromedp.Run(s.ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
-	require.NoError(s.t, err)
-	return v
-}
-
-// plPath is the tab's path.
-func (s *session) plPath() string { return plEval[string](s, `location.pathname`) }
 
 // plAccessibleEverywhere opens each path in each language and checks it
 // with axe-core.
@@ -93,14 +39,14 @@ func TestAPoolShowsItsActivitiesSeatsLive(t *testing.T) {
 	s := signInTab(t, inst, "en", "ana", "admin")
 
 	s.open("/console/pools/new")
-	s.plSet(map[string]string{"pool-title": "Main hall", "pool-capacity": "-3"})
-	s.plSubmit("main form.stack button[type=submit]")
+	s.fill(map[string]string{"pool-title": "Main hall", "pool-capacity": "-3"})
+	s.submit("main form.stack button[type=submit]", "main h1")
 	require.Contains(t, text(t, s.ctx, "#pool-capacity-error"), "capacity must be between 0 and")
 	require.Equal(t, "true", attr(t, s.ctx, "#pool-capacity", "aria-invalid"))
-	require.Equal(t, "Main hall", plEval[string](s, `document.getElementById('pool-title').value`), "the form keeps what was typed")
-	s.plSet(map[string]string{"pool-capacity": "5"})
-	s.plSubmit("main form.stack button[type=submit]")
-	path := s.plPath()
+	require.Equal(t, "Main hall", eval[string](s, `document.getElementById('pool-title').value`), "the form keeps what was typed")
+	s.fill(map[string]string{"pool-capacity": "5"})
+	s.submit("main form.stack button[type=submit]", "main h1")
+	path := s.path()
 	require.True(t, strings.HasPrefix(path, "/console/pools/p_"), path)
 	poolID := strings.TrimPrefix(path, "/console/pools/")
 
@@ -127,10 +73,10 @@ func TestAPoolShowsItsActivitiesSeatsLive(t *testing.T) {
 	)
 
 	s.open(path + "/edit")
-	require.Equal(t, "5", plEval[string](s, `document.getElementById('pool-capacity').value`))
-	s.plSet(map[string]string{"pool-capacity": "7"})
-	s.plSubmit("main form.stack button[type=submit]")
-	require.Equal(t, path, s.plPath())
+	require.Equal(t, "5", eval[string](s, `document.getElementById('pool-capacity').value`))
+	s.fill(map[string]string{"pool-capacity": "7"})
+	s.submit("main form.stack button[type=submit]", "main h1")
+	require.Equal(t, path, s.path())
 	require.Equal(t, "7", text(t, s.ctx, "#pool-seats [data-field=capacity]"))
 
 	s.open("/console/pools")
@@ -148,13 +94,13 @@ func TestASeriesListsItsActivities(t *testing.T) {
 	s := signInTab(t, inst, "en", "ana", "admin")
 
 	s.open("/console/series/new")
-	s.plSet(map[string]string{"series-title": "Spring workshops", "series-max": "0"})
-	s.plSubmit("main form.stack button[type=submit]")
+	s.fill(map[string]string{"series-title": "Spring workshops", "series-max": "0"})
+	s.submit("main form.stack button[type=submit]", "main h1")
 	require.Contains(t, text(t, s.ctx, "#series-max-error"), "max_per_user must be between 1 and 1000")
 	require.Equal(t, "true", attr(t, s.ctx, "#series-max", "aria-invalid"))
-	s.plSet(map[string]string{"series-max": "2"})
-	s.plSubmit("main form.stack button[type=submit]")
-	path := s.plPath()
+	s.fill(map[string]string{"series-max": "2"})
+	s.submit("main form.stack button[type=submit]", "main h1")
+	path := s.path()
 	require.True(t, strings.HasPrefix(path, "/console/series/s_"), path)
 	seriesID := strings.TrimPrefix(path, "/console/series/")
 	require.Equal(t, "2", text(t, s.ctx, "#series-max-per-user"))
@@ -168,9 +114,9 @@ func TestASeriesListsItsActivities(t *testing.T) {
 	require.Contains(t, text(t, s.ctx, "tr.series-member"), "Suturing")
 
 	s.open(path + "/edit")
-	s.plSet(map[string]string{"series-max": "3"})
-	s.plSubmit("main form.stack button[type=submit]")
-	require.Equal(t, path, s.plPath())
+	s.fill(map[string]string{"series-max": "3"})
+	s.submit("main form.stack button[type=submit]", "main h1")
+	require.Equal(t, path, s.path())
 	require.Equal(t, "3", text(t, s.ctx, "#series-max-per-user"))
 	s.open("/console/series")
 	require.Contains(t, text(t, s.ctx, "main table"), "Spring workshops")
@@ -192,8 +138,8 @@ func TestACodeBlockShowsItsCodeOnce(t *testing.T) {
 
 	s.open(path)
 	require.Equal(t, 0, countOf(t, s.ctx, "tr.block"))
-	s.plSet(map[string]string{"block-seats": "2"})
-	s.plSubmit("main form.stack button[type=submit]")
+	s.fill(map[string]string{"block-seats": "2"})
+	s.submit("main form.stack button[type=submit]", "main h1")
 	code := strings.TrimSpace(text(t, s.ctx, "#block-code"))
 	require.Len(t, code, 10, "a random code when none is typed")
 	require.Equal(t, 1, countOf(t, s.ctx, "tr.block"))
@@ -202,23 +148,23 @@ func TestACodeBlockShowsItsCodeOnce(t *testing.T) {
 
 	s.open(path)
 	require.Equal(t, 0, countOf(t, s.ctx, "#block-code"))
-	require.NotContains(t, plEval[string](s, `document.documentElement.outerHTML`), code, "shown once")
+	require.NotContains(t, eval[string](s, `document.documentElement.outerHTML`), code, "shown once")
 	require.Equal(t, 1, countOf(t, s.ctx, "tr.block"))
 
 	res, err := inst.API(t, "speaker", false).Signup(context.Background(), act, client.SignupOptions{Code: code})
 	require.NoError(t, err)
 	require.NotNil(t, res.Registration.BlockID, "the seat comes from the block")
 
-	s.plSet(map[string]string{"block-seats": "3", "block-code-input": "SPEAKERS-27"})
-	s.plSubmit("main form.stack button[type=submit]")
+	s.fill(map[string]string{"block-seats": "3", "block-code-input": "SPEAKERS-27"})
+	s.submit("main form.stack button[type=submit]", "main h1")
 	require.NotEmpty(t, text(t, s.ctx, "#block-form-error"), "two seats are free: the domain's refusal")
 	require.Equal(t, 1, countOf(t, s.ctx, "tr.block"))
-	require.Equal(t, "SPEAKERS-27", plEval[string](s, `document.getElementById('block-code-input').value`))
+	require.Equal(t, "SPEAKERS-27", eval[string](s, `document.getElementById('block-code-input').value`))
 
 	plAccessibleEverywhere(t, inst, path)
 	s.open(path) // a fresh page, with the token of the session the browser holds now
-	s.plSubmit("tr.block button.danger")
-	require.Equal(t, path, s.plPath())
+	s.submit("tr.block button.danger", "main h1")
+	require.Equal(t, path, s.path())
 	require.Equal(t, 0, countOf(t, s.ctx, "tr.block"))
 	seats, err := inst.Public().Seats(context.Background(), act)
 	require.NoError(t, err)
@@ -242,7 +188,7 @@ func TestADoorRoleIsRefusedThePoolsOnSaleAndWebhooksPages(t *testing.T) {
 	}
 	csrf := attr(t, door.ctx, "body", "data-csrf")
 	for _, path := range []string{"/console/pools", "/console/series", "/console/activities/" + act + "/blocks", "/console/webhooks"} {
-		n := plEval[int](door, fmt.Sprintf(`fetch(%q, {method: 'POST', headers: {'X-CSRF-Token': %q}, body: new URLSearchParams({title: 'x'})}).then(r => r.status)`, path, csrf))
+		n := eval[int](door, fmt.Sprintf(`fetch(%q, {method: 'POST', headers: {'X-CSRF-Token': %q}, body: new URLSearchParams({title: 'x'})}).then(r => r.status)`, path, csrf))
 		require.Equal(t, 403, n, path)
 	}
 }

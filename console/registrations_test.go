@@ -46,15 +46,6 @@ func (s *session) answerDialogs() *dialogs {
 	return d
 }
 
-// eval runs the script in the tab (awaiting a promise) and returns its
-// value.
-func eval[T any](s *session, js string) T {
-	s.t.Helper()
-	v, err := chromedp.Run(s.ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
-	require.NoError(s.t, err)
-	return v
-}
-
 // click clicks the element, waits for the page it leads to to load and
 // for its element then, and returns the page's HTTP status.
 func (s *session) click(sel, then string) int64 {

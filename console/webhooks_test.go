@@ -36,12 +36,12 @@ func TestAWebhookShowsItsDeliveriesAndAttempts(t *testing.T) {
 	s := signInTab(t, inst, "en", "ana", "admin")
 
 	s.open("/console/webhooks/new")
-	s.plSet(map[string]string{"webhook-url": "ftp://example.org/hooks"})
-	s.plSubmit("main form.stack button[type=submit]")
+	s.fill(map[string]string{"webhook-url": "ftp://example.org/hooks"})
+	s.submit("main form.stack button[type=submit]", "main h1")
 	require.Contains(t, text(t, s.ctx, "#webhook-url-error"), "http or https")
 	require.Equal(t, "true", attr(t, s.ctx, "#webhook-url", "aria-invalid"))
-	s.plSet(map[string]string{"webhook-url": receiver.URL + "/hooks"})
-	s.plSubmit("main form.stack button[type=submit]")
+	s.fill(map[string]string{"webhook-url": receiver.URL + "/hooks"})
+	s.submit("main form.stack button[type=submit]", "main h1")
 	secret := strings.TrimSpace(text(t, s.ctx, "#webhook-secret"))
 	require.True(t, strings.HasPrefix(secret, "whsec_"), secret)
 	s.accessible("the new webhook's secret")
@@ -50,7 +50,7 @@ func TestAWebhookShowsItsDeliveriesAndAttempts(t *testing.T) {
 
 	s.open("/console/webhooks")
 	require.Equal(t, 1, countOf(t, s.ctx, "tr.webhook"))
-	require.NotContains(t, plEval[string](s, `document.documentElement.outerHTML`), secret, "the secret is shown once")
+	require.NotContains(t, eval[string](s, `document.documentElement.outerHTML`), secret, "the secret is shown once")
 
 	inst.MustSignup(t, act, "alice")
 	page := "/console/webhooks/" + hook
@@ -62,7 +62,7 @@ func TestAWebhookShowsItsDeliveriesAndAttempts(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(deadline), "the signup's delivery is not shown as delivered")
 	}
-	require.NotContains(t, plEval[string](s, `document.documentElement.outerHTML`), secret)
+	require.NotContains(t, eval[string](s, `document.documentElement.outerHTML`), secret)
 	require.Equal(t, int64(1), received.Load())
 	delivery := attr(t, s.ctx, "tr.delivery a", "href")
 	s.open(delivery)
@@ -71,8 +71,8 @@ func TestAWebhookShowsItsDeliveriesAndAttempts(t *testing.T) {
 
 	plAccessibleEverywhere(t, inst, "/console/webhooks", "/console/webhooks/new", page, delivery)
 	s.open(page) // a fresh page, with the token of the session the browser holds now
-	s.plSubmit("main form[data-confirm] button.danger")
-	require.Equal(t, "/console/webhooks", s.plPath())
+	s.submit("main form[data-confirm] button.danger", "main h1")
+	require.Equal(t, "/console/webhooks", s.path())
 	require.Equal(t, 0, countOf(t, s.ctx, "tr.webhook"))
 	require.Equal(t, 404, s.status(page))
 }
