@@ -22,28 +22,32 @@ type DueRelease struct {
 
 // releaseChunk bounds the registrations one release command names: a
 // release of many seats takes a few transactions, not one per seat, and
-// one activity's chunks go one after the other.
+// an activity's chunks go one after the other.
 const releaseChunk = 500
 
 // releaseRows bounds the registrations that one pass's release commands
-// name at once, queued or in a transaction, over all its activities: the
-// releases of several activities share change transactions, and this is
-// what one of them (with the default of one transaction in flight) can
-// carry of releases.
-const releaseRows = 4 * releaseChunk
+// name at once (queued or in a transaction), over all its activities.
+// The releases of several activities share change transactions, up to
+// this many registrations in all: no transaction carries more of the due
+// work's releases than one chunk, so that the signups that share the
+// change path never wait behind a larger one than a single activity's
+// chunk made them wait before.
+const releaseRows = releaseChunk
 
 // dueReleaseClaim bounds the activities one pass of the due-work loop
 // claims.
 const dueReleaseClaim = 20
 
 // ReleaseDue runs the releases whose moment has come. The claimed
-// activities' release commands (checked again under each activity's lock,
-// promoting the line in the same transaction) are submitted together, so
-// that one change transaction carries the releases of several activities
-// (up to ChangeConfig.MaxActivities, and releaseRows registrations); each
-// activity's chunks go one after the other. An activity whose commands all
-// committed is recorded as done; one that failed keeps its claim until the
-// lease ends, and is then claimed again. It returns how many activities it
+// activities' release commands (each checked again under its activity's
+// lock, promoting the line in the same transaction) are submitted at once
+// on their activities' queues, where group commit lets one change
+// transaction carry the releases of several activities (up to
+// ChangeConfig.MaxActivities of them, and releaseRows registrations); an
+// activity's chunks go one after the other. An activity whose commands
+// all committed is recorded as done; one that failed keeps its claim until
+// the lease ends and is then claimed again (the rule, checked again under
+// the lock, releases nobody twice). It returns how many activities it
 // released.
 func (s *Service) ReleaseDue(ctx context.Context) (int, error) {
 	due, err := s.store.ClaimDueReleases(ctx, s.now(), dueReleaseClaim)

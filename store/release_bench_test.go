@@ -40,6 +40,12 @@ func stormActivities(tb testing.TB, s *store.Store, n, seats, waiting, release i
 	return acts, regs
 }
 
+// BenchmarkApplyReleases applies the releases of a storm (20 activities
+// of 100 seats, 80 waiting, 60 of each released, so 1,200 released and
+// 1,200 promoted): one change transaction for all the activities
+// (together=true, as group commit takes them when the due work submits
+// them at once) or one transaction per activity, one after the other. It
+// reports the ms the storm took; the setup (3,600 signups) is not timed.
 func BenchmarkApplyReleases(b *testing.B) {
 	for _, together := range []bool{false, true} {
 		b.Run(fmt.Sprint("together=", together), func(b *testing.B) {
@@ -49,20 +55,25 @@ func BenchmarkApplyReleases(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				acts, regs := stormActivities(b, s, 20, 100, 80, 60)
-				b.StartTimer()
-				var batches []registration.CommandBatch
+				batches := make([]registration.CommandBatch, len(acts))
 				for i, a := range acts {
-					batches = append(batches, registration.CommandBatch{ActivityID: a, Commands: []registration.Command{
-						registration.ReleaseCommand{Origin: registration.Origin{Actor: "system"}, Reason: registration.CancelUnconfirmed, RegistrationIDs: regs[i]}}})
+					batches[i] = registration.CommandBatch{ActivityID: a, Commands: []registration.Command{registration.ReleaseCommand{
+						Origin: registration.Origin{Actor: registration.ActorSystem}, Reason: registration.CancelUnconfirmed, RegistrationIDs: regs[i]}}}
 				}
+				b.StartTimer()
 				start := time.Now()
-				if together {
-					_, err := s.Apply(context.Background(), batches, time.Now())
-					require.NoError(b, err)
-				} else {
+				txs := [][]registration.CommandBatch{batches}
+				if !together {
+					txs = nil
 					for _, bt := range batches {
-						_, err := s.Apply(context.Background(), []registration.CommandBatch{bt}, time.Now())
-						require.NoError(b, err)
+						txs = append(txs, []registration.CommandBatch{bt})
+					}
+				}
+				for _, tx := range txs {
+					applied, err := s.Apply(context.Background(), tx, time.Now())
+					require.NoError(b, err)
+					for _, a := range applied {
+						require.NoError(b, a.Err)
 					}
 				}
 				total += time.Since(start)

@@ -56,7 +56,7 @@ func TestMigrationCarriesPendingDeliveriesOver(t *testing.T) {
 
 	applied, err := store.Migrate(ctx, pool)
 	require.NoError(t, err)
-	require.Equal(t, []int64{9, 10, 11, 12, 13}, applied, "on-sale's, the webhook log's, the queue ticket index, the doors', attendance's")
+	require.Equal(t, []int64{9, 10, 11, 12, 13, 14}, applied, "on-sale's, the webhook log's, the queue ticket index, the doors', attendance's, the console's")
 	s := store.New(pool)
 
 	ds, err := s.Deliveries(ctx, "wh_mig", 10)
