@@ -83,8 +83,9 @@ func (c Config) wants(step string) bool {
 
 // QuickSkips are the steps a quick run leaves out unless asked for by
 // name: door_rush (two rushes of 11,000 scans and their setup, about a
-// minute on two cores, more than a quick run can spare).
-var QuickSkips = []string{ScenarioDoorRush}
+// minute on two cores) and dashboards (two rounds of 200 dashboards and
+// their idle count, about 45 s): more than a quick run can spare.
+var QuickSkips = []string{ScenarioDoorRush, ScenarioDashboards}
 
 // bench is the state of one run.
 type bench struct {

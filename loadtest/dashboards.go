@@ -2,6 +2,8 @@ package loadtest
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -260,4 +262,51 @@ func (g *dashboardGroup) updates() (lat *Latencies, shown, missing int64) {
 		lat.Merge(d.view.lat)
 	}
 	return lat, shown, missing
+}
+
+// dashboardStreams opens the streams of a group's dashboards on a
+// transport of their own (no overall timeout: the streams stay open) and
+// closes them all at once.
+type dashboardStreams struct {
+	g             *dashboardGroup
+	public, admin *client.Client
+	tr            *http.Transport
+	ctx           context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
+	once          sync.Once
+}
+
+// newDashboardStreams prepares g's streams to the service at base; the
+// list streams carry the admin token.
+func newDashboardStreams(ctx context.Context, g *dashboardGroup, base, admin string) *dashboardStreams {
+	tr := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: -1, ResponseHeaderTimeout: 15 * time.Second, DisableCompression: true}
+	hc := &http.Client{Transport: tr}
+	s := &dashboardStreams{g: g, public: client.New(base, "", hc), admin: client.New(base, admin, hc), tr: tr}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	return s
+}
+
+// openSeats starts every dashboard's seat half.
+func (s *dashboardStreams) openSeats() {
+	for i := range s.g.boards {
+		s.wg.Go(func() { s.g.watchSeats(s.ctx, s.public, i) })
+	}
+}
+
+// openLists starts every dashboard's list stream.
+func (s *dashboardStreams) openLists() {
+	for range s.g.boards {
+		s.wg.Go(func() { s.g.watchList(s.ctx, s.admin) })
+	}
+}
+
+// close closes every stream and waits until each reader ended.
+func (s *dashboardStreams) close() {
+	s.once.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		s.tr.CloseIdleConnections()
+	})
 }

@@ -257,18 +257,22 @@ const (
 	CheckReleaseWaitMS       = "release_storm_wait_ms"
 	CheckReleaseWorkMS       = "release_storm_work_ms"
 	CheckReleaseTxEveryMS    = "release_storm_transaction_every_ms"
-	// dashboards' streams open, the bench database's transactions while
-	// they connected and sat idle (and of which each part), the list's
-	// reads and counts events while the signups ran, and the p99 of their
-	// updates.
+	// dashboards' streams open during the signups, the list's reads (per
+	// list stream, in the time it was open) and counts events then, and
+	// the p99 of their updates; the bench database's transactions while as
+	// many connected and sat idle, and of which each half.
 	CheckDashboardsOpen               = "dashboards_open"
-	CheckDashboardsPGQueries          = "dashboards_pg_queries"
-	CheckDashboardsSeatPGQueries      = "dashboards_seat_pg_queries"
-	CheckDashboardsListConnectPG      = "dashboards_list_connect_pg_queries"
-	CheckDashboardsIdlePGPerSecond    = "dashboards_idle_pg_queries_per_second"
-	CheckDashboardsListReadsPerSecond = "dashboards_list_reads_per_second_during_signups"
+	CheckDashboardsListReadsPerStream = "dashboards_list_reads_per_stream_during_signups"
+	CheckDashboardsListOpenSeconds    = "dashboards_list_open_seconds_during_signups"
 	CheckDashboardsListEvents         = "dashboards_list_events_during_signups"
 	CheckDashboardsP99MS              = "dashboards_update_p99_ms"
+	CheckDashboardsDisplayBehind      = "dashboards_display_behind_at_start"
+	CheckDashboardsPGQueries          = "dashboards_pg_queries"
+	CheckDashboardsSeatPGQueries      = "dashboards_seat_pg_queries"
+	CheckDashboardsListPGQueries      = "dashboards_list_pg_queries"
+	CheckDashboardsListPGPerStream    = "dashboards_list_pg_queries_per_stream"
+	CheckDashboardsOtherPGQueries     = "dashboards_other_pg_queries"
+	CheckDashboardsAutovacuums        = "dashboards_autovacuum_runs"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the

@@ -2,14 +2,14 @@ package loadtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 // dashboards' timing.
@@ -20,11 +20,10 @@ const (
 	// while the scenario duration is at most twice it (half the duration
 	// beyond).
 	dashboardWindowMax = 5 * time.Second
-	// dashboardIdle is how long the open dashboards sit idle while their
-	// transactions are counted: one period of the check-in list stream's
-	// poll (listStreamPoll, 5 s, in httpapi), in which each list stream
-	// reads its list once.
-	dashboardIdle = 5 * time.Second
+	// dashboardIdle is how long the counted dashboards sit idle once open:
+	// one period of the check-in list stream's poll (listStreamPoll, 5 s,
+	// in httpapi) and a second, so that each list stream polls once.
+	dashboardIdle = 6 * time.Second
 	// dashboardSettle bounds the wait, after the signups, for every
 	// dashboard to show the last of them.
 	dashboardSettle = 3 * time.Second
@@ -39,22 +38,27 @@ type dashboardRun struct {
 	toks   []string
 	n      int
 	window time.Duration
-	// tx are the bench database's transactions before the dashboards
-	// opened, once their seat halves were open, once their list streams
-	// were, and after they sat idle; txOK is false without a monitor.
-	tx   [4]int64
-	txOK bool
-	// scans are the reads of the checkin_list table once the dashboards
-	// sat idle and at the end; scansAt is when the first was taken and
-	// closed when the dashboards closed.
-	scans          [2]int64
-	scansOK        bool
-	scansAt        time.Time
-	closed         time.Time
+	// open is the dashboards open during the signups, listsFor how long
+	// their list streams were open; shown and missing their updates.
 	open           int64
+	listsFor       time.Duration
 	shown, missing int64
 	listEvents     int64
-	updateP99      float64
+	updates        *ScenarioResult
+	// stats are the bench tables' statistics before the dashboards
+	// opened for the signups, after they closed (and before the counted
+	// ones opened), and after the counted ones closed.
+	stats            [3]tableStats
+	seatsIdle, lists int64
+	// tx are the bench database's transactions before the counted
+	// dashboards opened, once their seat halves were open, and once their
+	// list streams had sat idle and closed; txOK is false without a
+	// monitor.
+	tx   [3]int64
+	txOK bool
+	// displayBehind is the authority's taken less the display's, read
+	// just before the signups.
+	displayBehind int64
 }
 
 // dashboards is the organisers' console's live activity dashboard under
@@ -64,12 +68,13 @@ type dashboardRun struct {
 // of it open (admin). 64 clients sign distinct users up for the hot
 // activity for a window just before the dashboards open
 // (dashboards_signups_before), one with them open (dashboards), and one
-// just after they closed (dashboards_signups_after). Between the first two
-// the bench database's transactions are counted while the dashboards
-// connect and sit idle for one list-stream poll; while the signups run,
-// the dashboards' reads of the list are counted from the table's
-// statistics, and every signup's time from its answer to each dashboard's
-// seat event showing it is recorded (dashboards_updates).
+// just after they closed (dashboards_signups_after). Every signup's time
+// from its answer to each dashboard's seat event showing it is recorded
+// (dashboards_updates), and the dashboards' reads of the list, from the
+// table's statistics, from before they opened until after they closed.
+// Then, with nothing else running, as many dashboards again open and sit
+// idle through one poll of the list stream, and the bench database's
+// transactions are counted.
 func (b *bench) dashboards(ctx context.Context) error {
 	r, err := b.setupDashboards(ctx)
 	if err != nil {
@@ -77,37 +82,30 @@ func (b *bench) dashboards(ctx context.Context) error {
 	}
 	defer b.dropDashboardList(context.WithoutCancel(ctx), r.list)
 	b.dashboardSignups(ctx, ScenarioDashboardsBefore, r.toks[:r.n], r.window, nil)
-	g, closeAll, err := b.openDashboards(ctx, r)
-	if err != nil {
-		return err
+	// The signups read no list: the scans read now and after the
+	// statistics of the dashboards' reads were flushed are theirs.
+	r.stats[0] = b.tableStats(ctx)
+	if err := b.dashboardsUnderSignups(ctx, r); err != nil {
+		return errors.Join(err, b.resetHot(ctx))
 	}
-	b.followSignups(ctx, r, g)
-	closeAll()
-	r.closed = time.Now()
-	lat, shown, missing := g.updates()
-	r.shown, r.missing, r.listEvents = shown, missing, g.listEvents.Load()
-	elapsed := r.window
-	if s := b.report.Scenarios[ScenarioDashboards]; s != nil {
-		s.Note = fmt.Sprintf("%d dashboards open", r.open)
-		elapsed = time.Duration(s.Seconds * float64(time.Second))
-	}
-	res := Outcome{Ops: shown, Errors: missing, Elapsed: elapsed, Lat: lat}.Result(int(r.open))
-	res.Note = fmt.Sprintf("%d dashboards, %d signups", r.open, len(g.marks.snapshot()))
-	b.report.Scenarios[ScenarioDashboardsUpdates] = res
-	r.updateP99 = res.P99MS
 	b.dashboardSignups(ctx, ScenarioDashboardsAfter, r.toks[2*r.n:], r.window, nil)
+	quiet := time.Now()
 	if err := b.resetHot(ctx); err != nil {
 		return err
 	}
-	// The reads of the list during the signups: once the backends that
-	// made them flushed their statistics, idle ones up to 10 s late.
-	if err := sleep(ctx, b.cfg.StatsIdleWait-time.Since(r.closed)); err != nil {
+	// The reset dropped the display counter: the counted dashboards read
+	// a warm one. Idle backends flush their statistics up to 10 s late.
+	if err := b.warmDashboardSeats(ctx, r.hot); err != nil {
 		return err
 	}
-	if r.scansOK {
-		r.scans[1], r.scansOK = b.listScans(ctx)
+	if err := sleep(ctx, b.cfg.StatsIdleWait-time.Since(quiet)); err != nil {
+		return err
 	}
-	b.recordDashboards(r, res)
+	r.stats[1] = b.tableStats(ctx)
+	if err := b.countDashboards(ctx, r); err != nil {
+		return err
+	}
+	b.recordDashboards(r)
 	return nil
 }
 
@@ -126,7 +124,25 @@ func (b *bench) setupDashboards(ctx context.Context) (*dashboardRun, error) {
 		return nil, fmt.Errorf("loadtest: create the dashboards' check-in list: %w", err)
 	}
 	r.list = l.ID
-	return r, b.warmSeats(ctx, r.hot)
+	return r, b.warmDashboardSeats(ctx, r.hot)
+}
+
+// warmDashboardSeats makes the service read the activity's seats afresh
+// and warms its display counter. resetHot sets the hot activity's event
+// seq back to 0 behind the service, whose seat memory applies an
+// activity's states only forward by seq: left alone, it would show the
+// seats of before the reset until the new seqs pass the old ones. An
+// announcement without state (what the service publishes when a change's
+// seats are not known) invalidates the entry, and reads go to the display
+// counter (rebuilt from the authority) until an announced seq is newer
+// than the one it had.
+func (b *bench) warmDashboardSeats(ctx context.Context, activity string) error {
+	if b.rdb != nil {
+		if err := b.rdb.Publish(ctx, stream.Channel, capacity.SeatChange{ActivityID: activity}.Encode()).Err(); err != nil {
+			return fmt.Errorf("loadtest: announce the hot activity's change: %w", err)
+		}
+	}
+	return b.warmSeats(ctx, activity)
 }
 
 // dashboardWindow is the length of each signup window: the scenario
@@ -144,12 +160,15 @@ func (b *bench) dropDashboardList(ctx context.Context, list string) {
 }
 
 // dashboardSignups signs toks' users up for the hot activity from 64
-// clients for d, reported as name. With marks, every signup is marked:
-// counted when sent, marked when answered with a seat.
+// clients for d, reported as name. A signup started before d passed runs
+// to its answer (the window's time is until the last answer): one
+// withdrawn at the deadline would leave the marks answered just before it
+// waiting for a seat that is never taken. With marks, every signup is
+// marked: counted when sent, marked when answered with a seat.
 func (b *bench) dashboardSignups(ctx context.Context, name string, toks []string, d time.Duration, marks *updateMarks) {
 	hot := b.seed.HotActivity
 	out := b.drive(ctx, Load{Name: name, Clients: dashboardClients, Duration: d, MaxOps: int64(len(toks))},
-		func(ctx context.Context, _ int, i int64) error {
+		func(_ context.Context, _ int, i int64) error {
 			if marks == nil {
 				return b.signupAdmitted(ctx, toks[i], hot)
 			}
@@ -164,74 +183,51 @@ func (b *bench) dashboardSignups(ctx context.Context, name string, toks []string
 	b.report.Scenarios[name] = out.Result(dashboardClients)
 }
 
-// openDashboards opens the dashboards, their seat halves first, then
-// their list streams, and lets them sit idle for dashboardIdle, counting
-// the bench database's transactions before, between and after. The
-// returned function closes them all.
-func (b *bench) openDashboards(ctx context.Context, r *dashboardRun) (*dashboardGroup, func(), error) {
-	n := b.cfg.Dashboards
-	g := newDashboardGroup(r.hot, r.list, n)
-	// Idle backends flush their statistics up to 10 s late: the signups'
-	// just before, and the list's creation, reach pg_stat_database first.
-	if err := sleep(ctx, b.cfg.StatsIdleWait); err != nil {
-		return nil, nil, err
-	}
-	r.tx[0], r.txOK = b.benchTransactions(ctx)
-	streamCtx, cancel := context.WithCancel(ctx)
-	tr := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: -1, ResponseHeaderTimeout: 15 * time.Second, DisableCompression: true}
-	hc := &http.Client{Transport: tr}
-	public, admin := client.New(b.api.BaseURL, "", hc), client.New(b.api.BaseURL, b.admin, hc)
-	var wg sync.WaitGroup
-	closeAll := func() {
-		cancel()
-		wg.Wait()
-		tr.CloseIdleConnections()
-	}
-	for i := range n {
-		wg.Go(func() { g.watchSeats(streamCtx, public, i) })
-	}
-	steps := []struct {
-		open, failed *atomic.Int64
-		tx           *int64
-		start        func()
-	}{
-		{&g.seatsOpen, &g.seatsFailed, &r.tx[1], nil},
-		{&g.listsOpen, &g.listsFailed, &r.tx[2], func() {
-			for range n {
-				wg.Go(func() { g.watchList(streamCtx, admin) })
-			}
-		}},
-	}
-	for _, s := range steps {
-		if s.start != nil {
-			s.start()
-		}
-		if err := waitOpen(ctx, s.open, s.failed, n); err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		if err := sleep(ctx, statsFlushWait); err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		*s.tx, _ = b.benchTransactions(ctx)
+// dashboardsUnderSignups opens the dashboards, runs the signups with them
+// open and records what the dashboards showed of them.
+func (b *bench) dashboardsUnderSignups(ctx context.Context, r *dashboardRun) error {
+	g := newDashboardGroup(r.hot, r.list, b.cfg.Dashboards)
+	s := newDashboardStreams(ctx, g, b.api.BaseURL, b.admin)
+	defer s.close()
+	t0 := time.Now()
+	s.openSeats()
+	s.openLists()
+	if err := b.waitDashboards(ctx, g); err != nil {
+		return err
 	}
 	r.open = min(g.seatsOpen.Load(), g.listsOpen.Load())
-	fmt.Fprintf(b.log, "%-16s %d dashboards open (seat streams %d, list streams %d; failed %d and %d)\n",
-		ScenarioDashboards, r.open, g.seatsOpen.Load(), g.listsOpen.Load(), g.seatsFailed.Load(), g.listsFailed.Load())
-	if r.open == 0 {
-		closeAll()
-		return nil, nil, fmt.Errorf("no dashboard opened: %v", g.firstError())
+	b.followSignups(ctx, r, g)
+	s.close()
+	r.listsFor = time.Since(t0)
+	lat, shown, missing := g.updates()
+	r.shown, r.missing, r.listEvents = shown, missing, g.listEvents.Load()
+	elapsed := r.window
+	if res := b.report.Scenarios[ScenarioDashboards]; res != nil {
+		res.Note = fmt.Sprintf("%d dashboards open", r.open)
+		elapsed = time.Duration(res.Seconds * float64(time.Second))
 	}
-	if err := sleep(ctx, dashboardIdle); err != nil {
-		closeAll()
-		return nil, nil, err
+	r.updates = Outcome{Ops: shown, Errors: missing, Elapsed: elapsed, Lat: lat}.Result(int(r.open))
+	r.updates.Note = fmt.Sprintf("%d dashboards, %d signups", r.open, len(g.marks.snapshot()))
+	b.report.Scenarios[ScenarioDashboardsUpdates] = r.updates
+	return nil
+}
+
+// waitDashboards waits for g's seat halves and list streams to open, and
+// fails when none did.
+func (b *bench) waitDashboards(ctx context.Context, g *dashboardGroup) error {
+	n := len(g.boards)
+	if err := waitOpen(ctx, &g.seatsOpen, &g.seatsFailed, n); err != nil {
+		return err
 	}
-	r.tx[3], _ = b.benchTransactions(ctx)
-	r.scansAt = time.Now()
-	r.scans[0], r.scansOK = b.listScans(ctx)
-	return g, closeAll, nil
+	if err := waitOpen(ctx, &g.listsOpen, &g.listsFailed, n); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "%-16s %d dashboards: seat streams %d open, %d failed; list streams %d open, %d failed\n",
+		ScenarioDashboards, n, g.seatsOpen.Load(), g.seatsFailed.Load(), g.listsOpen.Load(), g.listsFailed.Load())
+	if g.seatsOpen.Load() == 0 || g.listsOpen.Load() == 0 {
+		return fmt.Errorf("no dashboard opened: %v", g.firstError())
+	}
+	return nil
 }
 
 // waitOpen waits until n streams opened or failed, or dashboardConnect
@@ -239,7 +235,7 @@ func (b *bench) openDashboards(ctx context.Context, r *dashboardRun) (*dashboard
 func waitOpen(ctx context.Context, open, failed *atomic.Int64, n int) error {
 	deadline := time.Now().Add(dashboardConnect)
 	for open.Load()+failed.Load() < int64(n) && time.Now().Before(deadline) {
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -247,15 +243,20 @@ func waitOpen(ctx context.Context, open, failed *atomic.Int64, n int) error {
 }
 
 // followSignups runs the signups with the dashboards open, their base the
-// hot activity's taken just before, then waits up to dashboardSettle for
-// every dashboard to show the last of them.
+// hot activity's taken just before from the authority (exact: no signup
+// is in flight; the display may lag it, and a base read from it could
+// count signups as shown that are not), then waits up to dashboardSettle
+// for every dashboard to show the last of them.
 func (b *bench) followSignups(ctx context.Context, r *dashboardRun, g *dashboardGroup) {
-	s, err := b.api.Seats(ctx, r.hot)
+	a, err := b.api.WithToken(b.admin).GetActivity(ctx, r.hot)
 	if err != nil {
-		fmt.Fprintf(b.log, "%-16s read the seats before the signups: %v\n", ScenarioDashboards, err)
+		fmt.Fprintf(b.log, "%-16s read the hot activity before the signups: %v\n", ScenarioDashboards, err)
 		return
 	}
-	g.arm(int64(s.Taken))
+	if s, err := b.api.Seats(ctx, r.hot); err == nil {
+		r.displayBehind = int64(a.Taken - s.Taken)
+	}
+	g.arm(int64(a.Taken))
 	b.dashboardSignups(ctx, ScenarioDashboards, r.toks[r.n:2*r.n], r.window, g.marks)
 	marks := g.marks.snapshot()
 	if len(marks) == 0 {
@@ -267,6 +268,44 @@ func (b *bench) followSignups(ctx context.Context, r *dashboardRun, g *dashboard
 			return
 		}
 	}
+}
+
+// countDashboards opens as many dashboards again with nothing else
+// running, their seat halves first, then their list streams, lets them
+// sit idle for dashboardIdle and closes them, counting the bench
+// database's transactions before, once the seat halves were open (their
+// statistics given statsFlushWait), and once every backend flushed its
+// statistics after the close.
+func (b *bench) countDashboards(ctx context.Context, r *dashboardRun) error {
+	if r.tx[0], r.txOK = b.benchTransactions(ctx); !r.txOK {
+		return nil
+	}
+	g := newDashboardGroup(r.hot, r.list, b.cfg.Dashboards)
+	s := newDashboardStreams(ctx, g, b.api.BaseURL, b.admin)
+	defer s.close()
+	s.openSeats()
+	if err := waitOpen(ctx, &g.seatsOpen, &g.seatsFailed, len(g.boards)); err != nil {
+		return err
+	}
+	if err := sleep(ctx, statsFlushWait); err != nil {
+		return err
+	}
+	r.tx[1], _ = b.benchTransactions(ctx)
+	s.openLists()
+	if err := b.waitDashboards(ctx, g); err != nil {
+		return err
+	}
+	if err := sleep(ctx, dashboardIdle); err != nil {
+		return err
+	}
+	s.close()
+	r.seatsIdle, r.lists = g.seatsOpen.Load(), g.listsOpen.Load()
+	if err := sleep(ctx, b.cfg.StatsIdleWait); err != nil {
+		return err
+	}
+	r.tx[2], r.txOK = b.benchTransactions(ctx)
+	r.stats[2] = b.tableStats(ctx)
+	return nil
 }
 
 // benchTransactions reads the bench database's transactions so far;
@@ -283,56 +322,82 @@ func (b *bench) benchTransactions(ctx context.Context) (int64, bool) {
 	return n, true
 }
 
-// listScans reads how many times the checkin_list table was read
-// (sequential and index scans, pg_stat_user_tables): the list streams'
-// reads of their list, and nothing the signups do. Asked on the bench
-// database's own connection; false without one or when the read failed.
-func (b *bench) listScans(ctx context.Context) (int64, bool) {
+// tableStats are statistics of the bench database's tables: how many
+// times checkin_list was read (sequential and index scans), which only
+// the list streams do while the dashboards run, and how many times
+// autovacuum vacuumed or analyzed a table (each run is transactions of
+// the bench database).
+type tableStats struct {
+	listScans, vacuums int64
+	ok                 bool
+}
+
+// tableStats reads the bench tables' statistics (pg_stat_user_tables),
+// on the bench database's own connection, in one statement: a
+// transaction of its own reads them afresh, and is one transaction of
+// the bench database. ok is false without a connection or when the read
+// failed.
+func (b *bench) tableStats(ctx context.Context) tableStats {
 	if b.db == nil {
-		return 0, false
+		return tableStats{}
 	}
-	if _, err := b.db.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
-		fmt.Fprintf(b.log, "%-16s clear stats snapshot: %v\n", ScenarioDashboards, err)
-		return 0, false
-	}
-	var n int64
-	err := b.db.QueryRow(ctx, `SELECT coalesce((SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0)
-		FROM pg_stat_user_tables WHERE relname = 'checkin_list'), 0)`).Scan(&n)
+	var s tableStats
+	err := b.db.QueryRow(ctx, `SELECT
+		coalesce(sum(coalesce(seq_scan, 0) + coalesce(idx_scan, 0)) FILTER (WHERE relname = 'checkin_list'), 0)::bigint,
+		coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint
+		FROM pg_stat_user_tables`).Scan(&s.listScans, &s.vacuums)
 	if err != nil {
-		fmt.Fprintf(b.log, "%-16s read the scans of checkin_list: %v\n", ScenarioDashboards, err)
-		return 0, false
+		fmt.Fprintf(b.log, "%-16s read the tables' statistics: %v\n", ScenarioDashboards, err)
+		return tableStats{}
 	}
-	return n, true
+	s.ok = true
+	return s
+}
+
+// since is what happened from s0 to s: the list's reads and the
+// autovacuum runs; ok only if both were read.
+func (s tableStats) since(s0 tableStats) (listReads, vacuums int64, ok bool) {
+	return s.listScans - s0.listScans, s.vacuums - s0.vacuums, s.ok && s0.ok
 }
 
 // recordDashboards puts the scenario's checks in the report and logs
 // them.
-func (b *bench) recordDashboards(r *dashboardRun, updates *ScenarioResult) {
+func (b *bench) recordDashboards(r *dashboardRun) {
 	ch := b.report.Checks
 	ch[CheckDashboardsOpen] = r.open
-	ch[CheckDashboardsP99MS] = r.updateP99
 	ch[CheckDashboardsListEvents] = r.listEvents
-	pg := "not counted (no monitor)"
-	if r.txOK {
-		seat, connect, idle := r.tx[1]-r.tx[0], r.tx[2]-r.tx[1], r.tx[3]-r.tx[2]
-		perSec := round(float64(idle)/dashboardIdle.Seconds(), 1)
-		ch[CheckDashboardsPGQueries] = r.tx[3] - r.tx[0]
-		ch[CheckDashboardsSeatPGQueries] = seat
-		ch[CheckDashboardsListConnectPG] = connect
-		ch[CheckDashboardsIdlePGPerSecond] = perSec
-		pg = fmt.Sprintf("%d (seat halves' reads and streams %d, list streams' connect %d, idle %s %d: %.1f/s)",
-			r.tx[3]-r.tx[0], seat, connect, dashboardIdle, idle, perSec)
+	if r.updates != nil {
+		ch[CheckDashboardsP99MS] = r.updates.P99MS
+		ch[CheckDashboardsDisplayBehind] = r.displayBehind
+		fmt.Fprintf(b.log, "%-16s updates: %d shown, %d missing; from a signup's answer to a dashboard's event p50 %.1f ms, p99 %.1f ms, max %.1f ms "+
+			"(the display %d seats behind the authority when they began)\n",
+			ScenarioDashboards, r.shown, r.missing, r.updates.P50MS, r.updates.P99MS, r.updates.MaxMS, r.displayBehind)
 	}
 	reads := "not counted"
-	if r.scansOK {
-		span := r.closed.Sub(r.scansAt).Seconds()
-		perSec := round(float64(r.scans[1]-r.scans[0])/span, 1)
-		ch[CheckDashboardsListReadsPerSecond] = perSec
-		reads = fmt.Sprintf("%d in %.1f s (%.1f/s)", r.scans[1]-r.scans[0], span, perSec)
+	if n, _, ok := r.stats[1].since(r.stats[0]); ok && r.open > 0 {
+		perStream := round(float64(n)/float64(r.open), 2)
+		ch[CheckDashboardsListReadsPerStream] = perStream
+		ch[CheckDashboardsListOpenSeconds] = round(r.listsFor.Seconds(), 1)
+		reads = fmt.Sprintf("%d, %.2f per list stream in its %.1f s", n, perStream, r.listsFor.Seconds())
 	}
-	fmt.Fprintf(b.log, "%-16s PostgreSQL transactions while %d dashboards connected and sat idle: %s; "+
-		"reads of the list while the signups ran: %s; counts events then: %d\n",
-		ScenarioDashboards, r.open, pg, reads, r.listEvents)
-	fmt.Fprintf(b.log, "%-16s updates: %d shown, %d missing; from a signup's answer to a dashboard's event p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
-		ScenarioDashboards, r.shown, r.missing, updates.P50MS, updates.P99MS, updates.MaxMS)
+	fmt.Fprintf(b.log, "%-16s while the signups ran: reads of the list %s; counts events %d\n", ScenarioDashboards, reads, r.listEvents)
+	if !r.txOK {
+		return
+	}
+	total, seat := r.tx[2]-r.tx[0], r.tx[1]-r.tx[0]
+	ch[CheckDashboardsPGQueries] = total
+	ch[CheckDashboardsSeatPGQueries] = seat
+	listReads, vacuums, ok := r.stats[2].since(r.stats[1])
+	split := "not told apart"
+	if ok {
+		ch[CheckDashboardsListPGQueries] = listReads
+		ch[CheckDashboardsOtherPGQueries] = total - seat - listReads
+		ch[CheckDashboardsAutovacuums] = vacuums
+		if r.lists > 0 {
+			ch[CheckDashboardsListPGPerStream] = round(float64(listReads)/float64(r.lists), 2)
+		}
+		split = fmt.Sprintf("the list streams' reads of the list %d (%d streams), other %d (autovacuum ran %d times)", listReads, r.lists, total-seat-listReads, vacuums)
+	}
+	fmt.Fprintf(b.log, "%-16s idle, nothing else running: PostgreSQL transactions %d while %d dashboards connected and sat idle %s: "+
+		"seat halves %d (read %s after), %s\n", ScenarioDashboards, total, r.seatsIdle, dashboardIdle, seat, statsFlushWait, split)
 }

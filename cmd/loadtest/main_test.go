@@ -37,14 +37,14 @@ func TestRunFlags(t *testing.T) {
 	require.ErrorContains(t, err, "-secret")
 }
 
-func TestQuickRunLeavesOutTheDoorRush(t *testing.T) {
+func TestQuickRunLeavesOutTheDoorRushAndTheDashboards(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
 	f, err := parseRunFlags([]string{"-quick"}, env(nil), &stderr)
 	require.NoError(t, err)
 	cfg := f.config(nil)
 	require.Equal(t, loadtest.QuickSizes, cfg.Sizes)
-	require.Equal(t, []string{loadtest.ScenarioDoorRush}, cfg.Skip)
+	require.Equal(t, []string{loadtest.ScenarioDoorRush, loadtest.ScenarioDashboards}, cfg.Skip)
 	f, err = parseRunFlags([]string{"-quick", "-only", "signup_hot,door_rush"}, env(nil), &stderr)
 	require.NoError(t, err)
 	cfg = f.config(nil)
