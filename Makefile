@@ -9,7 +9,7 @@ GO ?= go
 # dependencies). test, vet, lint and vulncheck cover each.
 MODULES := . client
 
-.PHONY: console-docs run test test-ha services services-down npm-tools build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
+.PHONY: console-docs door-docs run test test-ha services services-down npm-tools build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
 	@source .data/env && scripts/run.sh
@@ -23,7 +23,7 @@ TEST_TOOLS := chromium:chromium pgbouncer:pgbouncer haproxy:haproxy socat:socat 
 
 test: services npm-tools
 	@scripts/services.sh tools $(TEST_TOOLS)
-	@source .data/env && for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+	@source .data/env && for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 25m ./...) || exit 1; done
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 # The highly available authority's longer tests (docs/testing.md): every
@@ -70,6 +70,14 @@ console-docs: services
 	@scripts/services.sh tools chromium:chromium fc-list:fontconfig
 	@fc-list :lang=zh-tw | grep -q . || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; } || true
 	@source .data/env && UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestConsoleDocsPictures$$' ./console/
+
+# The pictures of docs/door.md: each state of the door page in English and
+# Traditional Chinese, at a phone's size, taken in a headless chromium
+# (needs Chinese fonts: fonts-noto-cjk, installed here when missing and root).
+door-docs: services
+	@scripts/services.sh tools chromium:chromium fc-list:fontconfig
+	@fc-list :lang=zh-tw | grep -q . || { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; } || true
+	@source .data/env && UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestDoorDocsPictures$$' ./console/
 
 # Proof of exactness (internal/test/chaos): `make chaos` runs two long checked
 # histories of two real instances under every fault class and prints their

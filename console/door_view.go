@@ -61,12 +61,19 @@ var doorReasons = []string{capacityd.ETicketRevoked, capacityd.EWrongList, capac
 // the page was made (the script keeps them, and reads them again when it
 // can), the routes it calls, and the page's words.
 type doorConfig struct {
-	List   doorList          `json:"list"`
-	API    string            `json:"api"`
-	Search string            `json:"search"`
-	Worker string            `json:"worker"`
-	Scope  string            `json:"scope"`
-	Words  map[string]string `json:"words"`
+	List   doorList `json:"list"`
+	API    string   `json:"api"`
+	Search string   `json:"search"`
+	Worker string   `json:"worker"`
+	Scope  string   `json:"scope"`
+	// JSQR is the QR decoder the camera uses where the browser has no
+	// BarcodeDetector.
+	JSQR          string            `json:"jsqr"`
+	JSQRIntegrity string            `json:"jsqr_integrity"`
+	Words         map[string]string `json:"words"`
+	// RenderedAt is when the page was made (Unix milliseconds): what the
+	// device kept since is newer.
+	RenderedAt int64 `json:"rendered_at"`
 }
 
 // doorList is a check-in list as the API shows it: what a device needs
@@ -84,6 +91,13 @@ type doorList struct {
 	Conflicts   int           `json:"conflicts"`
 }
 
+// The vendored QR decoder (static/door/vendor/jsqr-1.4.0/README.md) and
+// the integrity its script element carries.
+const (
+	doorJSQR          = "door/vendor/jsqr-1.4.0/jsQR.js"
+	doorJSQRIntegrity = "sha384-b5Ya4Bq3qCyz39m2ISh+4DxjAIljdeFwK/BsXLuj9gugaNwAcj/ia15fxNZL9Nlx"
+)
+
 // doorWordPrefix starts the keys of the door's words (locales/*/door.json).
 const doorWordPrefix = "door."
 
@@ -98,11 +112,14 @@ func (h *Handler) doorConfig(r *request, l checkin.List, acts []doorActivity) do
 	return doorConfig{
 		List: doorList{ID: l.ID, Name: l.Name, ActivityIDs: l.ActivityIDs, Entry: l.Entry, MaxInside: l.MaxInside,
 			OpensAt: l.OpensAt, ClosesAt: l.ClosesAt, CheckedIn: l.CheckedIn, Inside: l.Inside, Conflicts: l.Conflicts},
-		API:    Prefix + "/api/v1",
-		Search: Prefix + "/doors/" + l.ID + "/search",
-		Worker: Prefix + "/doors/sw.js",
-		Scope:  Prefix + "/doors/",
-		Words:  words,
+		API:           Prefix + "/api/v1",
+		Search:        Prefix + "/doors/" + l.ID + "/search",
+		Worker:        Prefix + "/doors/sw.js",
+		Scope:         Prefix + "/doors/",
+		JSQR:          doorStaticURL + doorJSQR,
+		JSQRIntegrity: doorJSQRIntegrity,
+		Words:         words,
+		RenderedAt:    time.Now().UnixMilli(),
 	}
 }
 

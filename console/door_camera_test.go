@@ -1,0 +1,143 @@
+package console_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/skip2/go-qrcode"
+	"github.com/stretchr/testify/require"
+
+	"github.com/physiciansnet/capacityd/client"
+	"github.com/physiciansnet/capacityd/console"
+	"github.com/physiciansnet/capacityd/internal/test/apptest"
+)
+
+// Y4M video of a QR code: what a camera pointed at a ticket sees.
+const (
+	camWidth, camHeight = 640, 480
+	camFrames, camFPS   = 10, 5
+)
+
+// writeQRVideo writes a YUV4MPEG2 (4:2:0) video of a few seconds showing
+// text's QR code, black on white, still, as chromium's fake camera plays
+// it (in a loop).
+func writeQRVideo(t *testing.T, text, path string) {
+	t.Helper()
+	q, err := qrcode.New(text, qrcode.Medium)
+	require.NoError(t, err)
+	bits := q.Bitmap() // with its quiet zone
+	scale := (camHeight - 40) / len(bits)
+	require.Positive(t, scale, "the code fits the picture")
+	side := scale * len(bits)
+	x0, y0 := (camWidth-side)/2, (camHeight-side)/2
+	luma := make([]byte, camWidth*camHeight)
+	for i := range luma {
+		luma[i] = 235
+	}
+	for r, row := range bits {
+		for c, dark := range row {
+			if !dark {
+				continue
+			}
+			for dy := range scale {
+				for dx := range scale {
+					luma[(y0+r*scale+dy)*camWidth+x0+c*scale+dx] = 16
+				}
+			}
+		}
+	}
+	chroma := make([]byte, camWidth*camHeight/2) // U and V planes, grey
+	for i := range chroma {
+		chroma[i] = 128
+	}
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w := bufio.NewWriter(f)
+	fmt.Fprintf(w, "YUV4MPEG2 W%d H%d F%d:1 Ip A1:1 C420jpeg\n", camWidth, camHeight, camFPS)
+	for range camFrames {
+		_, _ = w.WriteString("FRAME\n")
+		_, _ = w.Write(luma)
+		_, _ = w.Write(chroma)
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, f.Close())
+}
+
+// cameraBrowser starts a chromium of its own whose camera plays video,
+// allowed without asking, and returns a tab of it.
+func cameraBrowser(t *testing.T, video string) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives chromium: not under -short")
+	}
+	path, err := exec.LookPath("chromium")
+	require.NoError(t, err, "chromium is not installed: install it with `apt-get install -y chromium`")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-features", "Translate,BackForwardCache"),
+		chromedp.Flag("use-fake-device-for-media-stream", true),
+		chromedp.Flag("use-fake-ui-for-media-stream", true),
+		chromedp.Flag("use-file-for-fake-video-capture", video),
+		chromedp.WindowSize(1000, 800),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.Env("LANGUAGE=en_US", "LANG=en_US.UTF-8"),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(900, 720)))
+	return ctx
+}
+
+// TestDoorCameraScansOnce: the camera (chromium's fake camera playing a
+// video of the ticket's QR code) checks the registration in, once, though
+// the code stays in view.
+func TestDoorCameraScansOnce(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	ev := newDoorEvent(t, inst, 10, client.NewCheckinList{}, "alice")
+	video := filepath.Join(t.TempDir(), "ticket.y4m")
+	writeQRVideo(t, doorTicket(t, inst, ev, "alice"), video)
+	ctx := cameraBrowser(t, video)
+
+	link, err := console.NewLink(context.Background(), inst.App.Store, console.Grant{Sub: "dan", Roles: []string{"door-a"}}, time.Minute, time.Now())
+	require.NoError(t, err)
+	do(t, ctx, doorWait, chromedp.Navigate(inst.URL+link), chromedp.WaitVisible("main h1"))
+	s := &session{t: t, ctx: ctx, inst: inst}
+	s.doorOpen(ev.list.ID, "hall-a-cam")
+	do(t, ctx, doorWait,
+		chromedp.Click("#camera-toggle"),
+		waitTrue(`document.getElementById('result').dataset.outcome === 'entered'`, doorWait, "the camera's scan to check alice in"),
+	)
+	r := s.doorShown()
+	require.Equal(t, 1, r.Seq, r)
+	require.Contains(t, r.Who, "alice")
+	require.Equal(t, "jsqr", attr(t, ctx, "#camera", "data-decoder"), "chromium on Linux has no BarcodeDetector")
+
+	// The code stays in view: seen again and again, redeemed once.
+	seen := doorEval[int](s, `+document.getElementById('camera').dataset.sightings`)
+	do(t, ctx, doorWait, waitTrue(fmt.Sprintf(`+document.getElementById('camera').dataset.sightings >= %d`, seen+15), doorWait,
+		"the camera to see the code 15 times more"))
+	require.Equal(t, 1, s.doorShown().Seq, "one scan")
+	history := doorHistory(t, inst, ev.list.ID)
+	require.Len(t, history, 1)
+	require.Equal(t, "hall-a-cam", history[0].Device)
+
+	do(t, ctx, doorWait, chromedp.Click("#camera-toggle"),
+		waitTrue(`document.getElementById('camera').hidden && document.getElementById('camera-toggle').getAttribute('aria-pressed') === 'false'`,
+			doorWait, "the camera to stop"))
+}
