@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,27 +36,6 @@ func clSignIn(t *testing.T, inst *apptest.Instance, lang, sub string, roles ...s
 	return &session{t: t, ctx: ctx, inst: inst}
 }
 
-// clSet sets the values of the page's inputs and selects, by id.
-func (s *session) clSet(values map[string]string) {
-	s.t.Helper()
-	b, err := json.Marshal(values)
-	require.NoError(s.t, err)
-	do(s.t, s.ctx, 15*time.Second, void(chromedp.Evaluate[bool](fmt.Sprintf(
-		`Object.entries(%s).forEach(([id, v]) => { document.getElementById(id).value = v; }); true`, b))))
-}
-
-// clSubmit clicks the button sel (answering yes to a question the form
-// asks first) and waits for the page it leads to.
-func (s *session) clSubmit(sel string) {
-	s.t.Helper()
-	s.clSameOriginWrites()
-	do(s.t, s.ctx, 30*time.Second,
-		void(chromedp.Evaluate[bool](`window.confirm = () => true; document.body.dataset.leaving = '1'; true`)),
-		chromedp.Click(chromedp.CSS(sel)),
-	)
-	s.clWaitNewPage()
-}
-
 // clOpen goes to the console path and waits for its page (chromedp's
 // Navigate does not come back from a URL with a query here).
 func (s *session) clOpen(path string) {
@@ -65,16 +43,6 @@ func (s *session) clOpen(path string) {
 	do(s.t, s.ctx, 15*time.Second, void(chromedp.Evaluate[bool](
 		fmt.Sprintf(`document.body.dataset.leaving = '1'; location.assign(%q); true`, path))))
 	s.clWaitNewPage()
-}
-
-// clSameOriginWrites makes the page's writes carry its origin: with the
-// pages' Referrer-Policy (no-referrer) a browser sends "Origin: null"
-// with a POST, which the API's edge refuses as another origin's write.
-func (s *session) clSameOriginWrites() {
-	s.t.Helper()
-	do(s.t, s.ctx, 15*time.Second, void(chromedp.Evaluate[bool](`(() => {
-		const m = document.createElement('meta'); m.name = 'referrer'; m.content = 'same-origin';
-		document.head.appendChild(m); return true; })()`)))
 }
 
 // clWaitNewPage waits for the page a navigation leads to; a wait that the
@@ -121,21 +89,21 @@ func TestACheckinListIsCreatedAndFollowedLive(t *testing.T) {
 	require.Equal(t, act, clEval[string](t, s, `document.getElementById('activity_ids').value`))
 	form := map[string]string{"name": "Hall A", "activity_ids": act + " a_01ARZ3NDEKTSV4RRFFQ69G5FAV", "entry": "once",
 		"max_inside": "5", "door_roles": "door-a"}
-	s.clSet(form)
-	s.clSubmit("main form.stack button[type=submit]")
+	s.fill(form)
+	s.submit("main form.stack button[type=submit]", "main h1")
 	require.Contains(t, text(t, s.ctx, "#activity_ids-error"), "activity a_01ARZ3NDEKTSV4RRFFQ69G5FAV not found")
 	require.Equal(t, "true", attr(t, s.ctx, "#activity_ids", "aria-invalid"))
 	require.Equal(t, "Hall A", clEval[string](t, s, `document.getElementById('name').value`), "the form keeps what was typed")
 
 	form["activity_ids"], form["opens_at"], form["closes_at"] = act, "2030-01-02T10:00", "2030-01-02T09:00"
-	s.clSet(form)
-	s.clSubmit("main form.stack button[type=submit]")
+	s.fill(form)
+	s.submit("main form.stack button[type=submit]", "main h1")
 	require.Contains(t, text(t, s.ctx, "#closes_at-error"), "closes_at must be after opens_at")
 	require.Contains(t, attr(t, s.ctx, "#closes_at", "aria-describedby"), "closes_at-error")
 
 	form["opens_at"], form["closes_at"] = "", ""
-	s.clSet(form)
-	s.clSubmit("main form.stack button[type=submit]")
+	s.fill(form)
+	s.submit("main form.stack button[type=submit]", "main h1")
 	path := clEval[string](t, s, `location.pathname`)
 	require.True(t, strings.HasPrefix(path, "/console/checkin-lists/cl_"), path)
 	id := strings.TrimPrefix(path, "/console/checkin-lists/")
@@ -175,12 +143,12 @@ func TestACheckinListIsCreatedAndFollowedLive(t *testing.T) {
 	// Edit, then delete.
 	s.clOpen(path + "/edit")
 	require.Equal(t, "door-a", clEval[string](t, s, `document.getElementById('door_roles').value`))
-	s.clSet(map[string]string{"name": "Hall A, main door", "max_inside": ""})
-	s.clSubmit("main form.stack button[type=submit]")
+	s.fill(map[string]string{"name": "Hall A, main door", "max_inside": ""})
+	s.submit("main form.stack button[type=submit]", "main h1")
 	require.Equal(t, path, clEval[string](t, s, `location.pathname`))
 	require.Equal(t, "Hall A, main door", text(t, s.ctx, "main h1"))
 	require.Equal(t, "No limit", text(t, s.ctx, `#counts [data-field="max_inside"]`))
-	s.clSubmit(`form[action$="/delete"] button`)
+	s.submit(`form[action$="/delete"] button`, "main h1")
 	require.Equal(t, "/console/checkin-lists", clEval[string](t, s, `location.pathname`))
 	require.Equal(t, 0, countOf(t, s.ctx, `tr[data-list="`+id+`"]`))
 	require.Equal(t, 404, s.status(path))
@@ -209,8 +177,8 @@ func TestTheCheckinPagesAreAccessible(t *testing.T) {
 		require.Equal(t, 1, countOf(t, s.ctx, `tr[data-list="`+l.ID+`"]`))
 		s.accessible("check-in lists (" + lang + ")")
 		s.clOpen("/console/checkin-lists/new")
-		s.clSet(map[string]string{"name": "Side door", "activity_ids": act, "max_inside": "0"})
-		s.clSubmit("main form.stack button[type=submit]")
+		s.fill(map[string]string{"name": "Side door", "activity_ids": act, "max_inside": "0"})
+		s.submit("main form.stack button[type=submit]", "main h1")
 		require.Equal(t, 1, countOf(t, s.ctx, "#max_inside-error"))
 		s.accessible("new check-in list, refused (" + lang + ")")
 		s.clOpen("/console/checkin-lists/" + l.ID)
