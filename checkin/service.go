@@ -148,7 +148,7 @@ func (s *Service) Redeem(ctx context.Context, listID string, in RedeemInput, c r
 	}
 	red := Redemption{ListID: listID, RegistrationID: in.RegistrationID, Origin: originOf(c),
 		Scan: Scan{Type: in.Type, Device: in.Device, Force: in.Force}, IdempotencyKey: in.IdempotencyKey,
-		Allowed: func(l List) error { return allowed(l, c) }}
+		Allowed: func(l List) error { return Allowed(l, c) }}
 	if in.IdempotencyKey != "" {
 		red.RequestHash = in.hash()
 	}

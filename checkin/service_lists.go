@@ -21,11 +21,12 @@ func (s *Service) GetList(ctx context.Context, id string, c registration.Caller)
 	if err != nil {
 		return List{}, err
 	}
-	return l, allowed(l, c)
+	return l, Allowed(l, c)
 }
 
-// allowed checks that c is an admin or door staff of l.
-func allowed(l List, c registration.Caller) error {
+// Allowed checks that c is an admin or door staff of l: who may use a
+// list's door.
+func Allowed(l List, c registration.Caller) error {
 	if c.Admin || l.DoorOf(c.Roles) {
 		return nil
 	}
@@ -62,5 +63,9 @@ func (s *Service) UpdateList(ctx context.Context, id string, p ListPatch) (List,
 
 // DeleteList deletes a list.
 func (s *Service) DeleteList(ctx context.Context, id string) error {
-	return s.cfg.Store.DeleteCheckinList(ctx, id)
+	err := s.cfg.Store.DeleteCheckinList(ctx, id)
+	if err == nil {
+		s.announce(ctx, id) // its streams end
+	}
+	return err
 }

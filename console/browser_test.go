@@ -52,7 +52,12 @@ type session struct {
 // (through a one-time link), in language lang (en, zh-TW or zh-CN).
 func signInTab(t *testing.T, inst *apptest.Instance, lang, sub string, roles ...string) *session {
 	t.Helper()
-	ctx := tab(t)
+	return signInWith(t, tab(t), inst, lang, sub, roles...)
+}
+
+// signInWith signs the browser tab ctx in, as signInTab does.
+func signInWith(t *testing.T, ctx context.Context, inst *apptest.Instance, lang, sub string, roles ...string) *session {
+	t.Helper()
 	link, err := console.NewLink(context.Background(), inst.App.Store, console.Grant{Sub: sub, Roles: roles}, time.Minute, time.Now())
 	require.NoError(t, err)
 	_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})

@@ -8,14 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/skip2/go-qrcode"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
-	"github.com/physiciansnet/capacityd/console"
 	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
 
@@ -103,6 +101,13 @@ func cameraBrowser(t *testing.T, video string) context.Context {
 	return ctx
 }
 
+// cameraTab is signInTab in a browser of its own whose camera plays
+// video.
+func cameraTab(t *testing.T, inst *apptest.Instance, video, lang, sub string, roles ...string) *session {
+	t.Helper()
+	return signInWith(t, cameraBrowser(t, video), inst, lang, sub, roles...)
+}
+
 // TestDoorCameraScansOnce: the camera (chromium's fake camera playing a
 // video of the ticket's QR code) checks the registration in, once, though
 // the code stays in view.
@@ -112,12 +117,8 @@ func TestDoorCameraScansOnce(t *testing.T) {
 	ev := newDoorEvent(t, inst, 10, client.NewCheckinList{}, "alice")
 	video := filepath.Join(t.TempDir(), "ticket.y4m")
 	writeQRVideo(t, doorTicket(t, inst, ev, "alice"), video)
-	ctx := cameraBrowser(t, video)
-
-	link, err := console.NewLink(context.Background(), inst.App.Store, console.Grant{Sub: "dan", Roles: []string{"door-a"}}, time.Minute, time.Now())
-	require.NoError(t, err)
-	do(t, ctx, doorWait, chromedp.Navigate(inst.URL+link), chromedp.WaitVisible("main h1"))
-	s := &session{t: t, ctx: ctx, inst: inst}
+	s := cameraTab(t, inst, video, "en", "dan", "door-a")
+	ctx := s.ctx
 	s.doorOpen(ev.list.ID, "hall-a-cam")
 	do(t, ctx, doorWait,
 		chromedp.Click("#camera-toggle"),

@@ -21,7 +21,8 @@ var doorDocLangs = []string{"en", "zh-TW"}
 
 // doorDocStates are the states of the door page that docs/door.md shows:
 // docs/door/<state>.<lang>.png.
-var doorDocStates = []string{"ready", "entered", "already", "revoked", "exited", "search", "walkin", "offline", "conflict", "room-full"}
+var doorDocStates = []string{"ready", "entered", "already", "revoked", "exited", "search", "walkin", "offline", "conflict", "room-full",
+	"camera", "forget"}
 
 // TestDoorDocsPictures takes the pictures of docs/door.md in a headless
 // chromium, at a phone's size: every state of the door page in English
@@ -44,7 +45,7 @@ func TestDoorDocsPictures(t *testing.T) {
 	for _, lang := range doorDocLangs {
 		s := signInTab(t, inst, lang, "dan", "door-a")
 		do(t, s.ctx, doorWait, chromedp.EmulateViewport(430, 900))
-		shoot := func(state, sel string) {
+		shootIn := func(s *session, state, sel string) {
 			t.Helper()
 			var png []byte
 			var err error
@@ -58,13 +59,33 @@ func TestDoorDocsPictures(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(artDir, name), png, 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(docDir, name), png, 0o644))
 		}
-		doorDocShots(t, inst, s, shoot)
+		shoot := func(state, sel string) { shootIn(s, state, sel) }
+		list, ticket := doorDocShots(t, inst, s, shoot)
+		doorDocCamera(t, inst, list, ticket, lang, func(c *session, state string) { shootIn(c, state, "") })
 	}
 }
 
+// doorDocCamera pictures the door page scanning with a phone's camera (a
+// browser whose fake camera plays a video of the ticket's QR code).
+func doorDocCamera(t *testing.T, inst *apptest.Instance, list, ticket, lang string, shoot func(*session, string)) {
+	t.Helper()
+	video := filepath.Join(t.TempDir(), "ticket.y4m")
+	writeQRVideo(t, ticket, video)
+	s := cameraTab(t, inst, video, lang, "dan", "door-a")
+	do(t, s.ctx, doorWait, chromedp.EmulateViewport(430, 900))
+	s.doorOpen(list, "hall-a-2")
+	s.doorReady()
+	do(t, s.ctx, doorWait,
+		chromedp.Click("#camera-toggle"),
+		waitTrue(`document.getElementById('result').dataset.outcome === 'entered'`, doorWait, "the camera's scan"),
+		void(chromedp.Evaluate[bool](`window.scrollTo(0, 0); true`)))
+	shoot(s, "camera")
+}
+
 // doorDocShots drives a door through the states of docs/door.md, calling
-// shoot in each (sel: the element to picture, "" for the screen).
-func doorDocShots(t *testing.T, inst *apptest.Instance, s *session, shoot func(state, sel string)) {
+// shoot in each (sel: the element to picture, "" for the screen), and
+// returns the list and a ticket not yet used at its door, for the camera.
+func doorDocShots(t *testing.T, inst *apptest.Instance, s *session, shoot func(state, sel string)) (list, ticket string) {
 	t.Helper()
 	hundred := 120
 	ev := newDoorEvent(t, inst, 20, client.NewCheckinList{Name: "Hall A, main door", MaxInside: &hundred},
@@ -127,6 +148,11 @@ func doorDocShots(t *testing.T, inst *apptest.Instance, s *session, shoot func(s
 	require.Equal(t, "room_full", r.Reason, r)
 	do(t, s.ctx, doorWait, top)
 	shoot("room-full", "")
+
+	do(t, s.ctx, doorWait, void(chromedp.Evaluate[bool](`document.getElementById('settings').open = true;
+		document.getElementById('forget').scrollIntoView({block: 'center'}); true`)))
+	shoot("forget", "")
+	return ev.list.ID, tickets["erin"]
 }
 
 // TestDoorDoc checks docs/door.md against the pictures: it shows every

@@ -190,3 +190,28 @@ func (s *session) doorQueue(n int) {
 	do(s.t, s.ctx, doorWait, waitTrue(fmt.Sprintf(`document.getElementById('door').dataset.queue === '%d'`, n), doorWait,
 		fmt.Sprintf("%d scans to upload", n)))
 }
+
+// doorForget asks the page to forget this device's copy of its list.
+func (s *session) doorForget() {
+	s.t.Helper()
+	do(s.t, s.ctx, doorWait,
+		void(chromedp.Evaluate[bool](`document.getElementById('settings').open = true; true`)),
+		chromedp.Click(`#forget-submit`))
+}
+
+// doorCopy counts what the device keeps of list in IndexedDB: its
+// registrations, its rules, counts and cursor, and its scans.
+func (s *session) doorCopy(list string) int {
+	s.t.Helper()
+	return doorEval[int](s, fmt.Sprintf(`new Promise((resolve, reject) => {
+		const open = indexedDB.open('capacityd-door');
+		open.onerror = () => reject(open.error);
+		open.onsuccess = () => {
+			const x = open.result.transaction(['tickets', 'meta', 'scans']);
+			const all = IDBKeyRange.bound([%[1]q], [%[1]q, []]);
+			const counts = [x.objectStore('tickets').count(all), x.objectStore('meta').count(IDBKeyRange.bound(%[1]q + ':', %[1]q + ':\uffff')),
+				x.objectStore('scans').index('state').count(all)];
+			x.oncomplete = () => { open.result.close(); resolve(counts.reduce((a, r) => a + r.result, 0)); };
+		};
+	})`, list))
+}

@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
@@ -19,7 +21,8 @@ import (
 // worker) with its scans still to upload; when the network comes back
 // every scan it admitted reaches the service exactly once (a ticket
 // cancelled meanwhile as a conflict, shown to the staff), and the counts
-// agree.
+// agree. Its copy of the list cannot be forgotten while scans wait to be
+// sent, and can be once they are.
 func TestDoorKeepsAdmittingOffline(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
@@ -72,6 +75,13 @@ func TestDoorKeepsAdmittingOffline(t *testing.T) {
 	t.Logf("an offline decision took %s ms (scan to result, in the page)", r.MS)
 	s.doorQueue(4)
 	require.Empty(t, doorHistory(t, inst, ev.list.ID), "nothing reached the service while offline")
+	kept := s.doorCopy(ev.list.ID)
+	require.GreaterOrEqual(t, kept, 5+4, "the registrations and the scans to send")
+	s.doorForget()
+	do(t, s.ctx, doorWait, waitTrue(`document.getElementById('forget-status').textContent.startsWith('4 scans wait to be sent')`,
+		doorWait, "the scans waiting named"))
+	require.Equal(t, kept, s.doorCopy(ev.list.ID), "with scans to send, the copy is kept")
+	s.doorQueue(4)
 
 	s.doorNetwork(true)
 	s.doorWaitOnline(true)
@@ -101,6 +111,14 @@ func TestDoorKeepsAdmittingOffline(t *testing.T) {
 		waitTrue(`!!document.querySelector('#attention-list li[data-conflict="ticket_revoked"]')`, doorWait, "the conflict shown"),
 	)
 	require.Contains(t, text(t, s.ctx, "#attention-list"), "erin")
+
+	// Once every scan is sent, the device's copy can be forgotten.
+	s.doorForget()
+	require.Eventually(t, func() bool { // the page navigates: a read may meet the old one going
+		home, err := chromedp.Run(s.ctx, chromedp.Evaluate[bool](`location.pathname === '/console/' && document.readyState === 'complete'`))
+		return err == nil && home
+	}, doorWait, 50*time.Millisecond, "the console's home")
+	require.Zero(t, s.doorCopy(ev.list.ID), "the copy is forgotten")
 }
 
 // TestDoorTwoDevicesOfflineConflict: two devices offline admit the same

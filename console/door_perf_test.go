@@ -15,10 +15,14 @@ import (
 	"github.com/physiciansnet/capacityd/internal/test/apptest"
 )
 
-// doorPerfTickets is the size of the list whose first sync is measured.
-const doorPerfTickets = 2000
+// doorPerfTickets is the size of the list whose first sync is measured,
+// and doorPerfSyncBytes the most that sync may take on the wire.
+const (
+	doorPerfTickets   = 2000
+	doorPerfSyncBytes = 200_000
+)
 
-// TestDoorPerformance measures, and logs (it asserts no time): the first
+// TestDoorPerformance measures, and logs (it asserts no time, only the bytes of the sync): the first
 // load of a door page until it can work offline (the page, its scripts,
 // the keys and the sync of a 2,000-registration list), the bytes that
 // sync took on the wire, and the time of a decision online and offline
@@ -57,6 +61,7 @@ func TestDoorPerformance(t *testing.T) {
 		attr(t, s.ctx, "#door", "data-ready-ms"), wall.Round(time.Millisecond), doorPerfTickets)
 	t.Logf("the %d-registration sync: %d pages, %.0f bytes on the wire (%.0f body bytes, %.0f decoded), %.0f ms of requests",
 		doorPerfTickets, sync.Pages, sync.Transfer, sync.Encoded, sync.Decoded, sync.Millis)
+	require.Less(t, sync.Encoded, float64(doorPerfSyncBytes), "the first sync's bodies on the wire (gzip)")
 
 	var online, offline []float64
 	for _, u := range users[:3] {

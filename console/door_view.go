@@ -66,6 +66,8 @@ type doorConfig struct {
 	Search string   `json:"search"`
 	Worker string   `json:"worker"`
 	Scope  string   `json:"scope"`
+	// Home is where the page goes once the device's copy is forgotten.
+	Home string `json:"home"`
 	// JSQR is the QR decoder the camera uses where the browser has no
 	// BarcodeDetector.
 	JSQR          string            `json:"jsqr"`
@@ -116,6 +118,7 @@ func (h *Handler) doorConfig(r *request, l checkin.List, acts []doorActivity) do
 		Search:        Prefix + "/doors/" + l.ID + "/search",
 		Worker:        Prefix + "/doors/sw.js",
 		Scope:         Prefix + "/doors/",
+		Home:          Prefix + "/",
 		JSQR:          doorStaticURL + doorJSQR,
 		JSQRIntegrity: doorJSQRIntegrity,
 		Words:         words,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/physiciansnet/capacityd"
 	"github.com/physiciansnet/capacityd/checkin"
@@ -37,17 +38,22 @@ func (s *Server) registerCheckinRoutes(v1 *echo.Group, admin []echo.MiddlewareFu
 	v1.GET("/registrations/:id/ticket", s.getTicket, user)
 	v1.GET("/registrations/:id/ticket.svg", s.getTicketSVG, user)
 	v1.GET("/checkin/keys", s.checkinKeys)
+	s.lists = newListFollowers(s.cfg.Checkins, s.cfg.ListChanges)
 	v1.POST("/checkin-lists", s.createCheckinList, admin...)
 	v1.GET("/checkin-lists", s.listCheckinLists, admin...)
 	v1.GET("/checkin-lists/:id", s.getCheckinList, user)
 	v1.PATCH("/checkin-lists/:id", s.patchCheckinList, admin...)
 	v1.DELETE("/checkin-lists/:id", s.deleteCheckinList, admin...)
 	v1.POST("/checkin-lists/:id/redeem", s.redeem, user)
-	v1.GET("/checkin-lists/:id/checkins", s.checkinHistory, user)
-	v1.GET("/checkin-lists/:id/tickets", s.ticketSync, user)
+	v1.GET("/checkin-lists/:id/checkins", s.checkinHistory, user, compressed)
+	v1.GET("/checkin-lists/:id/tickets", s.ticketSync, user, compressed)
 	v1.GET("/checkin-lists/:id/stream", s.checkinStream, user)
 	v1.POST("/checkin-lists/:id/walk-ins", s.walkIn, user)
 }
+
+// compressed gzips an answer of at least a kilobyte for a client that
+// accepts it: the feeds a door downloads before it can work offline.
+var compressed = middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024})
 
 // listIDPattern matches a check-in list's id.
 var listIDPattern = regexp.MustCompile(`^cl_[0-9A-HJKMNP-TV-Z]{26}$`)
@@ -388,80 +394,4 @@ func (s *Server) walkIn(c echo.Context) error {
 		status = http.StatusAccepted
 	}
 	return writeJSON(c, status, a)
-}
-
-// checkinStream serves GET /v1/checkin-lists/{id}/stream: an event
-// "counts" with the list's counts at once, then on every change announced
-// by any instance (coalesced), re-read from the authority, and a ping
-// comment every PingInterval. Its audience is the list's door staff and
-// admins, so each change costs each stream one small read.
-func (s *Server) checkinStream(c echo.Context) error {
-	id, err := listID(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	caller := callerOf(c)
-	l, err := s.cfg.Checkins.GetList(ctx, id, caller)
-	if err != nil {
-		return err
-	}
-	var changed <-chan struct{}
-	if s.cfg.ListChanges != nil {
-		ch, stop := s.cfg.ListChanges.Watch(id)
-		defer stop()
-		changed = ch
-	}
-	write := startEventStream(c)
-	last := l.Counts()
-	if !write(retryField, countsEvent(last)) {
-		return nil
-	}
-	ping := time.NewTicker(s.cfg.PingInterval)
-	defer ping.Stop()
-	poll := time.NewTicker(listStreamPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ping.C:
-			if !write(pingComment) {
-				return nil
-			}
-			continue
-		case <-changed:
-			// Coalesce a burst of scans into one read.
-			time.Sleep(listStreamCoalesce)
-		case <-poll.C:
-		}
-		l, err := s.cfg.Checkins.GetList(ctx, id, caller)
-		if err != nil {
-			return nil
-		}
-		if now := l.Counts(); !sameCounts(now, last) {
-			last = now
-			if !write(countsEvent(now)) {
-				return nil
-			}
-		}
-	}
-}
-
-// List stream timing: a change is read at most this often, and without
-// announcements (no Redis) the counts are read again this often.
-const (
-	listStreamCoalesce = 100 * time.Millisecond
-	listStreamPoll     = 5 * time.Second
-)
-
-func sameCounts(a, b checkin.Counts) bool {
-	return a.CheckedIn == b.CheckedIn && a.Inside == b.Inside && a.Conflicts == b.Conflicts &&
-		(a.MaxInside == nil) == (b.MaxInside == nil) && (a.MaxInside == nil || *a.MaxInside == *b.MaxInside)
-}
-
-func countsEvent(c checkin.Counts) []byte {
-	b, _ := json.Marshal(c)
-	out := append([]byte("event: counts\ndata: "), b...)
-	return append(out, '\n', '\n')
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/physiciansnet/capacityd/checkin"
 	"github.com/physiciansnet/capacityd/registration"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 // Config holds what the HTTP edge serves.
@@ -109,8 +111,8 @@ type Config struct {
 	// Console serves the organisers' console under /console; nil leaves
 	// it out.
 	Console ConsoleSessions
-	// ListChanges wakes a check-in list's stream when any instance
-	// announces a change of the list; nil: the stream polls.
+	// ListChanges wakes the check-in list streams when any instance
+	// announces a change of their list; nil: they poll.
 	ListChanges Watcher
 }
 
@@ -130,6 +132,8 @@ type Server struct {
 	limits *rateLimits
 	// waters limits waters per address and note; nil is off.
 	waters *waterLimit
+	// lists are the check-in lists this instance's list streams follow.
+	lists *stream.Shared[checkin.List]
 	// draining is set once the instance is stopping (Drain): /readyz
 	// answers 503 while requests are still served.
 	draining atomic.Bool

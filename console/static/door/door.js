@@ -423,6 +423,7 @@
   // applySync keeps one page of the sync and the cursor after it in one
   // transaction.
   function applySync(page, started) {
+    if (S.forgotten) { return Promise.resolve(); }
     var caughtUp = page.items.length < SYNC_LIMIT;
     var state = { cursor: page.next_cursor, complete: S.complete || caughtUp, syncStart: caughtUp ? started : S.syncStart };
     return tx(['tickets', 'meta'], 'readwrite', function (tickets, meta) {
@@ -1040,6 +1041,42 @@
     root.dataset.mode = S.mode;
   }
 
+  // forget removes this device's copy of the list (its registrations, the
+  // list's rules and counts, the sync's cursor, the scans already sent or
+  // refused) and leaves the page. Scans not yet sent are never removed:
+  // the same transaction counts them, and any keeps everything.
+  function forget(e) {
+    e.preventDefault();
+    var status = $('forget-status');
+    var waiting = 0;
+    S.forgotten = true;
+    tx(['meta', 'tickets', 'scans'], 'readwrite', function (meta, tickets, scans) {
+      var q = scans.index('state').count(IDBKeyRange.bound([listID, 'queued', 0], [listID, 'queued', Infinity]));
+      q.onsuccess = function () {
+        waiting = q.result;
+        if (waiting > 0) { return; }
+        tickets.delete(IDBKeyRange.bound([listID, ''], [listID, '\uffff']));
+        ['sync', 'list', 'counts', 'feed'].forEach(function (k) { meta.delete(mk(k)); });
+        var c = scans.index('state').openCursor(IDBKeyRange.bound([listID], [listID, []]));
+        c.onsuccess = function () {
+          var cur = c.result;
+          if (cur) { cur.delete(); cur.continue(); }
+        };
+      };
+    }).then(function () {
+      if (waiting > 0) {
+        S.forgotten = false;
+        status.textContent = t('forget.waiting', waiting);
+        return;
+      }
+      root.dataset.forgotten = '1';
+      window.location.assign(cfg.home);
+    }, function (err) {
+      S.forgotten = false;
+      status.textContent = t('forget.failed', err && err.message ? err.message : String(err));
+    });
+  }
+
   // ---- Start: what the device kept, then the network.
 
   function restore() {
@@ -1069,6 +1106,7 @@
     $('camera-toggle').addEventListener('click', function () { if (camera.stream) { stopCamera(); } else { startCamera(); } });
     $('search').addEventListener('submit', search);
     $('walkin').addEventListener('submit', walkIn);
+    $('forget').addEventListener('submit', forget);
     window.addEventListener('online', probe);
     window.addEventListener('offline', goOffline);
     restore().catch(function (err) {

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -451,6 +454,39 @@ func TestTicketSyncFeedSendsEverythingThenChanges(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, inst.MustDo(t, http.MethodGet, "/v1/checkin-lists/"+d.id+"/tickets?cursor=zzz", d.admin, nil).Status)
 }
 
+// TestTicketSyncIsCompressed reads the ticket sync as a door's browser
+// does, accepting gzip: the first sync of a list is its biggest download.
+func TestTicketSyncIsCompressed(t *testing.T) {
+	t.Parallel()
+	inst := apptest.Start(t, apptest.Options{})
+	act := inst.CreateActivity(t, "lecture", 40)
+	d := newDoor(t, []*apptest.Instance{inst}, map[string]any{"name": "Door", "activity_ids": []string{act}})
+	apptest.SignupBurst(t, []*apptest.Instance{inst}, act, "gz-", 40)
+	req, err := http.NewRequest(http.MethodGet, inst.URL+"/v1/checkin-lists/"+d.id+"/tickets", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+d.admin)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
+	wire, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	zr, err := gzip.NewReader(bytes.NewReader(wire))
+	require.NoError(t, err)
+	var page struct {
+		Items []struct {
+			RegistrationID string `json:"registration_id"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.NewDecoder(zr).Decode(&page))
+	require.Len(t, page.Items, 40)
+	plain := inst.MustDo(t, http.MethodGet, "/v1/checkin-lists/"+d.id+"/tickets", d.admin, nil, "Accept-Encoding", "identity")
+	require.Equal(t, http.StatusOK, plain.Status)
+	assert.Less(t, len(wire)*2, len(plain.Body), "gzip at least halves the page (%d of %d bytes)", len(wire), len(plain.Body))
+}
+
 func TestWalkInsAreSeatedAndCheckedInOrWaitlisted(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
@@ -564,5 +600,16 @@ func TestCheckinStreamShowsTheCountsLive(t *testing.T) {
 		assert.Equal(t, 1, l.CheckedIn)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream did not show the entry made at the other instance")
+	}
+	require.Equal(t, http.StatusNoContent, insts[0].MustDo(t, http.MethodDelete, "/v1/checkin-lists/"+d.id, d.admin, nil).Status)
+	for {
+		select {
+		case _, open := <-counts:
+			if !open {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream of a list deleted at the other instance did not end")
+		}
 	}
 }
