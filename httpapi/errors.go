@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -89,7 +90,8 @@ func fromEcho(he *echo.HTTPError, c echo.Context) *capacityd.Error {
 }
 
 // handleError is echo's HTTPErrorHandler: it writes every error in the
-// documented shape, with the status from statusOf, and logs only 5xx.
+// documented shape, with the status from statusOf, and logs only 5xx
+// (those of a request its client abandoned at debug level).
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -107,7 +109,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	if status >= 500 {
+	switch {
+	case status >= 500 && errors.Is(err, context.Canceled):
+		// Cut short because the client went away (a closed tab, a long
+		// poll given up): no failure of the service's. (The request's own
+		// deadline ends a request with DeadlineExceeded.)
+		s.log.Debug("request abandoned by the client", "method", c.Request().Method, "path", c.Path(),
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
+	case status >= 500:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(),
 			"status", status, "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
 	}
