@@ -7,9 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
-	"github.com/physiciansnet/capacityd/stream"
 )
 
 // dashboards' timing.
@@ -95,7 +93,7 @@ func (b *bench) dashboards(ctx context.Context) error {
 	}
 	// The reset dropped the display counter: the counted dashboards read
 	// a warm one. Idle backends flush their statistics up to 10 s late.
-	if err := b.warmDashboardSeats(ctx, r.hot); err != nil {
+	if err := b.warmSeats(ctx, r.hot); err != nil {
 		return err
 	}
 	if err := sleep(ctx, b.cfg.StatsIdleWait-time.Since(quiet)); err != nil {
@@ -124,25 +122,7 @@ func (b *bench) setupDashboards(ctx context.Context) (*dashboardRun, error) {
 		return nil, fmt.Errorf("loadtest: create the dashboards' check-in list: %w", err)
 	}
 	r.list = l.ID
-	return r, b.warmDashboardSeats(ctx, r.hot)
-}
-
-// warmDashboardSeats makes the service read the activity's seats afresh
-// and warms its display counter. resetHot sets the hot activity's event
-// seq back to 0 behind the service, whose seat memory applies an
-// activity's states only forward by seq: left alone, it would show the
-// seats of before the reset until the new seqs pass the old ones. An
-// announcement without state (what the service publishes when a change's
-// seats are not known) invalidates the entry, and reads go to the display
-// counter (rebuilt from the authority) until an announced seq is newer
-// than the one it had.
-func (b *bench) warmDashboardSeats(ctx context.Context, activity string) error {
-	if b.rdb != nil {
-		if err := b.rdb.Publish(ctx, stream.Channel, capacity.SeatChange{ActivityID: activity}.Encode()).Err(); err != nil {
-			return fmt.Errorf("loadtest: announce the hot activity's change: %w", err)
-		}
-	}
-	return b.warmSeats(ctx, activity)
+	return r, b.warmSeats(ctx, r.hot)
 }
 
 // dashboardWindow is the length of each signup window: the scenario

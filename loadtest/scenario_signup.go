@@ -13,6 +13,7 @@ import (
 	"github.com/physiciansnet/capacityd/capacity"
 	"github.com/physiciansnet/capacityd/client"
 	"github.com/physiciansnet/capacityd/store"
+	"github.com/physiciansnet/capacityd/stream"
 )
 
 // maxSignupRate bounds the tokens pre-signed for a timed signup scenario:
@@ -106,8 +107,9 @@ func (b *bench) signupAdmitted(ctx context.Context, token, activity string) erro
 // resetHot deletes the registrations scenarios added to the hot activity
 // and their events (the seeded rows have none) and sets its last event seq
 // back to 0, so every instance counts it again; vacuums so the COUNT is
-// index-only again, and drops its display counter (rebuilt from the
-// authority on the next signup).
+// index-only again, drops its display counter (rebuilt from the
+// authority on the next signup) and announces the change, so that the
+// instances' seat memory reads it again.
 func (b *bench) resetHot(ctx context.Context) error {
 	t0 := time.Now()
 	removed, err := b.deleteHotRows(ctx)
@@ -120,6 +122,13 @@ func (b *bench) resetHot(ctx context.Context) error {
 	if b.rdb != nil {
 		if err := b.rdb.Del(ctx, capacity.Key(b.seed.HotActivity)).Err(); err != nil {
 			return fatalError{fmt.Errorf("loadtest: reset the hot counter: %w", err)}
+		}
+		// The seq went back behind the service, whose seat memory applies
+		// an activity's states only forward by seq: an announcement
+		// without state (what the service publishes for a change whose
+		// seats it does not know) makes every instance read them afresh.
+		if err := b.rdb.Publish(ctx, stream.Channel, capacity.SeatChange{ActivityID: b.seed.HotActivity}.Encode()).Err(); err != nil {
+			return fatalError{fmt.Errorf("loadtest: announce the hot activity's reset: %w", err)}
 		}
 	}
 	fmt.Fprintf(b.log, "reset: removed %d rows from the hot activity and vacuumed (%s)\n", removed, time.Since(t0).Round(time.Millisecond))
