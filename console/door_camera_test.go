@@ -2,15 +2,20 @@ package console_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"github.com/skip2/go-qrcode"
 	"github.com/stretchr/testify/require"
 
 	"github.com/physiciansnet/capacityd/client"
@@ -23,32 +28,39 @@ const (
 	camFrames, camFPS   = 10, 5
 )
 
-// writeQRVideo writes a YUV4MPEG2 (4:2:0) video of a few seconds showing
-// text's QR code, black on white, still, as chromium's fake camera plays
-// it (in a loop).
-func writeQRVideo(t *testing.T, text, path string) {
+// writeTicketVideo writes a YUV4MPEG2 (4:2:0) video of a few seconds
+// showing the ticket of user's registration as its owner downloads it
+// (GET /v1/registrations/{id}/ticket.svg), drawn by chromium on white,
+// still, as chromium's fake camera plays it (in a loop).
+func writeTicketVideo(t *testing.T, inst *apptest.Instance, ev doorEvent, user, path string) {
 	t.Helper()
-	q, err := qrcode.New(text, qrcode.Medium)
+	r := inst.MustDo(t, http.MethodGet, "/v1/registrations/"+ev.regs[user].ID+"/ticket.svg", inst.Token(t, user, false), nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Contains(t, r.Header.Get("Content-Type"), "image/svg+xml")
+	ctx := tab(t)
+	src := "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(r.Body)
+	do(t, ctx, doorWait,
+		chromedp.EmulateViewport(camWidth, camHeight),
+		chromedp.Navigate("about:blank"),
+		void(chromedp.Evaluate[bool](fmt.Sprintf(`new Promise((resolve, reject) => {
+			document.body.style.cssText = 'margin:0;background:#fff';
+			const img = new Image();
+			img.onload = () => resolve(true);
+			img.onerror = () => reject(new Error('the ticket does not draw'));
+			img.style.cssText = 'display:block;margin:20px auto;height:%dpx';
+			img.src = %q;
+			document.body.appendChild(img);
+		})`, camHeight-40, src), chromedp.EvalAwaitPromise)))
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
-	bits := q.Bitmap() // with its quiet zone
-	scale := (camHeight - 40) / len(bits)
-	require.Positive(t, scale, "the code fits the picture")
-	side := scale * len(bits)
-	x0, y0 := (camWidth-side)/2, (camHeight-side)/2
+	pic, err := png.Decode(bytes.NewReader(shot))
+	require.NoError(t, err)
+	require.Equal(t, image.Rect(0, 0, camWidth, camHeight), pic.Bounds(), "the picture is the camera's size")
 	luma := make([]byte, camWidth*camHeight)
-	for i := range luma {
-		luma[i] = 235
-	}
-	for r, row := range bits {
-		for c, dark := range row {
-			if !dark {
-				continue
-			}
-			for dy := range scale {
-				for dx := range scale {
-					luma[(y0+r*scale+dy)*camWidth+x0+c*scale+dx] = 16
-				}
-			}
+	for y := range camHeight {
+		for x := range camWidth {
+			c := color.GrayModel.Convert(pic.At(x, y)).(color.Gray)
+			luma[y*camWidth+x] = byte(16 + int(c.Y)*219/255) // video range
 		}
 	}
 	chroma := make([]byte, camWidth*camHeight/2) // U and V planes, grey
@@ -116,7 +128,7 @@ func TestDoorCameraScansOnce(t *testing.T) {
 	inst := apptest.Start(t, apptest.Options{})
 	ev := newDoorEvent(t, inst, 10, client.NewCheckinList{}, "alice")
 	video := filepath.Join(t.TempDir(), "ticket.y4m")
-	writeQRVideo(t, doorTicket(t, inst, ev, "alice"), video)
+	writeTicketVideo(t, inst, ev, "alice", video)
 	s := cameraTab(t, inst, video, "en", "dan", "door-a")
 	ctx := s.ctx
 	s.doorOpen(ev.list.ID, "hall-a-cam")

@@ -60,32 +60,33 @@ func TestDoorDocsPictures(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(docDir, name), png, 0o644))
 		}
 		shoot := func(state, sel string) { shootIn(s, state, sel) }
-		list, ticket := doorDocShots(t, inst, s, shoot)
-		doorDocCamera(t, inst, list, ticket, lang, func(c *session, state string) { shootIn(c, state, "") })
+		ev, user := doorDocShots(t, inst, s, shoot)
+		doorDocCamera(t, inst, ev, user, lang, func(c *session, state string) { shootIn(c, state, "") })
 	}
 }
 
 // doorDocCamera pictures the door page scanning with a phone's camera (a
 // browser whose fake camera plays a video of the ticket's QR code).
-func doorDocCamera(t *testing.T, inst *apptest.Instance, list, ticket, lang string, shoot func(*session, string)) {
+func doorDocCamera(t *testing.T, inst *apptest.Instance, ev doorEvent, user, lang string, shoot func(*session, string)) {
 	t.Helper()
 	video := filepath.Join(t.TempDir(), "ticket.y4m")
-	writeQRVideo(t, ticket, video)
+	writeTicketVideo(t, inst, ev, user, video)
 	s := cameraTab(t, inst, video, lang, "dan", "door-a")
 	do(t, s.ctx, doorWait, chromedp.EmulateViewport(430, 900))
-	s.doorOpen(list, "hall-a-2")
+	s.doorOpen(ev.list.ID, "hall-a-2")
 	s.doorReady()
 	do(t, s.ctx, doorWait,
 		chromedp.Click("#camera-toggle"),
 		waitTrue(`document.getElementById('result').dataset.outcome === 'entered'`, doorWait, "the camera's scan"),
-		void(chromedp.Evaluate[bool](`window.scrollTo(0, 0); true`)))
+		void(chromedp.Evaluate[bool](`document.getElementById('camera').scrollIntoView({block: 'center'}); true`)))
 	shoot(s, "camera")
 }
 
 // doorDocShots drives a door through the states of docs/door.md, calling
 // shoot in each (sel: the element to picture, "" for the screen), and
-// returns the list and a ticket not yet used at its door, for the camera.
-func doorDocShots(t *testing.T, inst *apptest.Instance, s *session, shoot func(state, sel string)) (list, ticket string) {
+// returns the event and a user whose ticket is not yet used at its door,
+// for the camera.
+func doorDocShots(t *testing.T, inst *apptest.Instance, s *session, shoot func(state, sel string)) (doorEvent, string) {
 	t.Helper()
 	hundred := 120
 	ev := newDoorEvent(t, inst, 20, client.NewCheckinList{Name: "Hall A, main door", MaxInside: &hundred},
@@ -152,7 +153,7 @@ func doorDocShots(t *testing.T, inst *apptest.Instance, s *session, shoot func(s
 	do(t, s.ctx, doorWait, void(chromedp.Evaluate[bool](`document.getElementById('settings').open = true;
 		document.getElementById('forget').scrollIntoView({block: 'center'}); true`)))
 	shoot("forget", "")
-	return ev.list.ID, tickets["erin"]
+	return ev, "erin"
 }
 
 // TestDoorDoc checks docs/door.md against the pictures: it shows every
