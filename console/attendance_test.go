@@ -51,8 +51,8 @@ func TestTheAttendanceOfAnEndedActivity(t *testing.T) {
 	inst := apptest.Start(t, apptest.Options{})
 	act, regs := endedActivity(t, inst)
 	path := "/console/activities/" + act + "/attendance"
-	s := clSignIn(t, inst, "en", "ana", "admin")
-	s.clOpen(path)
+	s := signInTab(t, inst, "en", "ana", "admin")
+	s.open(path)
 	for field, want := range map[string]string{"registered": "3", "checked_in": "2", "no_show": "1", "no_show_rate": "33.3%"} {
 		require.Equal(t, want, text(t, s.ctx, `#summary [data-summary="`+field+`"]`), field)
 	}
@@ -68,7 +68,7 @@ func TestTheAttendanceOfAnEndedActivity(t *testing.T) {
 
 	// The CSV link is the API's export, through the session.
 	require.Equal(t, "/console/api/v1/activities/"+act+"/attendance.csv", attr(t, s.ctx, "#csv", "href"))
-	got := clEval[[]string](t, s, `fetch(document.getElementById('csv').href).then(async r =>
+	got := eval[[]string](s, `fetch(document.getElementById('csv').href).then(async r =>
 		[String(r.status), r.headers.get('Content-Type') || '', (await r.text()).split('\n')[0]])`)
 	require.Equal(t, "200", got[0])
 	require.Contains(t, got[1], "text/csv")
@@ -76,8 +76,8 @@ func TestTheAttendanceOfAnEndedActivity(t *testing.T) {
 	s.accessible("attendance (en)")
 
 	for _, lang := range console.Languages[1:] {
-		s := clSignIn(t, inst, lang, "ana", "admin")
-		s.clOpen(path)
+		s := signInTab(t, inst, lang, "ana", "admin")
+		s.open(path)
 		require.Equal(t, 3, countOf(t, s.ctx, "#attendance tbody tr"))
 		s.accessible("attendance (" + lang + ")")
 	}

@@ -64,7 +64,7 @@ func signInWith(t *testing.T, ctx context.Context, inst *apptest.Instance, lang,
 	require.NoError(t, err)
 	_, err = chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": lang}})
 	require.NoError(t, err)
-	do(t, ctx, 10*time.Second,
+	do(t, ctx, 30*time.Second,
 		chromedp.Navigate(inst.URL+link),
 		chromedp.WaitVisible("main h1"),
 	)
@@ -72,10 +72,13 @@ func signInWith(t *testing.T, ctx context.Context, inst *apptest.Instance, lang,
 	return &session{t: t, ctx: ctx, inst: inst}
 }
 
-// open navigates to the console path and waits for its heading.
+// open goes to the console path and waits for its page's heading
+// (chromedp's Navigate does not always come back from a URL with a query).
 func (s *session) open(path string) {
 	s.t.Helper()
-	do(s.t, s.ctx, 30*time.Second, chromedp.Navigate(s.inst.URL+path), chromedp.WaitVisible("main h1"))
+	do(s.t, s.ctx, 15*time.Second, void(chromedp.Evaluate[bool](
+		fmt.Sprintf(`document.body.dataset.leaving = '1'; location.assign(%q); true`, s.inst.URL+path))))
+	s.arrive("main h1")
 }
 
 // accessible checks the page with axe-core.
@@ -158,17 +161,24 @@ func (s *session) fill(values map[string]string) {
 }
 
 // submit clicks sel (answering yes to a form's question) and waits for
-// the page it leads to, on which then shows: the page it leaves is
-// marked, so that an element of that page does not count, and a wait
-// that the navigation interrupts (its document went away) is tried again.
+// the page it leads to, on which then shows.
 func (s *session) submit(sel, then string) {
 	s.t.Helper()
 	do(s.t, s.ctx, 30*time.Second,
 		void(chromedp.Evaluate[bool](`window.confirm = () => true; document.body.dataset.leaving = '1'; true`)),
 		chromedp.Click(chromedp.CSS(sel)),
 	)
+	s.arrive(then)
+}
+
+// arrive waits for the page a navigation leads to, on which then shows:
+// the page it leaves was marked, so that an element of that page does not
+// count, and a wait that the navigation interrupts (its document went
+// away) is tried again.
+func (s *session) arrive(then string) {
+	s.t.Helper()
 	arrived := waitTrue(fmt.Sprintf(`!!document.body && !document.body.dataset.leaving && document.readyState === 'complete' && !!document.querySelector(%q)`, then),
-		2*time.Second, "the page the click leads to, with "+then)
+		2*time.Second, "the next page, with "+then)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)

@@ -21,7 +21,7 @@ import (
 // the outcome its page shows.
 func (s *session) clPostRedeem(list, code, key string) (status int, outcome string) {
 	s.t.Helper()
-	got := clEval[[]string](s.t, s, fmt.Sprintf(`fetch('/console/doors/%s/redeem', {method: 'POST',
+	got := eval[[]string](s, fmt.Sprintf(`fetch('/console/doors/%s/redeem', {method: 'POST',
 		headers: {'Content-Type': 'application/x-www-form-urlencoded'},
 		body: new URLSearchParams({csrf: document.body.dataset.csrf, code: %q, type: 'entry', key: %q})})
 		.then(async r => {
@@ -77,7 +77,7 @@ func TestADoorRoleChecksInAtItsDoor(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
 	hall, side, regs := doorLists(t, inst)
-	s := clSignIn(t, inst, "en", "dan", "door-a")
+	s := signInTab(t, inst, "en", "dan", "door-a")
 	require.Equal(t, 1, countOf(t, s.ctx, `main a[href="/console/doors/`+hall.ID+`"]`))
 	require.Equal(t, 0, countOf(t, s.ctx, `main a[href="/console/doors/`+side.ID+`"]`))
 	s.doorOpen(hall.ID, "hall-a-1")
@@ -138,7 +138,7 @@ func TestTheDoorWorksWithoutScripts(t *testing.T) {
 	t.Parallel()
 	inst := apptest.Start(t, apptest.Options{})
 	hall, _, regs := doorLists(t, inst)
-	s := clSignIn(t, inst, "en", "dan", "door-a")
+	s := signInTab(t, inst, "en", "dan", "door-a")
 	_, err := chromedp.Call(s.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
 	require.NoError(t, err)
 	do(t, s.ctx, doorWait, chromedp.Navigate(inst.URL+"/console/doors/"+hall.ID), chromedp.WaitVisible("#scan"))
@@ -229,7 +229,7 @@ func TestDoorSearchAnswersJSON(t *testing.T) {
 	inst := apptest.Start(t, apptest.Options{})
 	hall, side, regs := doorLists(t, inst)
 	s := signInTab(t, inst, "en", "dan", "door-a")
-	got := clEval[[]any](t, s, fmt.Sprintf(`Promise.all([
+	got := eval[[]any](s, fmt.Sprintf(`Promise.all([
 		fetch('/console/doors/%[1]s/search?user=bob').then(async r => [r.status, await r.json()]),
 		fetch('/console/doors/%[1]s/search?user=').then(async r => [r.status, (await r.json()).error.code]),
 		fetch('/console/doors/%[2]s/search?user=bob').then(async r => [r.status, (await r.json()).error.code])])`, hall.ID, side.ID))
