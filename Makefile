@@ -9,7 +9,7 @@ GO ?= go
 # dependencies). test, vet, lint and vulncheck cover each.
 MODULES := . client
 
-.PHONY: console-docs door-docs run test test-ha services services-down npm-tools build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
+.PHONY: console-docs door-docs run test test-tools test-ha services services-down npm-tools build vet lint docs bench bench-quick bench-bin fuzz-smoke vulncheck chaos
 
 run: services build
 	@source .data/env && scripts/run.sh
@@ -21,8 +21,7 @@ run: services build
 TEST_TOOLS := chromium:chromium pgbouncer:pgbouncer haproxy:haproxy socat:socat curl:curl \
 	pg_autoctl:postgresql-15-auto-failover
 
-test: services npm-tools
-	@scripts/services.sh tools $(TEST_TOOLS)
+test: services npm-tools test-tools
 	@source .data/env && for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 25m ./...) || exit 1; done
 	@$(MAKE) --no-print-directory fuzz-smoke
 
@@ -36,6 +35,10 @@ test-ha: services
 
 services:
 	@scripts/services.sh up
+
+# The Debian packages the tests drive (installed when missing, as root).
+test-tools:
+	@scripts/services.sh tools $(TEST_TOOLS)
 
 services-down:
 	@scripts/services.sh down
@@ -141,7 +144,8 @@ bench-quick: services bench-bin
 FUZZTIME ?=
 FUZZ_TARGETS := httpapi:FuzzActivityBody:4000x httpapi:FuzzSignupRequest:2000x httpapi:FuzzStatusChange:2500x \
 	httpapi:FuzzPathAndQuery:3500x httpapi:FuzzListQuery:4500x httpapi:FuzzNoteID:1500x \
-	httpapi:FuzzAuthorizationHeader:3500x httpapi:FuzzVerifyToken:9000x registration:FuzzDecodeCursor:6000x
+	httpapi:FuzzAuthorizationHeader:3500x httpapi:FuzzVerifyToken:9000x httpapi:FuzzClaimsRules:10000x \
+	registration:FuzzDecodeCursor:6000x
 
 fuzz-smoke: services
 	@source .data/env && for t in $(FUZZ_TARGETS); do \
