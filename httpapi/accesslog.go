@@ -28,7 +28,13 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			level = slog.LevelDebug
 		}
 		req, resp := c.Request(), c.Response()
-		attrs := []slog.Attr{
+		if !s.log.Enabled(req.Context(), level) {
+			return nil // below the level: no line to build
+		}
+		// The attributes live on the stack: LogAttrs copies them into its
+		// record, so a line allocates nothing of its own.
+		var buf [8]slog.Attr
+		attrs := append(buf[:0],
 			slog.String("method", req.Method),
 			slog.String("route", route),
 			slog.Int("status", resp.Status),
@@ -36,7 +42,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.Int64("bytes", resp.Size),
 			slog.String("request_id", resp.Header().Get(echo.HeaderXRequestID)),
 			slog.String("client", c.RealIP()),
-		}
+		)
 		if user := callerOf(c).UserID; user != "" {
 			attrs = append(attrs, slog.String("user", user))
 		}

@@ -66,6 +66,11 @@ type Authenticator struct {
 	jwks     keyfunc.Keyfunc // nil without JWKSURL
 	now      func() time.Time
 	verified *tokenCache
+	// parser parses and validates every token (newParser).
+	parser *jwt.Parser
+	// hs256 are the HS256 keys: the secret alone, and with the previous
+	// one for its grace period (see secrets), made once.
+	hs256, hs256Rotating jwt.VerificationKeySet
 }
 
 // NewAuthenticator returns an Authenticator for HS256 tokens signed with
@@ -82,7 +87,10 @@ func NewTokenAuthenticator(ctx context.Context, cfg TokenConfig) (*Authenticator
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	a := &Authenticator{cfg: cfg, now: time.Now, verified: newTokenCache(tokenCacheEntries)}
+	a := &Authenticator{cfg: cfg, now: time.Now, verified: newTokenCache(tokenCacheEntries),
+		hs256:         jwt.VerificationKeySet{Keys: []jwt.VerificationKey{cfg.Secret}},
+		hs256Rotating: jwt.VerificationKeySet{Keys: []jwt.VerificationKey{cfg.Secret, cfg.PreviousSecret}},
+	}
 	if cfg.JWKSURL != "" {
 		kf, err := newJWKS(ctx, cfg)
 		if err != nil {
@@ -90,6 +98,7 @@ func NewTokenAuthenticator(ctx context.Context, cfg TokenConfig) (*Authenticator
 		}
 		a.jwks = kf
 	}
+	a.parser = a.newParser() // after jwks: it chooses the algorithms
 	return a, nil
 }
 
@@ -172,18 +181,6 @@ func (a *Authenticator) VerifyContext(ctx context.Context, token string) (regist
 // token.
 func (a *Authenticator) verify(ctx context.Context, token string, now time.Time) (registration.Caller, error) {
 	var c Claims
-	opts := []jwt.ParserOption{
-		jwt.WithValidMethods(a.algorithms()),
-		jwt.WithExpirationRequired(),
-		jwt.WithLeeway(expLeeway),
-		jwt.WithTimeFunc(a.now),
-	}
-	if a.cfg.Issuer != "" {
-		opts = append(opts, jwt.WithIssuer(a.cfg.Issuer))
-	}
-	if a.cfg.Audience != "" {
-		opts = append(opts, jwt.WithAudience(a.cfg.Audience))
-	}
 	var used verifiedToken
 	keyfunc := func(t *jwt.Token) (any, error) {
 		keys, err := a.keysOf(ctx, t.Method, t.Header)
@@ -193,7 +190,7 @@ func (a *Authenticator) verify(ctx context.Context, token string, now time.Time)
 		used.method, used.header, used.keys = t.Method, keyHeader(t.Method, t.Header), keys.Keys
 		return keys, nil
 	}
-	if _, err := jwt.ParseWithClaims(token, &c, keyfunc, opts...); err != nil {
+	if _, err := a.parser.ParseWithClaims(token, &c, keyfunc); err != nil {
 		return registration.Caller{}, unauthenticated("invalid token")
 	}
 	if !registration.ValidUserIDLength(c.Subject) {
@@ -212,6 +209,26 @@ func (a *Authenticator) verify(ctx context.Context, token string, now time.Time)
 		a.verified.put(token, &used, now)
 	}
 	return caller, nil
+}
+
+// newParser returns the parser of every token: the algorithms accepted,
+// exp required (with expLeeway), iss and aud as configured, times read
+// from a.now at each parse. It keeps no state of a parse, so one serves
+// every request.
+func (a *Authenticator) newParser() *jwt.Parser {
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(a.algorithms()),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(expLeeway),
+		jwt.WithTimeFunc(func() time.Time { return a.now() }),
+	}
+	if a.cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(a.cfg.Issuer))
+	}
+	if a.cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(a.cfg.Audience))
+	}
+	return jwt.NewParser(opts...)
 }
 
 // algorithms returns the signing algorithms accepted: HS256 with a secret,
@@ -252,13 +269,13 @@ func keyHeader(method jwt.SigningMethod, h map[string]any) map[string]any {
 }
 
 // secrets returns the HS256 keys: the secret and, until its grace period
-// ends, the previous one.
+// ends, the previous one. The lists are shared, made once: nothing
+// changes them.
 func (a *Authenticator) secrets() jwt.VerificationKeySet {
-	keys := jwt.VerificationKeySet{Keys: []jwt.VerificationKey{a.cfg.Secret}}
 	if len(a.cfg.PreviousSecret) > 0 && a.now().Before(a.cfg.PreviousSecretUntil) {
-		keys.Keys = append(keys.Keys, a.cfg.PreviousSecret)
+		return a.hs256Rotating
 	}
-	return keys
+	return a.hs256
 }
 
 // validSubject reports whether sub is valid UTF-8 without control

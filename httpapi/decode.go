@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,13 +31,31 @@ const bodyLimit = "64KiB"
 // <, > and & are not turned into \u003c, \u003e and \u0026 (responses are
 // JSON, never HTML, and nosniff keeps browsers from reading them as such).
 func writeJSON(c echo.Context, status int, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
+	// Blob copies the bytes into the response before it returns.
 	return c.Blob(status, contentTypeJSON, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+// jsonBuffers keeps the buffers responses are encoded into between
+// requests, so that an answer does not grow a new one.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer is the largest buffer kept for the next response: a
+// large listing's buffer is left to the collector.
+const maxPooledBuffer = 64 << 10
+
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledBuffer {
+		return
+	}
+	buf.Reset()
+	jsonBuffers.Put(buf)
 }
 
 // readBody reads the request body, refusing more than maxBodyBytes with
@@ -75,7 +94,28 @@ func decodeJSON(c echo.Context, v any, allowEmpty bool) error {
 		}
 		return capacityd.Errorf(capacityd.EInvalid, "request body must be a JSON object")
 	}
+	if emptyObject(b) && plainStruct(v) {
+		// What decodeStrict would conclude, without its passes over b: {}
+		// sets no field of a struct, and has no key to refuse.
+		return nil
+	}
 	return decodeStrict(b, v)
+}
+
+// emptyObject reports whether b is the JSON object {}, without spaces:
+// the body of most signups, which ask for nothing but a seat.
+func emptyObject(b []byte) bool {
+	return len(b) == 2 && b[0] == '{' && b[1] == '}'
+}
+
+// plainStruct reports whether v points to a struct that decodes itself
+// with encoding/json's rules (no UnmarshalJSON of its own).
+func plainStruct(v any) bool {
+	if _, ok := v.(json.Unmarshaler); ok {
+		return false
+	}
+	t := reflect.TypeOf(v)
+	return t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct
 }
 
 // decodeStrict decodes b into v, translating decoder errors into

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -195,7 +194,7 @@ func New(cfg Config) *Server {
 	v1.GET("/activities/:id", s.getActivity)
 	v1.PATCH("/activities/:id", s.patchActivity, admin...)
 	v1.GET("/activities/:id/seats", s.seats)
-	v1.POST("/activities/:id/registrations", s.signup, user, s.limitSignups)
+	v1.POST("/activities/:id/registrations", composed(s.signup, user, s.limitSignups))
 	v1.GET("/activities/:id/registrations", s.listRegistrations, admin...)
 	v1.GET("/activities/:id/registrations.csv", s.exportRegistrations, admin...)
 	v1.GET("/activities/:id/events", s.activityEvents, admin...)
@@ -259,34 +258,6 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 		defer cancel()
 		c.SetRequest(c.Request().WithContext(ctx))
 		return next(c)
-	}
-}
-
-// metricsMiddleware counts requests and observes their latency by route
-// and status. It handles the error itself so the status is known.
-func (s *Server) metricsMiddleware(reg prometheus.Registerer) echo.MiddlewareFunc {
-	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "capacityd_http_requests_total",
-		Help: "HTTP requests by route, method and status.",
-	}, []string{"route", "method", "status"})
-	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "capacityd_http_request_duration_seconds",
-		Help:    "HTTP request latency by route and method.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-	}, []string{"route", "method"})
-	reg.MustRegister(requests, latency)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			if err := next(c); err != nil {
-				c.Error(err)
-			}
-			route := routeOf(c)
-			method := c.Request().Method
-			requests.WithLabelValues(route, method, strconv.Itoa(c.Response().Status)).Inc()
-			latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
-			return nil
-		}
 	}
 }
 

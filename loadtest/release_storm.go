@@ -29,8 +29,9 @@ func newStormWatch(ids []string, base []int64, moment time.Time, want int) *stor
 	return &stormWatch{ids: ids, base: base, want: int64(want), moment: moment, refilled: make([]time.Time, len(ids))}
 }
 
-// poll reads the activities' seqs every releasePoll until each is done or
-// releaseTimeout after the moment, then calls done.
+// poll reads the activities' seqs every releasePoll until each is done
+// and releaseFixed has passed since the moment, or releaseTimeout after
+// the moment, then calls done.
 func (s *stormWatch) poll(ctx context.Context, b *bench, done func()) error {
 	defer done()
 	tick := time.NewTicker(releasePoll)
@@ -53,7 +54,7 @@ func (s *stormWatch) poll(ctx context.Context, b *bench, done func()) error {
 				left++
 			}
 		}
-		if left == 0 || now.After(s.moment.Add(releaseTimeout)) {
+		if (left == 0 && !now.Before(s.moment.Add(releaseFixed))) || now.After(s.moment.Add(releaseTimeout)) {
 			return nil
 		}
 		select {
@@ -271,12 +272,11 @@ func (b *bench) reportReleaseStorm(ctx context.Context, st releaseStage, storm *
 		end = storm.moment.Add(releaseTimeout)
 	}
 	b.report.Scenarios[ScenarioReleaseStorm] = res
-	b.report.Scenarios[ScenarioReleaseStormBefore] = windowResult(stamps, storm.moment.Add(-releaseBefore), storm.moment)
 	from := storm.moment
 	if !v.first.IsZero() {
 		from = v.first
 	}
-	b.report.Scenarios[ScenarioReleaseStormSignups] = windowResult(stamps, from, end)
+	b.reportStormSignups(stamps, storm.moment, from, end)
 
 	ch := b.report.Checks
 	ch[CheckReleaseActivities] = int64(n)
@@ -303,6 +303,32 @@ func (b *bench) reportReleaseStorm(ctx context.Context, st releaseStage, storm *
 		v.first.Sub(storm.moment).Round(time.Millisecond), res.P50MS, res.P99MS, res.MaxMS, storm.moved.Sub(storm.moment).Round(time.Millisecond),
 		b.report.Scenarios[ScenarioReleaseStormBefore].RPS, b.report.Scenarios[ScenarioReleaseStormSignups].RPS)
 	return nil
+}
+
+// reportStormSignups reports the bystanders' signups: in the window of
+// releaseBefore before the moment (their rate without a storm), in the
+// storm's window from from (its first release transaction) until end (the
+// last refill), and in the fixed window of releaseFixed from the moment.
+// The storm's window shrinks as the release work gets denser, so its
+// ratio to before says how hard the storm pressed while it lasted; the
+// signups it cost the bystanders (the rate before over the storm's window,
+// less those answered in it) and the ratio over the fixed window, the same
+// length whatever the storm's, say what it cost them in all.
+func (b *bench) reportStormSignups(stamps [][]stamp, moment, from, end time.Time) {
+	before := windowResult(stamps, moment.Add(-releaseBefore), moment)
+	during := windowResult(stamps, from, end)
+	fixed := windowResult(stamps, moment, moment.Add(releaseFixed))
+	b.report.Scenarios[ScenarioReleaseStormBefore] = before
+	b.report.Scenarios[ScenarioReleaseStormSignups] = during
+	ch := b.report.Checks
+	ch[CheckReleaseSignupsLost] = round(before.RPS*during.Seconds-float64(during.Ops), 0)
+	if r := ratio(Num(fixed.RPS), Num(before.RPS)); r != nil {
+		ch[CheckReleaseFixedVsBefore] = *r
+	}
+	fmt.Fprintf(b.log, "%-16s bystanders: %.0f/s (p99 %.1f ms) before; %.0f/s (p99 %.1f ms) over %.3f s from the first release transaction "+
+		"to the last refill, %.0f signups lost; %.0f/s (p99 %.1f ms) in the %v from the moment\n",
+		ScenarioReleaseStorm, before.RPS, before.P99MS, during.RPS, during.P99MS, during.Seconds, ch[CheckReleaseSignupsLost],
+		fixed.RPS, fixed.P99MS, releaseFixed)
 }
 
 // nearestRank returns the q-th percentile (0–100) of sorted values by the

@@ -257,6 +257,10 @@ const (
 	CheckReleaseWaitMS       = "release_storm_wait_ms"
 	CheckReleaseWorkMS       = "release_storm_work_ms"
 	CheckReleaseTxEveryMS    = "release_storm_transaction_every_ms"
+	// The bystanders' signups the storm cost, and their ratio to before
+	// over a fixed window from the moment.
+	CheckReleaseSignupsLost   = "release_storm_signups_lost"
+	CheckReleaseFixedVsBefore = "release_storm_signups_2s_vs_before"
 	// dashboards' streams open during the signups, the list's reads (per
 	// list stream, in the time it was open) and counts events then, and
 	// the p99 of their updates; the bench database's transactions while as

@@ -285,7 +285,7 @@ func TestEveryScenarioAndCheckIsDescribed(t *testing.T) {
 		CheckPoolOverCapacity, CheckPoolInexactActivities, CheckPoolInexactPools, CheckPoolRefusedFitting,
 		CheckPoolFullPools, CheckPoolP99MS, CheckReleaseActivities, CheckReleaseNoShows, CheckReleaseReleased, CheckReleaseWrong,
 		CheckReleaseRefilled, CheckReleaseInTx, CheckReleaseInexact, CheckReleaseTransactions, CheckReleaseP99MS, CheckReleaseWaitMS,
-		CheckReleaseWorkMS, CheckReleaseTxEveryMS} {
+		CheckReleaseWorkMS, CheckReleaseTxEveryMS, CheckReleaseSignupsLost, CheckReleaseFixedVsBefore} {
 		require.NotEmpty(t, checkDescriptions[c], c)
 	}
 	r := NewReport("x")

@@ -24,6 +24,10 @@ const (
 	releasePatches = 2 * time.Second
 	releaseWarm    = time.Second
 	releaseBefore  = 3 * time.Second
+	// releaseFixed is the bystanders' window of a fixed length from the
+	// moment (the storm's target), whatever the storm's length: the
+	// signups run at least until it ends.
+	releaseFixed = 2 * time.Second
 	// releaseTimeout bounds the wait for the storm after the moment, and
 	// releasePoll is how often the authority's seqs are read meanwhile.
 	releaseTimeout = 30 * time.Second
@@ -43,8 +47,9 @@ const (
 // seated and 80 waiting each and checks 40 of each one's seated in at one
 // list (untimed), then sets every activity's start to one moment with
 // release_no_shows_after_minutes 0. From before the moment until the last
-// line is refilled, 64 clients sign distinct users up for another
-// activity, and the authority's seqs are read every 5 ms. It reports the
+// line is refilled (and releaseFixed after the moment), 64 clients sign
+// distinct users up for another activity, and the authority's seqs are
+// read every 5 ms. It reports the
 // time from the moment until each activity's line was refilled (p50, p99
 // and max across activities), the signups during the storm against those
 // just before the moment, the release transactions, and whether exactly

@@ -89,13 +89,16 @@ func (s *Service) submitEach(ctx context.Context, n int, command func(i int) (st
 }
 
 // RunExpiry calls ExpireDue and ExpireDueBlocks every interval until ctx
-// ends. Every instance runs it.
+// ends, and runs the releases beside them (RunReleases: every interval
+// and at their moments). Every instance runs it.
 func (s *Service) RunExpiry(ctx context.Context, every time.Duration) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.RunReleases(ctx, every) })
 	loop.Every(ctx, every, s.log, "expire holds and blocks", func(ctx context.Context) error {
 		_, err := s.ExpireDue(ctx)
 		_, blocksErr := s.ExpireDueBlocks(ctx)
-		_, releaseErr := s.ReleaseDue(ctx)
-		return errors.Join(err, blocksErr, releaseErr)
+		return errors.Join(err, blocksErr)
 	})
 }
 

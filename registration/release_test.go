@@ -273,7 +273,7 @@ func TestUnitReleaseDueChunksAHugeActivity(t *testing.T) {
 // as many releases queue as releaseRows leaves room for; the others wait
 // for room instead of piling into the next transaction.
 func TestUnitReleaseDueBoundsTheRowsInFlight(t *testing.T) {
-	const size = 100
+	const size = releaseRows / 4
 	due := dueOf(3*releaseRows/size, size)
 	st := newReleaseStore(due...)
 	entered, let := st.holdFirst()
@@ -329,7 +329,7 @@ func TestUnitReleaseDueMarksDoneWhatCommitted(t *testing.T) {
 // nothing is recorded as done, so that the claims lapse and are taken
 // again.
 func TestUnitReleaseDueEndsWithItsContext(t *testing.T) {
-	const size = 200
+	const size = releaseRows / 2
 	due := dueOf(4, size)
 	st := newReleaseStore(due...)
 	entered, let := st.holdFirst()

@@ -18,8 +18,9 @@ import (
 // transaction (the scans of many devices gathered while the list's last
 // transaction ran):
 //
-//	lock the list's row (every scan of the list, on any instance, waits here);
-//	  the recorded check-ins of the batch's Idempotency-Keys; the scanned registrations  -- one round trip
+//	lock the list's row (every scan of the list, on any instance, waits here)
+//	generic plans from here on (genericPlans); the recorded check-ins of the
+//	  batch's Idempotency-Keys; the scanned registrations                               -- one round trip
 //	pg_advisory_xact_lock of their activities, in id order (the lock of every seat change);
 //	  the registrations, their records on the list, the activities' last seqs            -- one more
 //	checkin.Decide, scan after scan
@@ -102,6 +103,10 @@ func (b *redeemBatch) readKeysAndRegistrations(ctx context.Context) error {
 	}
 	b.replays, b.found = map[string]recorded{}, map[string]scanned{}
 	pb := &pgx.Batch{}
+	// The rest of the transaction runs with generic plans (genericPlans):
+	// its statements over lists of ids were planned again at every
+	// execution, planning costing about as much as running them.
+	pb.Queue(genericPlans)
 	if len(keys) > 0 {
 		pb.Queue(`SELECT idempotency_key, seq, request_hash FROM checkin WHERE list_id = $1 AND idempotency_key = ANY ($2)`,
 			b.list.Seq, keys).Query(func(rows pgx.Rows) error {
@@ -169,7 +174,10 @@ func (b *redeemBatch) lockAndRead(ctx context.Context) error {
 			})
 		return err
 	})
-	pb.Queue(`SELECT k.id, coalesce(s.last_seq, 0) FROM unnest($1::bigint[]) AS k(id) LEFT JOIN activity_state s ON s.activity_id = k.id`,
+	// An activity without a state has recorded no event: its last seq is
+	// 0, the map's zero. (Read by its key: a join with the ids' unnest
+	// would have a generic plan that reads the table whole.)
+	pb.Queue(`SELECT s.activity_id, s.last_seq FROM activity_state s WHERE s.activity_id = ANY ($1)`,
 		aids).Query(func(rows pgx.Rows) error {
 		var aid, seq int64
 		_, err := pgx.ForEachRow(rows, []any{&aid, &seq}, func() error {

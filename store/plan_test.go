@@ -170,11 +170,7 @@ var largeTables = map[string]bool{
 func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testenv.NewDatabase(t)
-	rec := &genericRecorder{generic: make(map[*pgx.Conn]bool), sql: make(map[string]bool)}
-	s := store.New(testenv.PoolWith(t, url, store.ConnPoolConfig{MaxConns: 4, Tracer: rec}))
-	pool := testenv.Pool(t, url, 2)
-	seedLarge(t, pool)
+	s, pool, rec := largeStore(t)
 
 	// One transaction of every kind of command, with counts read, the
 	// waiting list's head read and idempotency keys written.
@@ -233,8 +229,30 @@ func TestGenericPlansReadLargeTablesByIndex(t *testing.T) {
 	} else {
 		t.Log("this PostgreSQL cannot compile plans (pg_jit_available() is false): the JIT check cannot fail here")
 	}
+	requireIndexedGenericPlans(t, pool, rec.sql)
+}
+
+// largeStore returns a Store on a new database seeded as seedLarge does,
+// recording the statements it runs with their generic plans, and a pool
+// of its own on the database.
+func largeStore(t *testing.T) (*store.Store, *pgxpool.Pool, *genericRecorder) {
+	t.Helper()
+	url := testenv.NewDatabase(t)
+	rec := &genericRecorder{generic: make(map[*pgx.Conn]bool), sql: make(map[string]bool)}
+	s := store.New(testenv.PoolWith(t, url, store.ConnPoolConfig{MaxConns: 4, Tracer: rec}))
+	pool := testenv.Pool(t, url, 2)
+	seedLarge(t, pool)
+	return s, pool, rec
+}
+
+// requireIndexedGenericPlans explains each statement with its generic
+// plan, under the service's settings and a JIT threshold that any plan
+// passes, and fails if one is compiled or reads one of largeTables whole.
+func requireIndexedGenericPlans(t *testing.T, pool *pgxpool.Pool, sqls map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
 	param := regexp.MustCompile(`\$(\d+)`)
-	for q := range rec.sql {
+	for q := range sqls {
 		n := 0
 		for _, m := range param.FindAllStringSubmatch(q, -1) {
 			k, _ := strconv.Atoi(m[1])

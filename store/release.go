@@ -49,6 +49,28 @@ func (s *Store) ClaimDueReleases(ctx context.Context, now time.Time, limit int) 
 	return out, interpret(err)
 }
 
+// NextDueRelease returns the earliest release moment after after and no
+// later than until of a release not done: a confirm_by, or a start plus
+// its minutes of the release at the door. It reads the due-work indexes
+// (activity_confirm_due_idx, activity_no_show_due_idx): the release at the
+// door's moment is found among the starts up to until.
+func (s *Store) NextDueRelease(ctx context.Context, after, until time.Time) (time.Time, bool, error) {
+	var at *time.Time
+	err := s.db.QueryRow(ctx, `
+		SELECT least(
+			(SELECT min(confirm_by) FROM activity
+				WHERE confirm_by IS NOT NULL AND confirm_done_at IS NULL AND confirm_by > $1 AND confirm_by <= $2),
+			(SELECT min(starts_at + make_interval(mins => release_no_shows_after_minutes)) FROM activity
+				WHERE release_no_shows_after_minutes IS NOT NULL AND starts_at IS NOT NULL AND no_show_done_at IS NULL
+					AND starts_at <= $2
+					AND starts_at + make_interval(mins => release_no_shows_after_minutes) > $1
+					AND starts_at + make_interval(mins => release_no_shows_after_minutes) <= $2))`, after, until).Scan(&at)
+	if err != nil || at == nil {
+		return time.Time{}, false, interpret(err)
+	}
+	return *at, true, nil
+}
+
 // ReleaseDone records that an activity's release for reason is done and
 // ends the claim on it.
 func (s *Store) ReleaseDone(ctx context.Context, activityID string, reason registration.CancelReason) error {

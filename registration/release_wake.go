@@ -1,0 +1,69 @@
+package registration
+
+import (
+	"context"
+	"time"
+)
+
+// dueMoments is a Store that knows when releases come due: the earliest
+// release moment (confirm_by, or starts_at plus the minutes of the
+// release at the door) of a release not done that is after after and no
+// later than until. A Store without it leaves the release loop to its
+// interval.
+type dueMoments interface {
+	NextDueRelease(ctx context.Context, after, until time.Time) (time.Time, bool, error)
+}
+
+// RunReleases calls ReleaseDue until ctx ends: every interval, again at
+// once after a pass that claimed as many activities as a pass may, and at
+// the next release moment the store knows of within the interval, so that
+// a release does not wait up to an interval for the next pass. Every
+// instance runs it; the claims keep them from releasing the same activity.
+func (s *Service) RunReleases(ctx context.Context, every time.Duration) {
+	t := time.NewTimer(s.untilNextRelease(ctx, every))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			t.Reset(s.releasePass(ctx, every))
+		}
+	}
+}
+
+// releasePass runs one pass of ReleaseDue and returns how long to wait
+// for the next.
+func (s *Service) releasePass(ctx context.Context, every time.Duration) time.Duration {
+	runCtx, cancel := context.WithTimeout(ctx, every+10*time.Second)
+	defer cancel()
+	claimed, _, err := s.releaseDue(runCtx)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("release due seats failed", "err", err)
+	}
+	if claimed >= dueReleaseClaim {
+		return 0
+	}
+	return s.untilNextRelease(runCtx, every)
+}
+
+// untilNextRelease returns how long until the next release moment the
+// store knows of, at most every.
+func (s *Service) untilNextRelease(ctx context.Context, every time.Duration) time.Duration {
+	ds, ok := s.store.(dueMoments)
+	if !ok {
+		return every
+	}
+	now := s.now()
+	at, found, err := ds.NextDueRelease(ctx, now, now.Add(every))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("read the next release moment failed", "err", err)
+		}
+		return every
+	}
+	if !found {
+		return every
+	}
+	return min(max(at.Sub(now), 0), every)
+}
