@@ -207,19 +207,21 @@ var checkDescriptions = map[string]string{
 	CheckDashboardsOpen:            "dashboards whose seat stream and list stream both opened, for the signups of dashboards",
 	CheckDashboardsListOpenSeconds: "how long their list streams were open (s), from their opening until their close after the signups",
 	CheckDashboardsListReadsPerStream: "reads of `checkin_list` (its scans in `pg_stat_user_tables`, flushed) from before they opened until after they closed, per list stream: " +
-		"one as it connects and one every 5 s (the stream's poll), whatever the signups do; the dashboards' PostgreSQL work then, told apart from the signups'",
+		"the list streams of one instance share one read of their list as the first connects and one per announced change of it, whatever the signups do",
 	CheckDashboardsListEvents: "counts events the list streams sent while the signups ran (signups change no list's counts)",
 	CheckDashboardsP99MS:      "p99 ms from a signup's answer to each dashboard's seat event showing it",
 	CheckDashboardsDisplayBehind: "seats the display (`GET …/seats`) was behind the authority just before those signups began, " +
 		"nothing in flight: the updates count from the authority's taken",
-	CheckDashboardsPGQueries: "transactions in the bench database while as many dashboards again connected (seat read, seat stream, list stream) and sat idle 6 s " +
-		"(one poll of the list stream), nothing else running, read once every backend had flushed its statistics",
+	CheckDashboardsPGQueries: "transactions in the bench database while as many dashboards again connected (seat read, seat stream, list stream) and sat idle 6 s, " +
+		"nothing else running, read once every backend had flushed its statistics",
 	CheckDashboardsSeatPGQueries:   "of them while the seat halves (seat read and seat stream) connected, read 1.5 s after",
 	CheckDashboardsListPGQueries:   "of them the list streams' reads of their list (`checkin_list` scans)",
-	CheckDashboardsListPGPerStream: "of them per list stream: its read of the list as it connects, and one at its first poll, 5 s later",
-	CheckDashboardsOtherPGQueries: "of them neither: mostly the connection pool's liveness pings (`-- ping`, a transaction each, on a connection idle over a second), " +
-		"one per pooled connection at each burst of the list streams' reads; besides, the service's periodic work (on-sale lines every 30 s, check-in keys every minute) and autovacuum",
-	CheckDashboardsAutovacuums: "autovacuum and autoanalyze runs on the bench tables meanwhile",
+	CheckDashboardsListPGPerStream: "of them per list stream: the streams of one instance share one read of their list as the first connects",
+	CheckDashboardsOtherPGQueries: "of them neither: the connection pool's liveness pings (`-- ping`, a transaction each, on a connection idle over a second) " +
+		"and the service's periodic work (on-sale lines every 30 s, check-in keys every minute, the webhook backlog every 5 s), and autovacuum",
+	CheckDashboardsBaselinePGQueries: "transactions in the bench database in a window as long just after, with no dashboard open: the service's periodic work and the pool's pings",
+	CheckDashboardsCausedPGQueries:   "the dashboards' window's transactions less the baseline's: those the dashboards caused",
+	CheckDashboardsAutovacuums:       "autovacuum and autoanalyze runs on the bench tables meanwhile",
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.

@@ -277,6 +277,8 @@ const (
 	CheckDashboardsListPGPerStream    = "dashboards_list_pg_queries_per_stream"
 	CheckDashboardsOtherPGQueries     = "dashboards_other_pg_queries"
 	CheckDashboardsAutovacuums        = "dashboards_autovacuum_runs"
+	CheckDashboardsBaselinePGQueries  = "dashboards_baseline_pg_queries"
+	CheckDashboardsCausedPGQueries    = "dashboards_caused_pg_queries"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the

@@ -49,11 +49,12 @@ type dashboardRun struct {
 	stats            [3]tableStats
 	seatsIdle, lists int64
 	// tx are the bench database's transactions before the counted
-	// dashboards opened, once their seat halves were open, and once their
-	// list streams had sat idle and closed; txOK is false without a
-	// monitor.
-	tx   [3]int64
-	txOK bool
+	// dashboards opened, once their seat halves were open, once their
+	// list streams had sat idle and closed, and as long again after (no
+	// dashboard open: the baseline); txOK is false without a monitor,
+	// baselineOK when the last read failed.
+	tx               [4]int64
+	txOK, baselineOK bool
 	// displayBehind is the authority's taken less the display's, read
 	// just before the signups.
 	displayBehind int64
@@ -254,9 +255,12 @@ func (b *bench) followSignups(ctx context.Context, r *dashboardRun, g *dashboard
 // running, their seat halves first, then their list streams, lets them
 // sit idle for dashboardIdle and closes them, counting the bench
 // database's transactions before, once the seat halves were open (their
-// statistics given statsFlushWait), and once every backend flushed its
-// statistics after the close.
+// statistics given statsFlushWait), once every backend flushed its
+// statistics after the close, and as long again later, with no dashboard
+// open: the transactions of that last window are the service's own and
+// the measure's, which the dashboards' window has too.
 func (b *bench) countDashboards(ctx context.Context, r *dashboardRun) error {
+	started := time.Now()
 	if r.tx[0], r.txOK = b.benchTransactions(ctx); !r.txOK {
 		return nil
 	}
@@ -284,6 +288,12 @@ func (b *bench) countDashboards(ctx context.Context, r *dashboardRun) error {
 		return err
 	}
 	r.tx[2], r.txOK = b.benchTransactions(ctx)
+	// As long again with no dashboard: what the service's own periodic
+	// work and the pool's pings cost the database meanwhile.
+	if err := sleep(ctx, time.Since(started)); err != nil {
+		return err
+	}
+	r.tx[3], r.baselineOK = b.benchTransactions(ctx)
 	r.stats[2] = b.tableStats(ctx)
 	return nil
 }
@@ -367,6 +377,12 @@ func (b *bench) recordDashboards(r *dashboardRun) {
 	total, seat := r.tx[2]-r.tx[0], r.tx[1]-r.tx[0]
 	ch[CheckDashboardsPGQueries] = total
 	ch[CheckDashboardsSeatPGQueries] = seat
+	baseline := "not read"
+	if r.baselineOK {
+		ch[CheckDashboardsBaselinePGQueries] = r.tx[3] - r.tx[2]
+		ch[CheckDashboardsCausedPGQueries] = max(0, total-(r.tx[3]-r.tx[2]))
+		baseline = fmt.Sprintf("%d in as long a window without them, so %d caused by them", r.tx[3]-r.tx[2], max(0, total-(r.tx[3]-r.tx[2])))
+	}
 	listReads, vacuums, ok := r.stats[2].since(r.stats[1])
 	split := "not told apart"
 	if ok {
@@ -379,5 +395,5 @@ func (b *bench) recordDashboards(r *dashboardRun) {
 		split = fmt.Sprintf("the list streams' reads of the list %d (%d streams), other %d (autovacuum ran %d times)", listReads, r.lists, total-seat-listReads, vacuums)
 	}
 	fmt.Fprintf(b.log, "%-16s idle, nothing else running: PostgreSQL transactions %d while %d dashboards connected and sat idle %s: "+
-		"seat halves %d (read %s after), %s\n", ScenarioDashboards, total, r.seatsIdle, dashboardIdle, seat, statsFlushWait, split)
+		"seat halves %d (read %s after), %s; %s\n", ScenarioDashboards, total, r.seatsIdle, dashboardIdle, seat, statsFlushWait, split, baseline)
 }
