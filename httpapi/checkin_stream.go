@@ -78,7 +78,7 @@ func newListFollowers(svc CheckinService, changes Watcher) *stream.Shared[checki
 	same := func(a, b checkin.List) bool {
 		return sameCounts(a.Counts(), b.Counts()) && slices.Equal(a.DoorRoles, b.DoorRoles)
 	}
-	return stream.NewShared(changes, read, same, listStreamCoalesce)
+	return stream.NewShared(changes, read, same, listStreamCoalesce, listStreamLinger)
 }
 
 // pollWatcher wakes every watcher on a timer: changes without
@@ -107,11 +107,15 @@ func (d pollWatcher) Watch(string) (<-chan struct{}, func()) {
 	return ch, func() { once.Do(func() { close(done) }) }
 }
 
-// List stream timing: a change is read at most this often, and without
-// announcements (no ListChanges) the counts are read again this often.
+// List stream timing: a change is read at most this often; without
+// announcements (no ListChanges) the counts are read again this often; a
+// list stays followed (its counts current) this long after its last
+// stream on the instance closed, so that pages that reload or move on
+// read nothing.
 const (
 	listStreamCoalesce = 100 * time.Millisecond
 	listStreamPoll     = 5 * time.Second
+	listStreamLinger   = time.Minute
 )
 
 func sameCounts(a, b checkin.Counts) bool {

@@ -23,12 +23,15 @@ type ReadFunc[T any] func(ctx context.Context, id string) (T, error)
 // door of the list): the value of an id is read once when its first
 // follower comes, then once per announced change (coalesced), whatever
 // the number of followers, and a follower that joins a value already
-// followed reads nothing.
+// followed reads nothing. An id stays followed for a while after its last
+// follower left (linger), so that the reconnections of pages that reload
+// or move on read nothing either.
 type Shared[T any] struct {
 	changes  Watcher
 	read     ReadFunc[T]
 	same     func(a, b T) bool
 	coalesce time.Duration
+	linger   time.Duration
 
 	mu     sync.Mutex
 	topics map[string]*sharedTopic[T]
@@ -42,6 +45,8 @@ type sharedTopic[T any] struct {
 	stop  chan struct{} // closed when the last follower leaves
 	last  T
 	subs  map[*Follower[T]]struct{}
+	// idle ends the topic once it has had no follower for linger.
+	idle *time.Timer
 }
 
 // Follower is one reader's view of an id's value.
@@ -56,9 +61,10 @@ type Follower[T any] struct {
 
 // NewShared returns a Shared that reads with read, wakes on changes'
 // announcements, sends a follower a value only when same says it differs
-// from the last one sent, and reads at most once per coalesce.
-func NewShared[T any](changes Watcher, read ReadFunc[T], same func(a, b T) bool, coalesce time.Duration) *Shared[T] {
-	return &Shared[T]{changes: changes, read: read, same: same, coalesce: coalesce,
+// from the last one sent, reads at most once per coalesce, and follows an
+// id for linger after its last follower left.
+func NewShared[T any](changes Watcher, read ReadFunc[T], same func(a, b T) bool, coalesce, linger time.Duration) *Shared[T] {
+	return &Shared[T]{changes: changes, read: read, same: same, coalesce: coalesce, linger: linger,
 		topics: make(map[string]*sharedTopic[T])}
 }
 
@@ -76,6 +82,10 @@ func (s *Shared[T]) Follow(ctx context.Context, id string) (*Follower[T], error)
 		// Watch before the first read, so that no change after it is missed.
 		changed, unwatch := s.changes.Watch(id)
 		go s.run(t, changed, unwatch)
+	}
+	if t.idle != nil {
+		t.idle.Stop() // if it already fired, it finds this follower and leaves the topic be
+		t.idle = nil
 	}
 	f := &Follower[T]{shared: s, topic: t, updates: make(chan T, 1), done: make(chan struct{})}
 	t.subs[f] = struct{}{}
@@ -113,7 +123,16 @@ func (f *Follower[T]) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f.end()
-	if t := f.topic; len(t.subs) == 0 && s.topics[t.id] == t {
+	if t := f.topic; len(t.subs) == 0 && s.topics[t.id] == t && t.idle == nil {
+		t.idle = time.AfterFunc(s.linger, func() { s.endIdle(t) })
+	}
+}
+
+// endIdle ends t if it still has no follower.
+func (s *Shared[T]) endIdle(t *sharedTopic[T]) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(t.subs) == 0 && s.topics[t.id] == t {
 		delete(s.topics, t.id)
 		close(t.stop)
 	}

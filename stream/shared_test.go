@@ -40,7 +40,7 @@ func setupShared(t *testing.T, rdb redis.UniversalClient, refresh time.Duration)
 	n := startNotifier(t, rdb, refresh)
 	c := &counted{}
 	same := func(a, b int64) bool { return a == b }
-	return stream.NewShared(n, c.read, same, 10*time.Millisecond), c
+	return stream.NewShared(n, c.read, same, 10*time.Millisecond, sharedLinger), c
 }
 
 func nextValue(t *testing.T, f *stream.Follower[int64]) int64 {
@@ -97,20 +97,35 @@ func TestSharedReadsOncePerChangeForAllFollowers(t *testing.T) {
 	assert.Equal(t, int64(5), nextValue(t, late), "an unchanged value is not sent")
 }
 
-func TestSharedReadsAgainOnceTheLastFollowerLeft(t *testing.T) {
+// sharedLinger is how long the tests' Shared follows an id after its
+// last follower left.
+const sharedLinger = 300 * time.Millisecond
+
+func TestSharedLingersThenReadsAgain(t *testing.T) {
 	t.Parallel()
-	s, c := setupShared(t, testenv.Redis(t), 0)
+	rdb := testenv.Redis(t)
+	s, c := setupShared(t, rdb, 0)
 	id := activity(t)
 	f, err := s.Follow(context.Background(), id)
 	require.NoError(t, err)
 	f.Close()
 	f.Close()
-	c.value.Store(9) // changed while nobody followed, and not announced
+	c.value.Store(8)
+	publish(t, rdb, id) // announced while nobody follows, within the linger
+	require.Eventually(t, func() bool { return c.reads.Load() == 2 }, 5*time.Second, time.Millisecond, "the lingering value is kept current")
 	g, err := s.Follow(context.Background(), id)
 	require.NoError(t, err)
-	defer g.Close()
-	assert.Equal(t, int64(9), g.Initial())
-	assert.Equal(t, int64(2), c.reads.Load())
+	assert.Equal(t, int64(8), g.Initial())
+	assert.Equal(t, int64(2), c.reads.Load(), "a follower coming back within the linger reads nothing")
+	g.Close()
+
+	c.value.Store(9) // changed and not announced: only a read sees it
+	require.Eventually(t, func() bool {
+		h, err := s.Follow(context.Background(), id)
+		require.NoError(t, err)
+		defer h.Close()
+		return h.Initial() == 9
+	}, 5*time.Second, 2*sharedLinger, "once the linger is over, a new follower reads")
 }
 
 func TestSharedEndsFollowersWhenTheValueIsGone(t *testing.T) {
