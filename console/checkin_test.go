@@ -87,7 +87,8 @@ func TestACheckinListIsCreatedAndFollowedLive(t *testing.T) {
 	s.submit("main form.stack button[type=submit]", "main h1")
 	require.Equal(t, path, eval[string](s, `location.pathname`))
 	require.Equal(t, "Hall A, main door", text(t, s.ctx, "main h1"))
-	require.Equal(t, "No limit", text(t, s.ctx, `#counts [data-field="max_inside"]`))
+	// The page as rendered, and as its live counts keep it.
+	do(t, s.ctx, 10*time.Second, waitText(`#counts [data-field="max_inside"]`, "No limit", 10*time.Second))
 	s.submit(`form[action$="/delete"] button`, "main h1")
 	require.Equal(t, "/console/checkin-lists", eval[string](s, `location.pathname`))
 	require.Equal(t, 0, countOf(t, s.ctx, `tr[data-list="`+id+`"]`))

@@ -47,6 +47,12 @@ type sharedTopic[T any] struct {
 	subs  map[*Follower[T]]struct{}
 	// idle ends the topic once it has had no follower for linger.
 	idle *time.Timer
+	// changed signals the announced changes of id. dirty is set from the
+	// moment the topic takes one until the read after it; fresh is closed
+	// (and replaced) at the end of each such read.
+	changed <-chan struct{}
+	dirty   bool
+	fresh   chan struct{}
 }
 
 // Follower is one reader's view of an id's value.
@@ -77,10 +83,11 @@ func (s *Shared[T]) Follow(ctx context.Context, id string) (*Follower[T], error)
 	t := s.topics[id]
 	if t == nil {
 		t = &sharedTopic[T]{id: id, ready: make(chan struct{}), stop: make(chan struct{}),
-			subs: make(map[*Follower[T]]struct{})}
+			subs: make(map[*Follower[T]]struct{}), fresh: make(chan struct{})}
 		s.topics[id] = t
 		// Watch before the first read, so that no change after it is missed.
 		changed, unwatch := s.changes.Watch(id)
+		t.changed = changed
 		go s.run(t, changed, unwatch)
 	}
 	if t.idle != nil {
@@ -102,8 +109,28 @@ func (s *Shared[T]) Follow(ctx context.Context, id string) (*Follower[T], error)
 		return nil, t.err
 	}
 	s.mu.Lock()
+	// A change announced and not read yet (one made just before, through
+	// this instance perhaps): wait for its read rather than start stale;
+	// for at most two reads (one in flight may have begun before it), so
+	// that a list that changes all the time starves nobody.
+	for waits := 0; waits < 2 && (t.dirty || len(t.changed) > 0) && t.err == nil; waits++ {
+		fresh := t.fresh
+		s.mu.Unlock()
+		select {
+		case <-fresh:
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		}
+		s.mu.Lock()
+	}
 	f.initial = t.last
+	gone := t.err
 	s.mu.Unlock()
+	if gone != nil {
+		f.Close()
+		return nil, gone
+	}
 	return f, nil
 }
 
@@ -167,6 +194,9 @@ func (s *Shared[T]) run(t *sharedTopic[T], changed <-chan struct{}, unwatch func
 			return
 		case <-changed:
 		}
+		s.mu.Lock()
+		t.dirty = true
+		s.mu.Unlock()
 		timer := time.NewTimer(s.coalesce)
 		select {
 		case <-t.stop:
@@ -180,14 +210,11 @@ func (s *Shared[T]) run(t *sharedTopic[T], changed <-chan struct{}, unwatch func
 		default:
 		}
 		v, err := s.readOnce(t.id)
-		if err != nil {
-			if capacityd.ErrorCode(err) == capacityd.ENotFound {
-				s.endAll(t)
-				return
-			}
-			continue
+		if err != nil && capacityd.ErrorCode(err) == capacityd.ENotFound {
+			s.endAll(t, err)
+			return
 		}
-		s.publish(t, v)
+		s.publish(t, v, err)
 	}
 }
 
@@ -197,12 +224,17 @@ func (s *Shared[T]) readOnce(id string) (T, error) {
 	return s.read(ctx, id)
 }
 
-// publish hands v to every follower of t when it differs from the last
-// value, replacing an update a follower has not taken yet.
-func (s *Shared[T]) publish(t *sharedTopic[T], v T) {
+// publish ends a read after a change: it hands v (unless the read failed
+// with err, to be tried again at the next change) to every follower of t
+// when it differs from the last value, replacing an update a follower
+// has not taken yet, and wakes the followers waiting for a fresh value.
+func (s *Shared[T]) publish(t *sharedTopic[T], v T, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.same(t.last, v) {
+	t.dirty = false
+	close(t.fresh)
+	t.fresh = make(chan struct{})
+	if err != nil || s.same(t.last, v) {
 		return
 	}
 	t.last = v
@@ -215,10 +247,12 @@ func (s *Shared[T]) publish(t *sharedTopic[T], v T) {
 	}
 }
 
-// endAll ends every follower of t; its id is gone.
-func (s *Shared[T]) endAll(t *sharedTopic[T]) {
+// endAll ends every follower of t, whose id is gone (err).
+func (s *Shared[T]) endAll(t *sharedTopic[T], err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	t.err, t.dirty = err, false
+	close(t.fresh)
 	for f := range t.subs {
 		f.end()
 	}

@@ -161,3 +161,50 @@ func TestSharedPollsWhileAnnouncementsAreDown(t *testing.T) {
 	c.value.Store(1)
 	assert.Equal(t, int64(1), nextValue(t, f), "without announcements the notifier's timer wakes the read")
 }
+
+func TestSharedAFollowerWaitsForTheReadOfAChange(t *testing.T) {
+	t.Parallel()
+	n := startNotifier(t, testenv.Redis(t), 0)
+	c := &counted{}
+	gate := make(chan struct{})
+	var held atomic.Bool
+	read := func(ctx context.Context, id string) (int64, error) {
+		if c.reads.Load() > 0 {
+			defer c.reads.Add(1)
+			held.Store(true)
+			<-gate // a read after a change, held until the test lets it go
+			return c.value.Load(), nil
+		}
+		return c.read(ctx, id)
+	}
+	s := stream.NewShared(n, read, func(a, b int64) bool { return a == b }, time.Millisecond, sharedLinger)
+	id := activity(t)
+	first, err := s.Follow(context.Background(), id)
+	require.NoError(t, err)
+	defer first.Close()
+
+	c.value.Store(7)
+	n.Announce(context.Background(), id) // a change through this instance: its read begins and is held
+	require.Eventually(t, held.Load, 5*time.Second, time.Millisecond)
+	joined := make(chan int64, 1)
+	go func() {
+		f, err := s.Follow(context.Background(), id)
+		if assert.NoError(t, err) {
+			joined <- f.Initial()
+			f.Close()
+		}
+	}()
+	select {
+	case v := <-joined:
+		t.Fatalf("a follower joined with %d while the change's read was held", v)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(gate)
+	select {
+	case v := <-joined:
+		assert.Equal(t, int64(7), v, "it starts from the change, not from the value before")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follower did not join once the read was done")
+	}
+	assert.Equal(t, int64(7), nextValue(t, first))
+}
