@@ -134,9 +134,28 @@ func TestReadsOfTwoInstancesConvergeAfterFlushesAndLostAnnouncements(t *testing.
 	}
 	// The last announcements are delivered: a read equal to the authority
 	// before one arrives may be moved by it, and the loop below requires
-	// equal reads to stay equal. (No event says "delivered"; this proves
-	// nothing, it only keeps that check from reading too early.)
-	time.Sleep(200 * time.Millisecond)
+	// equal reads to stay equal. Each instance announces a marker after
+	// them, until every other instance has received it: Redis delivers a
+	// channel's messages in the order it took them.
+	for i, from := range insts {
+		marker := fmt.Sprintf("delivered-%s-%d", t.Name(), i)
+		for j, to := range insts {
+			if i == j {
+				continue
+			}
+			got, stop := to.App.Changes.Watch(marker)
+			require.Eventually(t, func() bool {
+				from.App.Changes.Announce(ctx, marker)
+				select {
+				case <-got:
+					return true
+				default:
+					return false
+				}
+			}, 10*time.Second, 20*time.Millisecond, "instance %d's announcements reach instance %d", i, j)
+			stop()
+		}
+	}
 	var converged time.Duration
 	for {
 		equal := true

@@ -138,21 +138,30 @@ func TestConsoleDocsPictures(t *testing.T) {
 // other.
 func TestConsoleDoc(t *testing.T) {
 	t.Parallel()
-	root := testenv.ModuleRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "docs", "console.md"))
-	require.NoError(t, err)
-	doc := string(b)
 	var pictures []string
 	for _, p := range docPages {
 		for _, lang := range docLangs {
-			name := p.name + "." + lang + ".png"
-			pictures = append(pictures, name)
-			require.Contains(t, doc, "(console/"+name+")", "docs/console.md shows %s", name)
-			_, err := os.Stat(filepath.Join(root, "docs", "console", name))
-			require.NoError(t, err, "take the pictures with make console-docs")
+			pictures = append(pictures, p.name+"."+lang+".png")
 		}
 	}
-	for _, m := range regexp.MustCompile(`\(console/([^)]+\.png)\)`).FindAllStringSubmatch(doc, -1) {
-		require.Contains(t, pictures, m[1], "docs/console.md shows a picture no test takes")
+	requirePictureDoc(t, "console", pictures, "make console-docs")
+}
+
+// requirePictureDoc checks docs/<dir>.md against its pictures: it shows
+// each of them (docs/<dir>/<name>), each exists (take names them), and it
+// shows no other.
+func requirePictureDoc(t *testing.T, dir string, pictures []string, take string) {
+	t.Helper()
+	root := testenv.ModuleRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "docs", dir+".md"))
+	require.NoError(t, err)
+	doc := string(b)
+	for _, p := range pictures {
+		require.Contains(t, doc, "("+dir+"/"+p+")", "docs/%s.md shows %s", dir, p)
+		_, err := os.Stat(filepath.Join(root, "docs", dir, p))
+		require.NoError(t, err, "take the pictures with "+take)
+	}
+	for _, m := range regexp.MustCompile(`\(`+dir+`/([^)]+\.png)\)`).FindAllStringSubmatch(doc, -1) {
+		require.Contains(t, pictures, m[1], "docs/%s.md shows a picture no test takes", dir)
 	}
 }

@@ -285,6 +285,11 @@ func (m *MemStore) ClaimDueReleases(context.Context, time.Time, int) ([]DueRelea
 // ReleaseDone does nothing (see ClaimDueReleases).
 func (m *MemStore) ReleaseDone(context.Context, string, CancelReason) error { return nil }
 
+// NextDueRelease finds no release moment (see ClaimDueReleases).
+func (m *MemStore) NextDueRelease(context.Context, time.Time, time.Time) (time.Time, bool, error) {
+	return time.Time{}, false, nil
+}
+
 // FindOutcome returns the stored outcome of an idempotency key.
 func (m *MemStore) FindOutcome(ctx context.Context, activityID, userID, key string) (IdempotentOutcome, bool, error) {
 	if err := m.faults.enter(ctx, MemFindOutcome, nil); err != nil {

@@ -5,15 +5,6 @@ import (
 	"time"
 )
 
-// dueMoments is a Store that knows when releases come due: the earliest
-// release moment (confirm_by, or starts_at plus the minutes of the
-// release at the door) of a release not done that is after after and no
-// later than until. A Store without it leaves the release loop to its
-// interval.
-type dueMoments interface {
-	NextDueRelease(ctx context.Context, after, until time.Time) (time.Time, bool, error)
-}
-
 // RunReleases calls ReleaseDue until ctx ends: every interval, again at
 // once after a pass that claimed as many activities as a pass may, and at
 // the next release moment the store knows of within the interval, so that
@@ -50,12 +41,8 @@ func (s *Service) releasePass(ctx context.Context, every time.Duration) time.Dur
 // untilNextRelease returns how long until the next release moment the
 // store knows of, at most every.
 func (s *Service) untilNextRelease(ctx context.Context, every time.Duration) time.Duration {
-	ds, ok := s.store.(dueMoments)
-	if !ok {
-		return every
-	}
 	now := s.now()
-	at, found, err := ds.NextDueRelease(ctx, now, now.Add(every))
+	at, found, err := s.store.NextDueRelease(ctx, now, now.Add(every))
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("read the next release moment failed", "err", err)

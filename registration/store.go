@@ -67,6 +67,10 @@ type Store interface {
 	// with the registrations to release; ReleaseDone records one done.
 	ClaimDueReleases(ctx context.Context, now time.Time, limit int) ([]DueRelease, error)
 	ReleaseDone(ctx context.Context, activityID string, reason CancelReason) error
+	// NextDueRelease returns the earliest release moment (a confirm_by,
+	// or a start plus the minutes of the release at the door) of a release
+	// not done that is after after and no later than until.
+	NextDueRelease(ctx context.Context, after, until time.Time) (time.Time, bool, error)
 
 	// FindOutcome returns the stored outcome of an idempotency key, or
 	// ok=false.
