@@ -27,6 +27,22 @@ func (r *Report) computeProductionCost() {
 		r.Checks[CheckProductionCPUAdded] = *prod - *hot
 	}
 	r.Ratios[RatioProductionServiceCPU] = ratio(prod, hot)
+	r.Ratios[RatioSignupHotCPUVsTrivial] = ratio(r.cpuPerOp(ScenarioSignupHot, CPUCapacityd), r.cpuPerOp(ScenarioTrivial, CPUCapacityd))
+	r.Ratios[RatioSignupHotMachineVsTrivial] = ratio(r.cpuPerOp(ScenarioSignupHot, CPUMachine), r.cpuPerOp(ScenarioTrivial, CPUMachine))
+}
+
+// cpuPerOp returns the processor time per operation of one process group
+// (CPUCapacityd, CPUMachine, …) in a scenario, or nil when unmeasured.
+func (r *Report) cpuPerOp(scenario, group string) *float64 {
+	s := r.Scenarios[scenario]
+	if s == nil {
+		return nil
+	}
+	v, ok := s.CPUMicrosPerOp[group]
+	if !ok || v <= 0 {
+		return nil
+	}
+	return &v
 }
 
 // productionCostLine is the sentence under the processor-time table that

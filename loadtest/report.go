@@ -136,6 +136,13 @@ const (
 	// RatioProductionServiceCPU compares the processor time of capacityd
 	// and PostgreSQL per signup of production with signup_hot's.
 	RatioProductionServiceCPU = "production_service_cpu_vs_signup_hot"
+	// RatioSignupHotCPUVsTrivial compares capacityd's processor time per
+	// signup_hot signup with its time per trivial request.
+	RatioSignupHotCPUVsTrivial = "signup_hot_capacityd_cpu_vs_trivial"
+	// RatioSignupHotMachineVsTrivial compares the whole machine's
+	// processor time per signup_hot signup with its time per trivial
+	// request.
+	RatioSignupHotMachineVsTrivial = "signup_hot_machine_cpu_vs_trivial"
 )
 
 // Check names, as they appear in the report. The first eight are always in

@@ -19,6 +19,7 @@ const (
 	TopicSpread      = "spread"
 	TopicWebhooks    = "webhooks"
 	TopicDoors       = "doors"
+	TopicCost        = "signup cost"
 )
 
 // Target is one performance target, judged against a report.
@@ -185,6 +186,10 @@ var comparisons = []comparison{
 	{TopicWaitlist, "release storm: activities not exact afterwards (all seats taken, the rest of the line waiting)", "==", fixed(0), fromCheck(CheckReleaseInexact)},
 	{TopicWaitlist, "release storm: release transactions (one per activity)", "<=", fromCheck(CheckReleaseActivities), fromCheck(CheckReleaseTransactions)},
 	{TopicWaitlist, "signups/s on another activity during a release storm vs just before it", ">=", fixed(0.8), fromRatio(RatioReleaseStormSignups)},
+	{TopicCost, "capacityd's processor time per hot signup vs per trivial request", "<=", fixed(3), fromRatio(RatioSignupHotCPUVsTrivial)},
+	{TopicCost, "the machine's processor time per hot signup vs per trivial request", "<=", fixed(3.5), fromRatio(RatioSignupHotMachineVsTrivial)},
+	{TopicCost, "production signups/s (RS256 tokens, access log, two webhooks, a waiting list) vs hot signups/s", ">=", fixed(0.6), fromRatio(RatioProductionVsSignupHot)},
+	{TopicCost, "capacityd and PostgreSQL per production signup vs per hot signup", "<=", fixed(2), fromRatio(RatioProductionServiceCPU)},
 }
 
 // Targets judges the report against every performance target, plus the

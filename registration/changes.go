@@ -13,10 +13,15 @@ import (
 // signup's display hold is given back if the command never reaches a
 // transaction.
 func (s *Service) submit(ctx context.Context, activityID string, c Command) (Outcome, error) {
+	return s.submitOn(ctx, s.queue, activityID, c)
+}
+
+// submitOn puts a command on the activity's queue of lane q.
+func (s *Service) submitOn(ctx context.Context, q *groupcommit.Group[string, Command, Outcome], activityID string, c Command) (Outcome, error) {
 	if !storable(activityID) {
 		return Outcome{}, ActivityNotFound(activityID)
 	}
-	out, err := s.queue.Submit(ctx, activityID, c)
+	out, err := q.Submit(ctx, activityID, c)
 	if errors.Is(err, groupcommit.ErrClosed) || errors.Is(err, groupcommit.ErrWithdrawn) {
 		// Never flushed: its hold goes back here.
 		if sc, ok := c.(SignupCommand); ok && sc.Hold.Held() {

@@ -178,7 +178,7 @@ func releaseRowsOf(t *testing.T, tx []CommandBatch) int {
 func queued(svc *Service, due []DueRelease) int {
 	n := 0
 	for _, d := range due {
-		n += svc.queue.Queued(d.ActivityID)
+		n += svc.releases.Queued(d.ActivityID)
 	}
 	return n
 }
@@ -358,4 +358,37 @@ func TestUnitReleaseDueEndsWithItsContext(t *testing.T) {
 	assert.Equal(t, capacityd.EUnavailable, capacityd.ErrorCode(r.err))
 	assert.Len(t, st.transactions(), 1, "only the transaction taken before the end")
 	assert.Empty(t, st.doneActivities())
+}
+
+// TestUnitReleaseDoesNotStopOtherChanges: a release transaction runs on
+// the releases' own lane, so a change of another activity commits while
+// one is still in flight, rather than waiting behind its rows.
+func TestUnitReleaseDoesNotStopOtherChanges(t *testing.T) {
+	due := dueOf(1, releaseChunk)
+	st := newReleaseStore(due...)
+	entered, let := st.holdFirst()
+	svc := newReleaseService(t, st)
+
+	res := make(chan error, 1)
+	go func() {
+		_, err := svc.ReleaseDue(t.Context())
+		res <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	out, err := svc.submit(ctx, "bystander", ConfirmCommand{RegistrationID: "bystander-r0001"})
+	require.NoError(t, err, "the other activity's change committed while the release transaction was held")
+	require.NoError(t, out.Err)
+	assert.True(t, out.Changed)
+	select {
+	case err := <-res:
+		t.Fatalf("the release ended (%v) before it was let go", err)
+	default:
+	}
+	let()
+	require.NoError(t, <-res)
+	txs := st.transactions()
+	require.Len(t, txs, 2)
+	assert.Equal(t, "bystander", txs[1][0].ActivityID, "the bystander's transaction came while the release's was in flight")
 }

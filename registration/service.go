@@ -99,9 +99,11 @@ type Service struct {
 	now       func() time.Time
 	log       *slog.Logger
 	queue     *groupcommit.Group[string, Command, Outcome]
-	checks    *groupcommit.Group[string, string, fullVerdict]
-	lookups   *groupcommit.Group[struct{}, string, lookup]
-	metrics   *metrics
+	// releases is the release commands' own lane (see Service.release).
+	releases *groupcommit.Group[string, Command, Outcome]
+	checks   *groupcommit.Group[string, string, fullVerdict]
+	lookups  *groupcommit.Group[struct{}, string, lookup]
+	metrics  *metrics
 
 	idMu    sync.Mutex
 	entropy *ulid.MonotonicEntropy
@@ -133,6 +135,15 @@ func NewService(cfg Config) *Service {
 		GatherFor:    max(change.GatherFor, 0),
 		GatherEnded:  s.metrics.gatherEnded,
 	})
+	// The releases' lane: one transaction at a time of its own, beside
+	// the change queue's, so that a release of many seats does not stop
+	// the signups of other activities while it commits.
+	s.releases = groupcommit.New(s.apply, groupcommit.Options{
+		MaxBatch:     maxBatch,
+		MaxKeys:      cmp.Or(change.MaxActivities, DefaultMaxActivities),
+		MaxFlushes:   1,
+		FlushTimeout: cmp.Or(cfg.ChangeTimeout, DefaultChangeTimeout),
+	})
 	s.checks = groupcommit.New(s.checkFull, groupcommit.Options{
 		MaxBatch: maxBatch, MaxKeys: DefaultMaxActivities, MaxFlushes: 2,
 	})
@@ -146,7 +157,7 @@ func NewService(cfg Config) *Service {
 
 // Close applies the changes queued so far and refuses new ones.
 func (s *Service) Close(ctx context.Context) error {
-	return errors.Join(s.queue.Close(ctx), s.checks.Close(ctx), s.lookups.Close(ctx))
+	return errors.Join(s.queue.Close(ctx), s.releases.Close(ctx), s.checks.Close(ctx), s.lookups.Close(ctx))
 }
 
 func (s *Service) newID(prefix string) string {
