@@ -42,6 +42,9 @@ func (d *Dispatcher) post(ctx context.Context, j Job) (int, error) {
 	if err := sign(req.Header, key, j.EventID, time.Now(), j.Body); err != nil {
 		return 0, err
 	}
+	if d.pipe != nil && req.URL.Scheme == "http" {
+		return d.pipe.do(ctx, req)
+	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return 0, err

@@ -59,6 +59,11 @@ type DispatcherConfig struct {
 	// Concurrency is the most attempts in flight per webhook on this
 	// instance (default 16): a slow receiver holds only its own slots.
 	Concurrency int
+	// NoPipelining sends deliveries to plain-HTTP receivers with one
+	// request at a time per connection, as to HTTPS ones, instead of
+	// pipelining them (see pipeline): for a receiver behind a proxy that
+	// mishandles pipelined requests.
+	NoPipelining bool
 	// PollInterval is how often due deliveries are looked for when nothing
 	// wakes the dispatcher (default 1s): those other instances queued,
 	// and those of an instance that died with them leased.
@@ -97,8 +102,10 @@ type Dispatcher struct {
 	cfg DispatcherConfig
 	// active is false while the last backlog refresh found no enabled
 	// webhook.
-	active  atomic.Bool
-	client  *http.Client
+	active atomic.Bool
+	client *http.Client
+	// pipe sends to plain-HTTP receivers; nil with NoPipelining.
+	pipe    *pipeline
 	lease   time.Duration
 	log     *slog.Logger
 	metrics *metrics
@@ -168,6 +175,9 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		deferred: make(map[string]bool),
 		batches:  make(map[*Batch][]Attempt),
 	}
+	if !cfg.NoPipelining {
+		d.pipe = newPipeline(cfg.Guard.dial(cfg.Timeout), (2*cfg.Concurrency+pipelineDepth-1)/pipelineDepth)
+	}
 	d.active.Store(true)
 	return d
 }
@@ -200,6 +210,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	d.mu.Unlock()
 	d.giveBack(unsent)
 	d.sends.Wait()
+	if d.pipe != nil {
+		d.pipe.close()
+	}
 	close(d.results)
 	workers.Wait()
 }

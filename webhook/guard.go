@@ -117,12 +117,11 @@ func (g *Guard) CheckURL(ctx context.Context, u *url.URL) error {
 // reuse: perWebhook per webhook (its most attempts in flight) for several
 // webhooks on one receiver host.
 func (g *Guard) Client(timeout time.Duration, perWebhook int) *http.Client {
-	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.control}
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:                 nil,
-			DialContext:           g.dialContext(d),
+			DialContext:           g.dial(timeout),
 			ForceAttemptHTTP2:     true,
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: timeout,
@@ -132,6 +131,12 @@ func (g *Guard) Client(timeout time.Duration, perWebhook int) *http.Client {
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// dial is dialContext with the dialer of deliveries: connections time
+// out after timeout, are kept alive, and reach only allowed addresses.
+func (g *Guard) dial(timeout time.Duration) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return g.dialContext(&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.control})
 }
 
 // dialContext resolves the host itself and dials only allowed addresses,

@@ -322,6 +322,14 @@ var coreSettings = []setting{
 		func(c *config) *time.Duration { return &c.App.Webhooks.Timeout }),
 	intSetting("WEBHOOK_CONCURRENCY", strconv.Itoa(webhook.DefaultConcurrency), "most webhook delivery attempts in flight per webhook on one instance", 1, 1000,
 		func(c *config) *int { return &c.App.Webhooks.Concurrency }),
+	{"WEBHOOK_PIPELINING", "true", "pipeline deliveries to plain-HTTP receivers over few kept-alive connections (false: one request at a time per connection, for a receiver behind a proxy that mishandles pipelining)", func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		c.App.Webhooks.NoPipelining = !b
+		return nil
+	}},
 	durationSetting("WEBHOOK_BACKLOG_INTERVAL", webhook.DefaultBacklogInterval.String(), "how often the webhook backlog gauges are refreshed, which is also how soon an instance with no enabled webhook notices one another instance added",
 		func(c *config) *time.Duration { return &c.App.Webhooks.BacklogInterval }),
 	rateLimitSetting("RATE_LIMIT_PUBLIC_WRITES", "50:100", "note views and waters per second per client IP, as RATE or RATE:BURST (0: off)",

@@ -70,6 +70,7 @@ func TestEverySettingReachesItsConfiguration(t *testing.T) {
 		"WEBHOOK_TIMEOUT":                    {"7s", func(c *config) any { return c.App.Webhooks.Timeout }},
 		"WEBHOOK_CONCURRENCY":                {"7", func(c *config) any { return c.App.Webhooks.Concurrency }},
 		"WEBHOOK_BACKLOG_INTERVAL":           {"7s", func(c *config) any { return c.App.Webhooks.BacklogInterval }},
+		"WEBHOOK_PIPELINING":                 {"false", func(c *config) any { return c.App.Webhooks.NoPipelining }},
 		"RATE_LIMIT_PUBLIC_WRITES":           {"7:7", func(c *config) any { return c.App.HTTP.PublicWriteLimit }},
 		"RATE_LIMIT_PUBLIC_READS":            {"7:7", func(c *config) any { return c.App.HTTP.PublicReadLimit }},
 		"RATE_LIMIT_SIGNUPS":                 {"7:7", func(c *config) any { return c.App.HTTP.SignupLimit }},

@@ -46,6 +46,7 @@ func TestWebhookSettings(t *testing.T) {
 		{[]string{"--webhook-timeout", "soon"}, "WEBHOOK_TIMEOUT (--webhook-timeout)"},
 		{[]string{"--webhook-concurrency", "0"}, "WEBHOOK_CONCURRENCY (--webhook-concurrency)"},
 		{[]string{"--webhook-backlog-interval", "0s"}, "WEBHOOK_BACKLOG_INTERVAL (--webhook-backlog-interval)"},
+		{[]string{"--webhook-pipelining", "sometimes"}, "WEBHOOK_PIPELINING (--webhook-pipelining): want true or false"},
 	} {
 		_, err := loadConfig("serve", serveSettings, tc.args, envOf(base), io.Discard, nil)
 		require.ErrorContains(t, err, tc.want, tc.args)
