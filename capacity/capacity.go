@@ -29,6 +29,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/physiciansnet/capacityd/internal/groupcommit"
 	"github.com/physiciansnet/capacityd/internal/lru"
 	"github.com/physiciansnet/capacityd/registration"
 )
@@ -131,6 +132,9 @@ type Counter struct {
 	// name its pools' keys up front.
 	poolsMu sync.Mutex
 	poolsOf *lru.Cache[string, string]
+	// gates sends the signups' gate runs that come at once in one
+	// pipeline (gate_batch.go).
+	gates *groupcommit.Group[struct{}, gateRun, gateReply]
 }
 
 // DefaultTTL is the lifetime of a display counter before it is rebuilt
@@ -148,7 +152,7 @@ func New(cfg Config) *Counter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Counter{
+	c := &Counter{
 		rdb:         cfg.Redis,
 		authority:   cfg.Authority,
 		announcer:   cfg.Announcer,
@@ -163,6 +167,8 @@ func New(cfg Config) *Counter {
 		together:    !isCluster(cfg.Redis),
 		poolsOf:     lru.New[string, string](DefaultMemorySize),
 	}
+	c.gates = c.newGates()
+	return c
 }
 
 // isCluster reports whether rdb is a Redis Cluster client, whose scripts

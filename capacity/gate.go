@@ -60,7 +60,7 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 			return hold, err
 		}
 	}
-	v, err := reserveScript.Run(ctx, c.rdb, keys(Key(activityID)), seats, life, member).Slice()
+	v, err := c.gate(ctx, activityID, seats, life, member)
 	if err != nil {
 		return registration.Hold{}, c.redisError("reserve", err)
 	}

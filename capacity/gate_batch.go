@@ -1,0 +1,68 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/physiciansnet/capacityd/internal/groupcommit"
+)
+
+// gateBatch caps the activity gates one Redis pipeline carries, and
+// gateFlushTimeout bounds one pipeline (the Redis client's own read and
+// write timeouts are shorter).
+const (
+	gateBatch        = 256
+	gateFlushTimeout = 2 * time.Second
+)
+
+// gateRun is one signup's run of reserveScript on its activity's counter.
+type gateRun struct {
+	activityID string
+	seats      int
+	life       int64
+	member     string
+}
+
+// gateReply is a gateRun's reply, or the error of its command.
+type gateReply struct {
+	v   []any
+	err error
+}
+
+// newGates returns the group that sends the gate runs that come at once
+// in one Redis pipeline: one write and one read for a crowd of signups
+// instead of one of each per signup, with at most one pipeline in flight
+// (those that come meanwhile go in the next). Each run is the same script
+// on its own keys as alone, so the rule and its atomicity do not move.
+func (c *Counter) newGates() *groupcommit.Group[struct{}, gateRun, gateReply] {
+	return groupcommit.New(groupcommit.PerKey(c.runGates), groupcommit.Options{MaxBatch: gateBatch, FlushTimeout: gateFlushTimeout})
+}
+
+// gate runs reserveScript for one signup, in the next pipeline. A signup
+// whose context ends before its run is sent is withdrawn: nothing was
+// held.
+func (c *Counter) gate(ctx context.Context, activityID string, seats int, life int64, member string) ([]any, error) {
+	r, err := c.gates.Submit(ctx, struct{}{}, gateRun{activityID: activityID, seats: seats, life: life, member: member})
+	if errors.Is(err, groupcommit.ErrWithdrawn) {
+		err = errors.Join(ctx.Err(), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.v, r.err
+}
+
+// runGates runs one pipeline of gate runs and returns each one's reply.
+func (c *Counter) runGates(ctx context.Context, _ struct{}, runs []gateRun) ([]gateReply, error) {
+	scripts := make([]script, len(runs))
+	for i, r := range runs {
+		scripts[i] = script{s: reserveScript, keys: keys(Key(r.activityID)), args: []any{r.seats, r.life, r.member}}
+	}
+	cmds, _ := runScripts(ctx, c.rdb, scripts)
+	out := make([]gateReply, len(cmds))
+	for i, cmd := range cmds {
+		out[i].v, out[i].err = cmd.Slice()
+	}
+	return out, nil
+}
