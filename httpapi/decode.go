@@ -135,32 +135,45 @@ func decodeStrict(b []byte, v any) error {
 	if err := validBody(b); err != nil {
 		return err
 	}
-	if err := textOnly(b); err != nil { // duplicate keys too
+	keys, err := textOnly(b) // duplicate keys too
+	if err != nil {
 		return err
 	}
-	return exactFields(b, v)
+	return exactFields(keys, v)
 }
 
-// exactFields refuses a key of the object b that names a field of the
-// struct v points to only when case is ignored, as encoding/json matches
-// them ("Capacity" for "capacity"): it is an unknown field.
-func exactFields(b []byte, v any) error {
+// exactFields refuses a key of the request's object (keys) that names a
+// field of the struct v points to only when case is ignored, as
+// encoding/json matches them ("Capacity" for "capacity"): it is an unknown
+// field.
+func exactFields(keys []string, v any) error {
 	t := reflect.TypeOf(v)
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+	if len(keys) == 0 || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(b, &obj) != nil {
-		return nil // not an object, and decoded into v all the same: null
-	}
-	names := make(map[string]bool, t.Elem().NumField())
-	fieldNames(t.Elem(), names)
-	for k := range obj {
+	names := fieldNamesOf(t.Elem())
+	for _, k := range keys {
 		if !names[k] {
 			return capacityd.Errorf(capacityd.EInvalid, "unknown field %q", safeForMessage(k))
 		}
 	}
 	return nil
+}
+
+// structFields keeps the JSON names of the fields of each struct type a
+// body was decoded into.
+var structFields sync.Map // reflect.Type → map[string]bool
+
+// fieldNamesOf returns the JSON names of struct type t's fields (see
+// fieldNames), found once per type.
+func fieldNamesOf(t reflect.Type) map[string]bool {
+	if names, ok := structFields.Load(t); ok {
+		return names.(map[string]bool)
+	}
+	names := make(map[string]bool, t.NumField())
+	fieldNames(t, names)
+	structFields.Store(t, names)
+	return names
 }
 
 // fieldNames adds the JSON names of struct type t's fields to names, and

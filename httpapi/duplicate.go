@@ -16,7 +16,7 @@ import (
 // b must already have decoded without error: it is valid JSON nested at
 // most as deep as encoding/json allows.
 func noDuplicateKeys(b []byte) error {
-	return walkBody(json.NewDecoder(bytes.NewReader(b)), false, "", false)
+	return walkBody(json.NewDecoder(bytes.NewReader(b)), false, "", false, nil)
 }
 
 // walkBody reads one value from dec and refuses a duplicate key in it
@@ -24,7 +24,7 @@ func noDuplicateKeys(b []byte) error {
 // the one pass over a body that both rules take. top says the value is
 // the body itself, whose metadata field holds the client's own strings;
 // field names the top-level field the value belongs to, for messages.
-func walkBody(dec *json.Decoder, text bool, field string, top bool) error {
+func walkBody(dec *json.Decoder, text bool, field string, top bool, keys *[]string) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil // cannot happen for b that decoded
@@ -51,15 +51,18 @@ func walkBody(dec *json.Decoder, text bool, field string, top bool) error {
 				f := field
 				if top {
 					f = key
+					if keys != nil {
+						*keys = append(*keys, key)
+					}
 				}
-				if err := walkBody(dec, text && !(top && key == metadataField), f, false); err != nil {
+				if err := walkBody(dec, text && !(top && key == metadataField), f, false, nil); err != nil {
 					return err
 				}
 			}
 			_, _ = dec.Token() // }
 		case '[':
 			for dec.More() {
-				if err := walkBody(dec, text, field, false); err != nil {
+				if err := walkBody(dec, text, field, false, nil); err != nil {
 					return err
 				}
 			}

@@ -35,9 +35,12 @@ func validBody(b []byte) error {
 // bidirectional control (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066
 // to U+2069), which makes one text display as another, or a byte order
 // mark (U+FEFF); and, as noDuplicateKeys, a key named twice, in the same
-// pass. b must already have decoded without error.
-func textOnly(b []byte) error {
-	return walkBody(json.NewDecoder(bytes.NewReader(b)), true, "", true)
+// pass. It returns the keys of b's object (none when b is not an
+// object). b must already have decoded without error.
+func textOnly(b []byte) ([]string, error) {
+	var keys []string
+	err := walkBody(json.NewDecoder(bytes.NewReader(b)), true, "", true, &keys)
+	return keys, err
 }
 
 // plainText reports whether s holds no control, bidirectional control or
