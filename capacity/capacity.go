@@ -134,7 +134,7 @@ type Counter struct {
 	poolsOf *lru.Cache[string, string]
 	// gates sends the signups' gate runs that come at once in one
 	// pipeline (gate_batch.go).
-	gates *groupcommit.Group[struct{}, gateRun, gateReply]
+	gates *groupcommit.Group[struct{}, script, gateReply]
 }
 
 // DefaultTTL is the lifetime of a display counter before it is rebuilt

@@ -60,7 +60,7 @@ func (c *Counter) Reserve(ctx context.Context, activityID string, seats int) (re
 			return hold, err
 		}
 	}
-	v, err := c.gate(ctx, activityID, seats, life, member)
+	v, err := c.gate(ctx, script{s: reserveScript, keys: keys(Key(activityID)), args: []any{seats, life, member}})
 	if err != nil {
 		return registration.Hold{}, c.redisError("reserve", err)
 	}
@@ -137,7 +137,7 @@ func (c *Counter) reserveTogether(ctx context.Context, activityID, pools string,
 		c.touchPool(id)
 		ks = append(ks, keys(PoolKey(id))...)
 	}
-	v, err := pooledReserveScript.Run(ctx, c.rdb, ks, seats, life, member, pools).Slice()
+	v, err := c.gate(ctx, script{s: pooledReserveScript, keys: ks, args: []any{seats, life, member, pools}})
 	if err != nil {
 		return registration.Hold{}, true, c.redisError("reserve", err)
 	}

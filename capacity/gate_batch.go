@@ -16,14 +16,6 @@ const (
 	gateFlushTimeout = 2 * time.Second
 )
 
-// gateRun is one signup's run of reserveScript on its activity's counter.
-type gateRun struct {
-	activityID string
-	seats      int
-	life       int64
-	member     string
-}
-
 // gateReply is a gateRun's reply, or the error of its command.
 type gateReply struct {
 	v   []any
@@ -35,15 +27,16 @@ type gateReply struct {
 // instead of one of each per signup, with at most one pipeline in flight
 // (those that come meanwhile go in the next). Each run is the same script
 // on its own keys as alone, so the rule and its atomicity do not move.
-func (c *Counter) newGates() *groupcommit.Group[struct{}, gateRun, gateReply] {
+func (c *Counter) newGates() *groupcommit.Group[struct{}, script, gateReply] {
 	return groupcommit.New(groupcommit.PerKey(c.runGates), groupcommit.Options{MaxBatch: gateBatch, FlushTimeout: gateFlushTimeout})
 }
 
-// gate runs reserveScript for one signup, in the next pipeline. A signup
-// whose context ends before its run is sent is withdrawn: nothing was
-// held.
-func (c *Counter) gate(ctx context.Context, activityID string, seats int, life int64, member string) ([]any, error) {
-	r, err := c.gates.Submit(ctx, struct{}{}, gateRun{activityID: activityID, seats: seats, life: life, member: member})
+// gate runs a signup's gate script (reserveScript, or
+// pooledReserveScript for an activity and its pools together) in the next
+// pipeline. A signup whose context ends before its run is sent is
+// withdrawn: nothing was held.
+func (c *Counter) gate(ctx context.Context, run script) ([]any, error) {
+	r, err := c.gates.Submit(ctx, struct{}{}, run)
 	if errors.Is(err, groupcommit.ErrWithdrawn) {
 		err = errors.Join(ctx.Err(), err)
 	}
@@ -53,13 +46,9 @@ func (c *Counter) gate(ctx context.Context, activityID string, seats int, life i
 	return r.v, r.err
 }
 
-// runGates runs one pipeline of gate runs and returns each one's reply.
-func (c *Counter) runGates(ctx context.Context, _ struct{}, runs []gateRun) ([]gateReply, error) {
-	scripts := make([]script, len(runs))
-	for i, r := range runs {
-		scripts[i] = script{s: reserveScript, keys: keys(Key(r.activityID)), args: []any{r.seats, r.life, r.member}}
-	}
-	cmds, _ := runScripts(ctx, c.rdb, scripts)
+// runGates runs one pipeline of gate scripts and returns each one's reply.
+func (c *Counter) runGates(ctx context.Context, _ struct{}, runs []script) ([]gateReply, error) {
+	cmds, _ := runScripts(ctx, c.rdb, runs)
 	out := make([]gateReply, len(cmds))
 	for i, cmd := range cmds {
 		out[i].v, out[i].err = cmd.Slice()
