@@ -3,18 +3,24 @@ package capacity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/physiciansnet/capacityd/internal/groupcommit"
 )
 
 // gateBatch caps the activity gates one Redis pipeline carries, and
-// gateFlushTimeout bounds one pipeline (the Redis client's own read and
-// write timeouts are shorter).
+// gateFlushTimeout bounds one pipeline, its retries included: a Redis that
+// does not answer by then is treated as down (the signups fall back to the
+// authority), as a single command's read timeout made it before.
 const (
 	gateBatch        = 256
-	gateFlushTimeout = 2 * time.Second
+	gateFlushTimeout = time.Second
 )
+
+// errGateTimeout is the error of the gate runs of a pipeline that got no
+// answer within gateFlushTimeout.
+var errGateTimeout = fmt.Errorf("capacity: the gate's pipeline got no answer from Redis within %s", gateFlushTimeout)
 
 // gateReply is a gateRun's reply, or the error of its command.
 type gateReply struct {
@@ -42,6 +48,12 @@ func (c *Counter) gate(ctx context.Context, run script) ([]any, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if r.err != nil && ctx.Err() == nil && (errors.Is(r.err, context.DeadlineExceeded) || errors.Is(r.err, context.Canceled)) {
+		// The pipeline's own time ran out, not the signup's: Redis did not
+		// answer, which is a Redis error (the caller's context errors are
+		// not counted as such).
+		return nil, errGateTimeout
 	}
 	return r.v, r.err
 }
