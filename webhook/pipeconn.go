@@ -75,7 +75,7 @@ func (pc *pipeConn) serve() {
 func (pc *pipeConn) finish(reading *sync.WaitGroup) {
 	close(pc.written)
 	select {
-	case <-pc.h.p.closed:
+	case <-pc.h.p.ctx.Done():
 		pc.kill()
 	default:
 	}
@@ -106,7 +106,7 @@ func (pc *pipeConn) next(idle *time.Timer) (*pipeRequest, bool) {
 		return nil, true
 	case <-pc.dead:
 		return nil, false
-	case <-pc.h.p.closed:
+	case <-pc.h.p.ctx.Done():
 		return nil, false
 	case <-idle.C:
 		if pc.inFlight.Load() == 0 {
@@ -125,7 +125,7 @@ func (pc *pipeConn) waitRoom() bool {
 		case <-pc.freed:
 		case <-pc.dead:
 			return false
-		case <-pc.h.p.closed:
+		case <-pc.h.p.ctx.Done():
 			return false
 		}
 	}

@@ -43,10 +43,12 @@ type pipeline struct {
 	dial  func(ctx context.Context, network, address string) (net.Conn, error)
 	conns int
 
-	mu     sync.Mutex
-	hosts  map[string]*pipeHost
-	closed chan struct{}
-	once   sync.Once
+	// ctx ends when the pipeline closes: dials and connections end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	hosts map[string]*pipeHost
 	// running counts the connections' goroutines, for close.
 	running sync.WaitGroup
 }
@@ -54,7 +56,8 @@ type pipeline struct {
 // newPipeline returns a pipeline that dials with dial and opens up to
 // conns connections per receiver address.
 func newPipeline(dial func(ctx context.Context, network, address string) (net.Conn, error), conns int) *pipeline {
-	return &pipeline{dial: dial, conns: max(conns, 1), hosts: make(map[string]*pipeHost), closed: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &pipeline{dial: dial, conns: max(conns, 1), ctx: ctx, cancel: cancel, hosts: make(map[string]*pipeHost)}
 }
 
 // pipeHost is one receiver address: its waiting requests and how many
@@ -121,7 +124,7 @@ func (p *pipeline) do(ctx context.Context, req *http.Request) (int, error) {
 	case <-ctx.Done():
 		r.state.CompareAndSwap(reqQueued, reqAbandoned)
 		return 0, ctx.Err()
-	case <-p.closed:
+	case <-p.ctx.Done():
 		r.state.CompareAndSwap(reqQueued, reqAbandoned)
 		return 0, context.Canceled
 	}
@@ -129,7 +132,7 @@ func (p *pipeline) do(ctx context.Context, req *http.Request) (int, error) {
 
 // close closes every connection and waits for their goroutines.
 func (p *pipeline) close() {
-	p.once.Do(func() { close(p.closed) })
+	p.cancel()
 	p.running.Wait()
 }
 
@@ -160,7 +163,7 @@ func (h *pipeHost) submit(ctx context.Context, r *pipeRequest) error {
 	case h.queue <- r:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-h.p.closed:
+	case <-h.p.ctx.Done():
 		return context.Canceled
 	}
 	h.grow()
@@ -176,7 +179,7 @@ func (h *pipeHost) grow() {
 		return
 	}
 	select {
-	case <-h.p.closed:
+	case <-h.p.ctx.Done():
 		return
 	default:
 	}
@@ -193,16 +196,8 @@ func (h *pipeHost) connect() {
 		h.mu.Unlock()
 		h.grow()
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
-	go func() {
-		select {
-		case <-h.p.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	c, err := h.p.dial(ctx, "tcp", h.address)
-	cancel()
+	// The dialer bounds the dial by the delivery timeout.
+	c, err := h.p.dial(h.p.ctx, "tcp", h.address)
 	if err != nil {
 		h.failQueued(err)
 		return
@@ -212,9 +207,16 @@ func (h *pipeHost) connect() {
 	pc.serve()
 }
 
-// failQueued ends the requests waiting now with err (their connection
-// could not be opened).
+// failQueued ends the requests waiting now, those to send again
+// included, with err (their connection could not be opened).
 func (h *pipeHost) failQueued(err error) {
+	h.mu.Lock()
+	resends := h.resends
+	h.resends = nil
+	h.mu.Unlock()
+	for _, r := range resends {
+		r.answer(0, err)
+	}
 	for {
 		select {
 		case r := <-h.queue:

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -254,4 +255,37 @@ func TestPipelineCloseEndsWaitingRequests(t *testing.T) {
 	<-entered
 	p.close()
 	require.ErrorIs(t, <-res, context.Canceled)
+}
+
+// TestPipelineEndsResendsWhenTheReceiverCannotBeReached: a request put
+// back to be sent again, whose receiver then refuses connections, ends
+// with the dial's error, and the pipeline stops dialling for it.
+func TestPipelineEndsResendsWhenTheReceiverCannotBeReached(t *testing.T) {
+	t.Parallel()
+	var dials atomic.Int64
+	refused := errors.New("connection refused")
+	p := newPipeline(func(context.Context, string, string) (net.Conn, error) {
+		dials.Add(1)
+		return nil, refused
+	}, 1)
+	t.Cleanup(p.close)
+	req, err := http.NewRequest(http.MethodPost, "http://receiver.example/hook", bytes.NewReader([]byte(`{}`)))
+	require.NoError(t, err)
+	r := &pipeRequest{req: req, deadline: time.Now().Add(time.Minute), done: make(chan pipeResult, 1)}
+	r.state.Store(reqWritten)
+	h := p.host(canonicalAddress(req))
+	h.resend([]*pipeRequest{r})
+
+	select {
+	case res := <-r.done:
+		require.ErrorIs(t, res.err, refused)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request to send again never ended")
+	}
+	require.Eventually(t, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.live == 0
+	}, 10*time.Second, time.Millisecond, "no connection is left trying")
+	assert.Equal(t, int64(1), dials.Load(), "one dial for the one request")
 }
