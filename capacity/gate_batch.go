@@ -22,7 +22,7 @@ const (
 // answer within gateFlushTimeout.
 var errGateTimeout = fmt.Errorf("capacity: the gate's pipeline got no answer from Redis within %s", gateFlushTimeout)
 
-// gateReply is a gateRun's reply, or the error of its command.
+// gateReply is a gate script's reply, or the error of its command.
 type gateReply struct {
 	v   []any
 	err error
@@ -49,21 +49,21 @@ func (c *Counter) gate(ctx context.Context, run script) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.err != nil && ctx.Err() == nil && (errors.Is(r.err, context.DeadlineExceeded) || errors.Is(r.err, context.Canceled)) {
-		// The pipeline's own time ran out, not the signup's: Redis did not
-		// answer, which is a Redis error (the caller's context errors are
-		// not counted as such).
-		return nil, errGateTimeout
-	}
 	return r.v, r.err
 }
 
 // runGates runs one pipeline of gate scripts and returns each one's reply.
+// ctx is the pipeline's own (gateFlushTimeout), never a signup's: a run
+// that it cut short got no answer from Redis, which is a Redis error
+// (errGateTimeout), not a request that ended.
 func (c *Counter) runGates(ctx context.Context, _ struct{}, runs []script) ([]gateReply, error) {
 	cmds, _ := runScripts(ctx, c.rdb, runs)
 	out := make([]gateReply, len(cmds))
 	for i, cmd := range cmds {
 		out[i].v, out[i].err = cmd.Slice()
+		if errors.Is(out[i].err, context.DeadlineExceeded) || errors.Is(out[i].err, context.Canceled) {
+			out[i].err = errGateTimeout
+		}
 	}
 	return out, nil
 }
