@@ -39,7 +39,8 @@ type Registrations interface {
 // Announcer tells every instance that something changed (an activity's
 // history, a list's counts), and lets a reader wait for it.
 type Announcer interface {
-	Announce(ctx context.Context, id string)
+	// AnnounceAll announces each of ids, together.
+	AnnounceAll(ctx context.Context, ids []string)
 	Watch(id string) (<-chan struct{}, func())
 }
 
@@ -189,18 +190,16 @@ func (s *Service) committed(ctx context.Context, listID string, out []RedeemOutc
 	if len(commits) == 0 {
 		return
 	}
-	s.announce(ctx, listID)
-	for _, c := range commits {
-		s.announce(ctx, c.ActivityID)
+	if s.cfg.Announcer != nil {
+		ids := make([]string, 0, 1+len(commits))
+		ids = append(ids, listID)
+		for _, c := range commits {
+			ids = append(ids, c.ActivityID)
+		}
+		s.cfg.Announcer.AnnounceAll(ctx, ids)
 	}
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Committed(ctx, commits)
-	}
-}
-
-func (s *Service) announce(ctx context.Context, id string) {
-	if s.cfg.Announcer != nil {
-		s.cfg.Announcer.Announce(ctx, id)
 	}
 }
 
@@ -219,4 +218,10 @@ func (s *Service) Keyset(ctx context.Context) (JWKSet, error) {
 		return JWKSet{}, err
 	}
 	return s.keys.JWKS(), nil
+}
+
+func (s *Service) announce(ctx context.Context, id string) {
+	if s.cfg.Announcer != nil {
+		s.cfg.Announcer.AnnounceAll(ctx, []string{id})
+	}
 }

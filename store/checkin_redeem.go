@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,36 +13,51 @@ import (
 	"github.com/physiciansnet/capacityd/registration"
 )
 
-// RedeemBatch decides and records the scans of one list, in order, in one
-// transaction (the scans of many devices gathered while the list's last
-// transaction ran):
+// RedeemBatch decides and records the scans of one list, in order, in
+// one transaction (the scans of many devices gathered while the list's
+// last transaction ran), in three round trips:
 //
-//	lock the list's row (every scan of the list, on any instance, waits here)
-//	generic plans from here on (genericPlans); the recorded check-ins of the
-//	  batch's Idempotency-Keys; the scanned registrations                               -- one round trip
-//	pg_advisory_xact_lock of their activities, in id order (the lock of every seat change);
-//	  the registrations, their records on the list, the activities' last seqs            -- one more
+//	BEGIN; lock the list's row (every scan of the list, on any instance,
+//	  waits here); generic plans from here on (genericPlans); the check-ins
+//	  the batch's Idempotency-Keys recorded; pg_advisory_xact_lock of the
+//	  scanned registrations' activities, in id order (the lock of every seat
+//	  change); then, under the locks, the registrations, their records on
+//	  the list and the activities' last seqs                                   -- one round trip
 //	checkin.Decide, scan after scan
-//	INSERT the check-ins and their events; UPDATE the records (a registration's
-//	  checked_in is read from them), the list's counts, the activities' last seqs; COMMIT  -- one more
+//	INSERT the check-ins and their events; UPDATE the records (a
+//	  registration's checked_in is read from them), the list's counts, the
+//	  activities' last seqs                                                    -- one more
+//	COMMIT (see txn.commit)                                                    -- one more
 //
-// The list's lock comes before the activities': no transaction takes a
-// list's lock while it holds an activity's, so the two orders never
-// deadlock. A refused scan writes nothing and is answered alone; an error
-// of the transaction fails the whole batch.
+// The statements of a round trip run one after the other, each with its
+// own snapshot: what is read after a lock is read under it. A
+// registration's activity never changes, so its lock can be named by a
+// read before it. The list's lock comes before the activities': no
+// transaction takes a list's lock while it holds an activity's, so the two
+// orders never deadlock. A refused scan writes nothing and is answered
+// alone; an error of the transaction fails the whole batch.
 func (s *Store) RedeemBatch(ctx context.Context, listID string, ins []checkin.Redemption, now time.Time) ([]checkin.RedeemOutcome, error) {
 	var out []checkin.RedeemOutcome
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.pipelined(ctx, func(t *txn) error {
 		out = make([]checkin.RedeemOutcome, len(ins))
-		b := &redeemBatch{tx: tx, ins: ins, out: out, now: now}
-		return b.run(ctx, listID)
+		b := &redeemBatch{ins: ins, out: out, now: now}
+		if err := b.read(ctx, t, listID, s.timeouts); err != nil {
+			return err
+		}
+		firstOfKey := map[string]int{}
+		for i, in := range b.ins {
+			b.decide(i, in, firstOfKey)
+		}
+		if err := b.fillReplays(); err != nil {
+			return err
+		}
+		return t.commit(ctx, b.writes.batch(b.list))
 	})
 	return out, err
 }
 
 // redeemBatch is the state of one RedeemBatch transaction.
 type redeemBatch struct {
-	tx  pgx.Tx
 	ins []checkin.Redemption
 	out []checkin.RedeemOutcome
 	now time.Time
@@ -59,7 +73,7 @@ type redeemBatch struct {
 
 // recorded is a check-in an Idempotency-Key recorded earlier.
 type recorded struct {
-	seq  int64
+	checkin.CheckIn
 	hash []byte
 }
 
@@ -69,31 +83,8 @@ type scanned struct {
 	act      string
 }
 
-func (b *redeemBatch) run(ctx context.Context, listID string) error {
-	l, err := lockList(ctx, b.tx, listID)
-	if err != nil {
-		return err
-	}
-	b.list = l
-	if err := b.readKeysAndRegistrations(ctx); err != nil {
-		return err
-	}
-	if err := b.lockAndRead(ctx); err != nil {
-		return err
-	}
-	firstOfKey := map[string]int{}
-	for i, in := range b.ins {
-		b.decide(i, in, firstOfKey)
-	}
-	if err := b.writes.send(ctx, b.tx, b.list); err != nil {
-		return err
-	}
-	return b.fillReplays(ctx)
-}
-
-// readKeysAndRegistrations reads the recorded check-ins of the batch's
-// keys and finds the scanned registrations.
-func (b *redeemBatch) readKeysAndRegistrations(ctx context.Context) error {
+// read sends the transaction's first round trip (see RedeemBatch).
+func (b *redeemBatch) read(ctx context.Context, t *txn, listID string, timeouts []string) error {
 	var keys, ids []string
 	for _, in := range b.ins {
 		if in.IdempotencyKey != "" {
@@ -102,23 +93,24 @@ func (b *redeemBatch) readKeysAndRegistrations(ctx context.Context) error {
 		ids = append(ids, in.RegistrationID)
 	}
 	b.replays, b.found = map[string]recorded{}, map[string]scanned{}
+	b.regs, b.records, b.seqs = map[int64]*registration.Registration{}, map[int64]checkin.Record{}, map[int64]int64{}
 	pb := &pgx.Batch{}
+	t.begin(pb, timeouts)
+	pb.Queue(`SELECT `+listColumns+` FROM checkin_list l WHERE l.public_id = $1 AND l.deleted_at IS NULL FOR UPDATE`,
+		listID).QueryRow(func(row pgx.Row) error {
+		l, err := scanList(row)
+		b.list = l
+		return listFound(err, listID)
+	})
 	// The rest of the transaction runs with generic plans (genericPlans):
 	// its statements over lists of ids were planned again at every
 	// execution, planning costing about as much as running them.
 	pb.Queue(genericPlans)
 	if len(keys) > 0 {
-		pb.Queue(`SELECT idempotency_key, seq, request_hash FROM checkin WHERE list_id = $1 AND idempotency_key = ANY ($2)`,
-			b.list.Seq, keys).Query(func(rows pgx.Rows) error {
-			var key string
-			var r recorded
-			_, err := pgx.ForEachRow(rows, []any{&key, &r.seq, &r.hash}, func() error {
-				b.replays[key] = r
-				return nil
-			})
-			return err
-		})
+		b.queueReplays(pb, listID, keys)
 	}
+	pb.Queue(`SELECT count(pg_advisory_xact_lock($1::int, k.aid::int)) FROM (SELECT DISTINCT r.activity_id AS aid FROM registration r
+		WHERE r.public_id = ANY ($2) ORDER BY 1) AS k`, int32(admissionLockNamespace), ids)
 	pb.Queue(`SELECT r.public_id, r.id, r.activity_id, a.public_id FROM registration r JOIN activity a ON a.id = r.activity_id
 		WHERE r.public_id = ANY ($1)`, ids).Query(func(rows pgx.Rows) error {
 		var id string
@@ -129,30 +121,8 @@ func (b *redeemBatch) readKeysAndRegistrations(ctx context.Context) error {
 		})
 		return err
 	})
-	return b.tx.SendBatch(ctx, pb).Close()
-}
-
-// lockAndRead takes the locks of the scanned registrations' activities,
-// in id order, and reads the registrations, their records on the list and
-// the activities' last seqs under them.
-func (b *redeemBatch) lockAndRead(ctx context.Context) error {
-	var aids, rids []int64
-	for _, f := range b.found {
-		if !slices.Contains(aids, f.aid) {
-			aids = append(aids, f.aid)
-		}
-		rids = append(rids, f.rid)
-	}
-	slices.Sort(aids)
-	b.regs, b.records, b.seqs = map[int64]*registration.Registration{}, map[int64]checkin.Record{}, map[int64]int64{}
-	if len(aids) == 0 {
-		return nil
-	}
-	pb := &pgx.Batch{}
-	pb.Queue(`SELECT count(pg_advisory_xact_lock($1, k.id)) FROM unnest($2::int[]) AS k(id)`,
-		int32(admissionLockNamespace), aids)
-	pb.Queue(`SELECT `+registrationColumns+` FROM registration r JOIN activity a ON a.id = r.activity_id WHERE r.id = ANY ($1)`,
-		rids).Query(func(rows pgx.Rows) error {
+	pb.Queue(`SELECT `+registrationColumns+` FROM registration r JOIN activity a ON a.id = r.activity_id WHERE r.public_id = ANY ($1)`,
+		ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			reg, err := scanRegistration(rows)
 			if err != nil {
@@ -162,8 +132,15 @@ func (b *redeemBatch) lockAndRead(ctx context.Context) error {
 		}
 		return rows.Err()
 	})
-	pb.Queue(`SELECT registration_id, inside, inside_seats, entries, exits, first_at, coalesce(first_device, '') FROM checkin_record
-		WHERE list_id = $1 AND registration_id = ANY ($2)`, b.list.Seq, rids).Query(func(rows pgx.Rows) error {
+	// Each record is looked up by itself: a LATERAL subquery with a LIMIT
+	// is planned for one registration, both columns of the record's key
+	// equal. With "registration_id = ANY (…)", a generic plan made while
+	// the table was small read the list's whole range and filtered it.
+	pb.Queue(`SELECT r.id, c.inside, c.inside_seats, c.entries, c.exits, c.first_at, coalesce(c.first_device, '')
+		FROM registration r
+		CROSS JOIN LATERAL (SELECT * FROM checkin_record WHERE list_id = (SELECT id FROM checkin_list WHERE public_id = $1)
+			AND registration_id = r.id LIMIT 1) c
+		WHERE r.public_id = ANY ($2)`, listID, ids).Query(func(rows pgx.Rows) error {
 		var rid int64
 		var rec checkin.Record
 		_, err := pgx.ForEachRow(rows, []any{&rid, &rec.Inside, &rec.InsideSeats, &rec.Entries, &rec.Exits, &rec.FirstAt, &rec.FirstDevice},
@@ -175,10 +152,10 @@ func (b *redeemBatch) lockAndRead(ctx context.Context) error {
 		return err
 	})
 	// An activity without a state has recorded no event: its last seq is
-	// 0, the map's zero. (Read by its key: a join with the ids' unnest
-	// would have a generic plan that reads the table whole.)
-	pb.Queue(`SELECT s.activity_id, s.last_seq FROM activity_state s WHERE s.activity_id = ANY ($1)`,
-		aids).Query(func(rows pgx.Rows) error {
+	// 0, the map's zero.
+	pb.Queue(`SELECT s.activity_id, s.last_seq FROM activity_state s
+		WHERE s.activity_id = ANY (ARRAY(SELECT r.activity_id FROM registration r WHERE r.public_id = ANY ($1)))`,
+		ids).Query(func(rows pgx.Rows) error {
 		var aid, seq int64
 		_, err := pgx.ForEachRow(rows, []any{&aid, &seq}, func() error {
 			b.seqs[aid] = seq
@@ -186,7 +163,34 @@ func (b *redeemBatch) lockAndRead(ctx context.Context) error {
 		})
 		return err
 	})
-	return b.tx.SendBatch(ctx, pb).Close()
+	return t.conn.SendBatch(ctx, pb).Close()
+}
+
+// queueReplays reads the check-ins the batch's keys recorded earlier,
+// each key looked up by itself (a LATERAL subquery with a LIMIT is planned
+// for one key, both columns of checkin_idempotency_idx equal: with
+// "idempotency_key = ANY (…)" the generic plan made while the table was
+// small read the list's whole range and filtered it by the keys).
+func (b *redeemBatch) queueReplays(pb *pgx.Batch, listID string, keys []string) {
+	pb.Queue(`SELECT k.key, c.request_hash, `+checkinColumns+` FROM unnest($2::text[]) AS k(key)
+		CROSS JOIN LATERAL (SELECT * FROM checkin WHERE list_id = (SELECT id FROM checkin_list WHERE public_id = $1)
+			AND idempotency_key = k.key LIMIT 1) c
+		JOIN registration r ON r.id = c.registration_id JOIN activity a ON a.id = c.activity_id`,
+		listID, keys).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var key string
+			var r recorded
+			ci := &r.CheckIn
+			if err := rows.Scan(&key, &r.hash, &ci.Seq, &ci.RegistrationID, &ci.ActivityID, &ci.UserID, &ci.Seats, &ci.Type, &ci.At,
+				&ci.Device, &ci.Forced, &ci.Conflict); err != nil {
+				return err
+			}
+			ci.ListID, ci.At = listID, ci.At.UTC()
+			ci.ID = checkin.CheckInID(listID, ci.Seq)
+			b.replays[key] = r
+		}
+		return rows.Err()
+	})
 }
 
 // decide answers scan i: a replay of its key, a refusal, or a check-in
@@ -201,11 +205,11 @@ func (b *redeemBatch) decide(i int, in checkin.Redemption, firstOfKey map[string
 	}
 	if k := in.IdempotencyKey; k != "" {
 		if r, ok := b.replays[k]; ok {
-			b.out[i] = replayOf(r.hash, r.seq, in)
+			b.out[i] = replayOf(r.hash, r.CheckIn, in)
 			return
 		}
 		if j, ok := firstOfKey[k]; ok {
-			b.out[i] = replayOf(b.ins[j].RequestHash, b.out[j].CheckIn.Seq, in)
+			b.out[i] = replayOf(b.ins[j].RequestHash, b.out[j].CheckIn, in)
 			if b.out[j].Err != nil {
 				b.out[i] = b.out[j]
 			}
@@ -261,64 +265,37 @@ func (b *redeemBatch) decide(i int, in checkin.Redemption, firstOfKey map[string
 	b.out[i] = checkin.RedeemOutcome{Redeemed: checkin.Redeemed{Result: result, Registration: *reg, CheckIn: ci, Event: ev}}
 }
 
-// replayOf answers a scan whose key recorded check-in seq (filled in by
-// fillReplays), or refuses a key reused for another scan.
-func replayOf(hash []byte, seq int64, in checkin.Redemption) checkin.RedeemOutcome {
+// replayOf answers a scan whose key recorded check-in ci (its
+// registration is filled in by fillReplays), or refuses a key reused for
+// another scan.
+func replayOf(hash []byte, ci checkin.CheckIn, in checkin.Redemption) checkin.RedeemOutcome {
 	if !bytes.Equal(hash, in.RequestHash) {
 		return checkin.RedeemOutcome{Err: capacityd.Errorf(capacityd.EIdempotencyConflict,
 			"Idempotency-Key %q was used with a different scan on this list", in.IdempotencyKey)}
 	}
-	return checkin.RedeemOutcome{Redeemed: checkin.Redeemed{Replayed: true, CheckIn: checkin.CheckIn{Seq: seq}}}
+	return checkin.RedeemOutcome{Redeemed: checkin.Redeemed{Replayed: true, CheckIn: ci}}
 }
 
-// fillReplays reads the check-ins replayed answers name, with their
-// registrations as they are now, and sets every answer's list.
-func (b *redeemBatch) fillReplays(ctx context.Context) error {
-	var seqs []int64
-	for i := range b.out {
-		b.out[i].List = b.list
-		if b.out[i].Replayed {
-			seqs = append(seqs, b.out[i].CheckIn.Seq)
-		}
-	}
-	if len(seqs) == 0 {
-		return nil
-	}
-	cis, err := checkinsAt(ctx, b.tx, b.list, seqs)
-	if err != nil {
-		return err
-	}
-	var ids []string
-	for _, ci := range cis {
-		ids = append(ids, ci.RegistrationID)
-	}
-	rows, err := b.tx.Query(ctx, `SELECT `+registrationColumns+` FROM registration r JOIN activity a ON a.id = r.activity_id
-		WHERE r.public_id = ANY ($1)`, ids)
-	if err != nil {
-		return err
-	}
-	regs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (registration.Registration, error) { return scanRegistration(row) })
-	if err != nil {
-		return err
-	}
+// fillReplays sets every answer's list, as the batch leaves it, and the
+// replayed answers' results and registrations, as they are now (read
+// under their activities' locks: a retried scan names the registration
+// its first did).
+func (b *redeemBatch) fillReplays() error {
 	for i := range b.out {
 		o := &b.out[i]
+		o.List = b.list
 		if !o.Replayed {
 			continue
 		}
-		ci, ok := cis[o.CheckIn.Seq]
-		if !ok {
-			return errors.New("store: a recorded check-in is missing")
-		}
-		o.CheckIn, o.Result = ci, checkin.ResultEntered
-		if ci.Type == checkin.TypeExit {
+		o.Result = checkin.ResultEntered
+		if o.CheckIn.Type == checkin.TypeExit {
 			o.Result = checkin.ResultExited
 		}
-		for _, r := range regs {
-			if r.ID == ci.RegistrationID {
-				o.Registration = r
-			}
+		f, ok := b.found[o.CheckIn.RegistrationID]
+		if !ok || b.regs[f.rid] == nil {
+			return errors.New("store: a replayed check-in's registration was not read")
 		}
+		o.Registration = *b.regs[f.rid]
 	}
 	return nil
 }
@@ -354,13 +331,14 @@ func (w *checkinWrites) add(f scanned, ci checkin.CheckIn, rec checkin.Record, e
 	w.lastSeqs[f.aid] = ev.Seq
 }
 
-// send writes the batch's check-ins, events, records, the activities'
-// last seqs and the list's counts.
-func (w *checkinWrites) send(ctx context.Context, tx pgx.Tx, l checkin.List) error {
-	if len(w.seqs) == 0 {
-		return nil
-	}
+// batch returns the writes of the batch's check-ins, events, records,
+// the activities' last seqs and the list's counts: none if every scan was
+// refused or replayed.
+func (w *checkinWrites) batch(l checkin.List) *pgx.Batch {
 	pb := &pgx.Batch{}
+	if len(w.seqs) == 0 {
+		return pb
+	}
 	pb.Queue(`INSERT INTO checkin (list_id, seq, registration_id, activity_id, type, at, device, forced, conflict, seats, actor,
 			idempotency_key, request_hash)
 		SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::timestamptz[], $7::text[], $8::bool[],
@@ -397,7 +375,7 @@ func (w *checkinWrites) send(ctx context.Context, tx pgx.Tx, l checkin.List) err
 	}
 	pb.Queue(`INSERT INTO activity_state (activity_id, last_seq) SELECT * FROM unnest($1::bigint[], $2::bigint[])
 		ON CONFLICT (activity_id) DO UPDATE SET last_seq = excluded.last_seq`, aids, seqs)
-	return tx.SendBatch(ctx, pb).Close()
+	return pb
 }
 
 // nullable returns nil for "".
@@ -430,21 +408,6 @@ func checkinsOf(ctx context.Context, q querier, l checkin.List, after int64, lim
 		return nil, err
 	}
 	return pgx.CollectRows(rows, scanCheckin(l))
-}
-
-// checkinsAt returns the list's check-ins of the given seqs, by seq.
-func checkinsAt(ctx context.Context, q querier, l checkin.List, seqs []int64) (map[int64]checkin.CheckIn, error) {
-	rows, err := q.Query(ctx, `SELECT `+checkinColumns+` FROM checkin c JOIN registration r ON r.id = c.registration_id
-		JOIN activity a ON a.id = c.activity_id WHERE c.list_id = $1 AND c.seq = ANY ($2)`, l.Seq, seqs)
-	if err != nil {
-		return nil, err
-	}
-	cis, err := pgx.CollectRows(rows, scanCheckin(l))
-	out := make(map[int64]checkin.CheckIn, len(cis))
-	for _, ci := range cis {
-		out[ci.Seq] = ci
-	}
-	return out, err
 }
 
 // Checkins returns up to limit of a list's check-ins after seq after, in

@@ -55,3 +55,6 @@ const GenericPlans = genericPlans
 func (s *Store) GetRegistrationsPlannedEachTime(ctx context.Context, ids []string) ([]registration.Registration, error) {
 	return s.collect(ctx, getRegistrationsSQL, ids)
 }
+
+// SyncSQL is the ticket sync's statements that read the list's records.
+var SyncSQL = []string{syncFullSQL, syncChangedSQL}

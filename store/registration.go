@@ -16,8 +16,12 @@ const registrationColumns = `r.id, r.public_id, a.public_id, r.user_id, r.status
 	r.cancel_reason`
 
 // checkedInSQL says whether the registration r has an entry on any
-// check-in list (its records, by checkin_record_registration_idx).
-const checkedInSQL = `EXISTS (SELECT 1 FROM checkin_record k WHERE k.registration_id = r.id AND k.entries > 0)`
+// check-in list (its records, by checkin_record_registration_idx). It is
+// a scalar subquery, not EXISTS: PostgreSQL may plan an EXISTS as a
+// hashed subplan that reads checkin_record whole, which it prefers when
+// the table was small at its last ANALYZE, as it is while a door's rush
+// fills it; a scalar subquery is probed by the index for each row.
+const checkedInSQL = `coalesce((SELECT true FROM checkin_record k WHERE k.registration_id = r.id AND k.entries > 0 LIMIT 1), false)`
 
 // withPosition adds a waitlisted registration's place in line: one more
 // than the waitlisted registrations of its activity that joined before it,

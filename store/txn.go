@@ -103,7 +103,18 @@ func (s *Store) pipelined(ctx context.Context, f func(t *txn) error) error {
 // full check of 20 activities took 968 ms, 820 of them compiling, and
 // takes 11 ms without. These statements read a few index ranges each;
 // compiling them never pays.
-const genericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)`
+//
+// And it turns sequential scans off for them (enable_seqscan costs one
+// without forbidding it where no index serves). A generic plan is planned
+// once and kept for the connection's life, with the sizes of the tables
+// at that moment: the check-in tables are empty when a door opens and hold
+// thousands of rows a minute later, long before autovacuum analyzes them,
+// and a plan made while they were small read them whole at every scan of
+// the rush (a registration read whose checked_in became a hashed subplan
+// over checkin_record: 11 to 15 ms a batch at 8,000 check-ins). Every
+// statement here reads a few index ranges (plan_test.go).
+const genericPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
+	set_config('enable_seqscan', 'off', true)`
 
 // readGeneric sends the reads queue adds in one round trip, with their
 // generic plans (genericPlans), in the batch's implicit transaction.

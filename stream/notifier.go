@@ -157,6 +157,17 @@ func (n *Notifier) Announce(ctx context.Context, activityID string) {
 	n.publish(ctx, []capacity.SeatChange{{ActivityID: activityID}})
 }
 
+// AnnounceAll announces each of ids as Announce does, in one Redis
+// round trip.
+func (n *Notifier) AnnounceAll(ctx context.Context, ids []string) {
+	changes := make([]capacity.SeatChange, len(ids))
+	for i, id := range ids {
+		n.poke(id)
+		changes[i] = capacity.SeatChange{ActivityID: id}
+	}
+	n.publish(ctx, changes)
+}
+
 // Committed announces the activities a change transaction changed
 // (capacity.SeatChanges): each activity that changed, and every activity
 // of the pools of its commit (the seats left in a pool bound what each of
