@@ -90,7 +90,15 @@
   }
 
   function metaGet(k) { return tx(['meta'], 'readonly', function (m) { return req(m.get(k)); }).then(function (r) { return r ? r.v : undefined; }); }
-  function metaPut(k, v) { return tx(['meta'], 'readwrite', function (m) { m.put({ k: k, v: v }); }); }
+  // metaPut keeps k; the list's own keys not once the device is
+  // forgetting the list (a count, a conflict or the list's rules that
+  // arrive after the copy was removed would bring part of it back). The
+  // check and the transaction are in one turn, so a write that passed it
+  // is ordered before the forgetting transaction.
+  function metaPut(k, v) {
+    if (S.forgotten && k.indexOf(listID + ':') === 0) { return Promise.resolve(); }
+    return tx(['meta'], 'readwrite', function (m) { m.put({ k: k, v: v }); });
+  }
   function mk(name) { return listID + ':' + name; }
 
   // ---- State.

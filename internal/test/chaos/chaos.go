@@ -174,7 +174,7 @@ func Run(t testing.TB, cfg Config) Result {
 		// up, then its hold lives at most a TTL.
 		OrphanWindow: clientTimeout + 10*time.Second + ttl,
 		FaultSlack:   3 * time.Second,
-		Timeout:      2 * time.Minute,
+		Timeout:      3 * time.Minute,
 	})
 	res.CheckTook = time.Since(checkStart)
 	vmu.Lock()

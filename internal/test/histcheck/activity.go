@@ -2,8 +2,9 @@ package histcheck
 
 import (
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"slices"
+	"strconv"
 
 	"github.com/anishathalye/porcupine"
 
@@ -168,11 +169,35 @@ func equalActivity(a, b any) bool {
 
 func hashActivity(a any) uint64 {
 	s := a.(activityState)
-	h := fnv.New64a()
-	fmt.Fprint(h, s.created, s.capacity, s.waitlist, s.fill, s.maxSeats, s.pooled, s.poolSeats, s.series, s.window, s.queued, s.made, s.blocks,
-		s.users, s.queue, len(s.closed))
-	return h.Sum64()
+	var scratch [512]byte
+	b := scratch[:0]
+	for _, f := range []bool{s.created, s.waitlist, s.fill, s.pooled, s.series, s.window, s.queued} {
+		b = strconv.AppendBool(b, f)
+	}
+	for _, n := range []int{s.capacity, s.maxSeats, s.poolSeats, s.made, len(s.closed)} {
+		b = strconv.AppendInt(append(b, ' '), int64(n), 10)
+	}
+	for _, k := range s.blocks {
+		b = append(append(append(append(b, '|'), k.id...), ' '), k.code...)
+		b = append(append(b, ' '), k.role...)
+		for _, n := range []int{k.serial, k.seats, k.used} {
+			b = strconv.AppendInt(append(b, ' '), int64(n), 10)
+		}
+	}
+	for _, u := range s.users {
+		b = append(append(append(append(b, '|'), u.reg...), ' '), u.status...)
+		b = strconv.AppendInt(append(b, ' '), int64(u.seats), 10)
+		b = strconv.AppendInt(append(b, ' '), int64(u.block), 10)
+		b = strconv.AppendBool(append(b, ' '), u.confirmed)
+	}
+	for _, q := range s.queue {
+		b = strconv.AppendInt(append(b, ','), int64(q), 10)
+	}
+	return maphash.Bytes(hashSeed, b)
 }
+
+// hashSeed seeds hashActivity: the same for the whole check.
+var hashSeed = maphash.MakeSeed()
 
 // activityModel is the porcupine model of activities, partitioned by
 // activity; its state is an activityStates. display adds the seat reads.
