@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,12 +143,21 @@ func (s *session) doorShown() doorResult {
 
 // doorWedge scans code as a keyboard-wedge scanner does (the code's keys
 // and Enter, with no field focused), and returns the result it shows.
+// The keys are dispatched to the focused element in one turn of the
+// page's script: a scanner types a code in milliseconds, but keys sent
+// one by one through the DevTools protocol on a loaded machine were once
+// more than the page's pause between two scans (1 s) apart, and the page
+// rightly took the rest of the code for a new scan.
 func (s *session) doorWedge(code string) doorResult {
 	s.t.Helper()
 	before := s.doorShown().Seq
+	keys, err := json.Marshal(append(strings.Split(code, ""), "Enter"))
+	require.NoError(s.t, err)
 	do(s.t, s.ctx, doorWait,
 		void(chromedp.Evaluate[bool](`document.activeElement && document.activeElement.blur && document.activeElement.blur(); true`)),
-		chromedp.KeyEvent(code+"\r"),
+		void(chromedp.Evaluate[bool](fmt.Sprintf(`%s.forEach(function (k) {
+			(document.activeElement || document.body).dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true, cancelable: true }));
+		}); true`, keys))),
 		waitTrue(fmt.Sprintf(`+document.getElementById('result').dataset.seq > %d`, before), doorWait, "the scan's result"),
 	)
 	return s.doorShown()
