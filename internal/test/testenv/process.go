@@ -68,6 +68,8 @@ type process struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
+	// exited is closed when cmd has exited.
+	exited <-chan struct{}
 }
 
 func (p *process) start() error {
@@ -75,6 +77,56 @@ func (p *process) start() error {
 		return err
 	}
 	return waitPort(p.addr, 30*time.Second)
+}
+
+// startAgain launches the process and waits for its port, as start does;
+// a process that exits before its port opens is launched again, until a
+// minute has passed: a PostgreSQL started again right after a crash
+// refuses to run while a backend of the killed one still holds the
+// shared memory, which a loaded machine can make last longer than kill
+// waits for.
+func (p *process) startAgain() error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := p.launch(); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		exited := p.exited
+		p.mu.Unlock()
+		err := waitPortOrExit(p.addr, exited, deadline)
+		if !errors.Is(err, errExited) || time.Now().After(deadline) {
+			return err
+		}
+		p.mu.Lock()
+		p.cmd = nil
+		p.mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// errExited: the process exited before its port opened.
+var errExited = errors.New("exited before it accepted connections")
+
+// waitPortOrExit waits until addr accepts connections, exited is closed
+// (errExited) or the deadline passes.
+func waitPortOrExit(addr string, exited <-chan struct{}, deadline time.Time) error {
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%s: %w", addr, errExited)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not accept connections by the deadline: %w", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // launch starts the process, not waiting for its port.
@@ -103,8 +155,9 @@ func (p *process) launch() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
-	go func() { _ = cmd.Wait() }()
-	p.cmd = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.cmd, p.exited = cmd, exited
 	return nil
 }
 
@@ -296,7 +349,7 @@ func (s *PostgresServer) DataDir() string { return filepath.Join(s.dir, "data") 
 // Start starts the cluster again on the same port.
 func (s *PostgresServer) Start(t T) {
 	t.Helper()
-	if err := s.p.start(); err != nil {
+	if err := s.p.startAgain(); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 }
