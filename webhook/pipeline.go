@@ -22,6 +22,11 @@ const (
 // its answer came, after it was written.
 var errConnClosed = errors.New("the receiver's connection closed before the answer")
 
+// errNoAnswerInTime is the error of a request whose connection ended
+// without its answer after its time was up: a timeout, as the read
+// deadline's would have been had the connection lasted.
+var errNoAnswerInTime = errors.New("timeout: no answer from the receiver within the delivery timeout")
+
 // pipeline sends the deliveries to plain-HTTP receivers over a few
 // kept-alive HTTP/1.1 connections per receiver address, each with up to
 // pipelineDepth requests in flight (HTTP/1.1 pipelining, RFC 9112 §9.3.2):
@@ -230,12 +235,16 @@ func (h *pipeHost) failQueued(err error) {
 }
 
 // resend puts back requests that were written but not answered, to be
-// sent first, once each; those already sent again, or out of time, end
-// with errConnClosed.
+// sent first, once each; those out of time end with errNoAnswerInTime,
+// those already sent again with errConnClosed.
 func (h *pipeHost) resend(rs []*pipeRequest) {
 	h.mu.Lock()
 	for _, r := range rs {
-		if r.resent || time.Now().After(r.deadline) {
+		if time.Now().After(r.deadline) {
+			r.answer(0, errNoAnswerInTime)
+			continue
+		}
+		if r.resent {
 			r.answer(0, errConnClosed)
 			continue
 		}
