@@ -190,16 +190,21 @@ func (s *Service) committed(ctx context.Context, listID string, out []RedeemOutc
 	if len(commits) == 0 {
 		return
 	}
-	if s.cfg.Announcer != nil {
-		ids := make([]string, 0, 1+len(commits))
-		ids = append(ids, listID)
-		for _, c := range commits {
-			ids = append(ids, c.ActivityID)
-		}
-		s.cfg.Announcer.AnnounceAll(ctx, ids)
+	ids := make([]string, 0, 1+len(commits))
+	ids = append(ids, listID)
+	for _, c := range commits {
+		ids = append(ids, c.ActivityID)
 	}
+	s.announce(ctx, ids...)
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Committed(ctx, commits)
+	}
+}
+
+// announce announces ids together, when there is an Announcer.
+func (s *Service) announce(ctx context.Context, ids ...string) {
+	if s.cfg.Announcer != nil {
+		s.cfg.Announcer.AnnounceAll(ctx, ids)
 	}
 }
 
@@ -218,10 +223,4 @@ func (s *Service) Keyset(ctx context.Context) (JWKSet, error) {
 		return JWKSet{}, err
 	}
 	return s.keys.JWKS(), nil
-}
-
-func (s *Service) announce(ctx context.Context, id string) {
-	if s.cfg.Announcer != nil {
-		s.cfg.Announcer.AnnounceAll(ctx, []string{id})
-	}
 }

@@ -133,7 +133,9 @@ func (s *Store) DeleteCheckinList(ctx context.Context, id string) error {
 // lockList reads a list that was not deleted under its row lock: every
 // check-in of the list, and every change of its settings, holds it.
 func lockList(ctx context.Context, tx pgx.Tx, id string) (checkin.List, error) {
-	l, err := scanList(tx.QueryRow(ctx, `SELECT `+listColumns+` FROM checkin_list l
-		WHERE l.public_id = $1 AND l.deleted_at IS NULL FOR UPDATE`, id))
+	l, err := scanList(tx.QueryRow(ctx, lockListSQL, id))
 	return l, listFound(err, id)
 }
+
+// lockListSQL reads the list $1, not deleted, under its row lock.
+const lockListSQL = `SELECT ` + listColumns + ` FROM checkin_list l WHERE l.public_id = $1 AND l.deleted_at IS NULL FOR UPDATE`

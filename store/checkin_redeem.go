@@ -77,7 +77,7 @@ type recorded struct {
 	hash []byte
 }
 
-// scanned is a registration a scan names, as found before the locks.
+// scanned is a registration a scan names, as read under the locks.
 type scanned struct {
 	rid, aid int64
 	act      string
@@ -96,8 +96,7 @@ func (b *redeemBatch) read(ctx context.Context, t *txn, listID string, timeouts 
 	b.regs, b.records, b.seqs = map[int64]*registration.Registration{}, map[int64]checkin.Record{}, map[int64]int64{}
 	pb := &pgx.Batch{}
 	t.begin(pb, timeouts)
-	pb.Queue(`SELECT `+listColumns+` FROM checkin_list l WHERE l.public_id = $1 AND l.deleted_at IS NULL FOR UPDATE`,
-		listID).QueryRow(func(row pgx.Row) error {
+	pb.Queue(lockListSQL, listID).QueryRow(func(row pgx.Row) error {
 		l, err := scanList(row)
 		b.list = l
 		return listFound(err, listID)
@@ -111,26 +110,12 @@ func (b *redeemBatch) read(ctx context.Context, t *txn, listID string, timeouts 
 	}
 	pb.Queue(`SELECT count(pg_advisory_xact_lock($1::int, k.aid::int)) FROM (SELECT DISTINCT r.activity_id AS aid FROM registration r
 		WHERE r.public_id = ANY ($2) ORDER BY 1) AS k`, int32(admissionLockNamespace), ids)
-	pb.Queue(`SELECT r.public_id, r.id, r.activity_id, a.public_id FROM registration r JOIN activity a ON a.id = r.activity_id
+	pb.Queue(`SELECT `+registrationColumns+`, r.activity_id FROM registration r JOIN activity a ON a.id = r.activity_id
 		WHERE r.public_id = ANY ($1)`, ids).Query(func(rows pgx.Rows) error {
-		var id string
-		var f scanned
-		_, err := pgx.ForEachRow(rows, []any{&id, &f.rid, &f.aid, &f.act}, func() error {
-			b.found[id] = f
-			return nil
-		})
-		return err
-	})
-	pb.Queue(`SELECT `+registrationColumns+` FROM registration r JOIN activity a ON a.id = r.activity_id WHERE r.public_id = ANY ($1)`,
-		ids).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			reg, err := scanRegistration(rows)
-			if err != nil {
-				return err
-			}
+		return scanEach(rows, func(aid int64, reg registration.Registration) {
+			b.found[reg.ID] = scanned{rid: reg.Seq, aid: aid, act: reg.ActivityID}
 			b.regs[reg.Seq] = &reg
-		}
-		return rows.Err()
+		})
 	})
 	// Each record is looked up by itself: a LATERAL subquery with a LIMIT
 	// is planned for one registration, both columns of the record's key
@@ -180,13 +165,10 @@ func (b *redeemBatch) queueReplays(pb *pgx.Batch, listID string, keys []string) 
 		for rows.Next() {
 			var key string
 			var r recorded
-			ci := &r.CheckIn
-			if err := rows.Scan(&key, &r.hash, &ci.Seq, &ci.RegistrationID, &ci.ActivityID, &ci.UserID, &ci.Seats, &ci.Type, &ci.At,
-				&ci.Device, &ci.Forced, &ci.Conflict); err != nil {
+			if err := rows.Scan(append([]any{&key, &r.hash}, checkinDest(&r.CheckIn)...)...); err != nil {
 				return err
 			}
-			ci.ListID, ci.At = listID, ci.At.UTC()
-			ci.ID = checkin.CheckInID(listID, ci.Seq)
+			completeCheckin(&r.CheckIn, listID)
 			b.replays[key] = r
 		}
 		return rows.Err()
@@ -392,11 +374,22 @@ const checkinColumns = `c.seq, r.public_id, a.public_id, r.user_id, c.seats, c.t
 
 func scanCheckin(l checkin.List) pgx.RowToFunc[checkin.CheckIn] {
 	return func(row pgx.CollectableRow) (checkin.CheckIn, error) {
-		ci := checkin.CheckIn{ListID: l.ID}
-		err := row.Scan(&ci.Seq, &ci.RegistrationID, &ci.ActivityID, &ci.UserID, &ci.Seats, &ci.Type, &ci.At, &ci.Device, &ci.Forced, &ci.Conflict)
-		ci.ID, ci.At = checkin.CheckInID(l.ID, ci.Seq), ci.At.UTC()
+		var ci checkin.CheckIn
+		err := row.Scan(checkinDest(&ci)...)
+		completeCheckin(&ci, l.ID)
 		return ci, err
 	}
+}
+
+// checkinDest is where a row of checkinColumns is scanned into ci.
+func checkinDest(ci *checkin.CheckIn) []any {
+	return []any{&ci.Seq, &ci.RegistrationID, &ci.ActivityID, &ci.UserID, &ci.Seats, &ci.Type, &ci.At, &ci.Device, &ci.Forced, &ci.Conflict}
+}
+
+// completeCheckin sets what a check-in scanned from checkinColumns does not
+// carry: its list, its id, and its time in UTC.
+func completeCheckin(ci *checkin.CheckIn, listID string) {
+	ci.ListID, ci.ID, ci.At = listID, checkin.CheckInID(listID, ci.Seq), ci.At.UTC()
 }
 
 // checkinsOf returns up to limit of the list's check-ins after seq after.

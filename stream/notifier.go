@@ -153,8 +153,7 @@ func (n *Notifier) Watch(activityID string) (<-chan struct{}, func()) {
 // Announce tells every instance that the activity changed: this
 // instance's watchers at once, the others through Redis.
 func (n *Notifier) Announce(ctx context.Context, activityID string) {
-	n.poke(activityID)
-	n.publish(ctx, []capacity.SeatChange{{ActivityID: activityID}})
+	n.AnnounceAll(ctx, []string{activityID})
 }
 
 // AnnounceAll announces each of ids as Announce does, in one Redis

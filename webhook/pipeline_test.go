@@ -289,3 +289,23 @@ func TestPipelineEndsResendsWhenTheReceiverCannotBeReached(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "no connection is left trying")
 	assert.Equal(t, int64(1), dials.Load(), "one dial for the one request")
 }
+
+// TestPipelineRequestOutOfTimeFailsAsATimeout: a written request whose
+// connection ended without its answer after its time was up is not sent
+// again; it fails as a timeout, as the read deadline's would have.
+func TestPipelineRequestOutOfTimeFailsAsATimeout(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(func(context.Context, string, string) (net.Conn, error) {
+		t.Error("a request out of time is not sent again")
+		return nil, errors.New("no dial")
+	}, 1)
+	t.Cleanup(p.close)
+	req, err := http.NewRequest(http.MethodPost, "http://receiver.example/hook", bytes.NewReader([]byte(`{}`)))
+	require.NoError(t, err)
+	r := &pipeRequest{req: req, deadline: time.Now().Add(-time.Millisecond), done: make(chan pipeResult, 1)}
+	r.state.Store(reqWritten)
+	p.host(canonicalAddress(req)).resend([]*pipeRequest{r})
+	res := <-r.done
+	require.ErrorIs(t, res.err, errNoAnswerInTime)
+	assert.Contains(t, res.err.Error(), "timeout")
+}

@@ -40,18 +40,7 @@ func FreePort(t T) int {
 
 // waitPort waits until addr accepts connections.
 func waitPort(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not accept connections within %s: %w", addr, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return waitPortOrExit(addr, nil, time.Now().Add(timeout))
 }
 
 // process is a server process a test can kill and start again.
@@ -109,7 +98,7 @@ func (p *process) startAgain() error {
 var errExited = errors.New("exited before it accepted connections")
 
 // waitPortOrExit waits until addr accepts connections, exited is closed
-// (errExited) or the deadline passes.
+// (errExited; a nil exited never is) or the deadline passes.
 func waitPortOrExit(addr string, exited <-chan struct{}, deadline time.Time) error {
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -125,7 +114,7 @@ func waitPortOrExit(addr string, exited <-chan struct{}, deadline time.Time) err
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not accept connections by the deadline: %w", addr, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
