@@ -165,7 +165,7 @@ func (s *Service) Redeem(ctx context.Context, listID string, in RedeemInput, c r
 	}
 	o, err := s.scans.Submit(ctx, listID, red)
 	if err != nil {
-		return Redeemed{}, err
+		return Redeemed{}, registration.UnavailableIfNotFlushed(err)
 	}
 	return o.Redeemed, o.Err
 }

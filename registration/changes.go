@@ -28,13 +28,13 @@ func (s *Service) submitOn(ctx context.Context, q *groupcommit.Group[string, Com
 			s.notify(context.WithoutCancel(ctx), []Commit{{ActivityID: activityID, Failed: true, Holds: []Hold{sc.Hold}}})
 		}
 	}
-	return out, unavailableIfNotFlushed(err)
+	return out, UnavailableIfNotFlushed(err)
 }
 
-// unavailableIfNotFlushed turns the errors of a request that no flush took
+// UnavailableIfNotFlushed turns the errors of a request that no group-commit flush took
 // (the service closing, or the request's deadline passing while it waited
 // in its queue) into unavailable: nothing was written.
-func unavailableIfNotFlushed(err error) error {
+func UnavailableIfNotFlushed(err error) error {
 	switch {
 	case errors.Is(err, groupcommit.ErrClosed):
 		return capacityd.Unavailable(err, "the service is shutting down")

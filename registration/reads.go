@@ -36,7 +36,7 @@ func (s *Service) lookup(ctx context.Context, id string) (Registration, error) {
 	l, err := s.lookups.Submit(ctx, struct{}{}, id)
 	switch {
 	case err != nil:
-		return Registration{}, unavailableIfNotFlushed(err)
+		return Registration{}, UnavailableIfNotFlushed(err)
 	case !l.found:
 		return Registration{}, RegistrationNotFound(id)
 	}

@@ -106,7 +106,7 @@ func (s *Service) confirmFull(ctx context.Context, activityID, userID string, se
 	switch {
 	case err != nil:
 		s.metrics.signups.WithLabelValues("error").Inc()
-		return unavailableIfNotFlushed(err)
+		return UnavailableIfNotFlushed(err)
 	case v.holder != "":
 		s.metrics.signups.WithLabelValues("already_registered").Inc()
 		return AlreadyRegistered(activityID, v.holder)
