@@ -11,6 +11,11 @@ type metrics struct {
 	scans     *prometheus.CounterVec
 	conflicts *prometheus.CounterVec
 	inside    *prometheus.GaugeVec
+	// batchSize and batchSeconds describe the transactions of gathered
+	// scans; gathers counts the waits before them (see NewService).
+	batchSize    prometheus.Histogram
+	batchSeconds prometheus.Histogram
+	gathers      *prometheus.CounterVec
 }
 
 // scanResults are the results a scan is counted under: recorded
@@ -33,7 +38,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "capacityd_checkin_inside",
 			Help: "Seats inside through a check-in list, as of the last scan this instance recorded on it.",
 		}, []string{"list"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "capacityd_checkin_batch_size",
+			Help:    "Scans of one list decided and recorded by one transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
+		}),
+		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "capacityd_checkin_transaction_seconds",
+			Help:    "Duration of the transactions of gathered scans.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		gathers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capacityd_checkin_gathers_total",
+			Help: "Waits of a busy list for its devices' next scans before its next transaction, by how they ended: filled or deadline.",
+		}, []string{"ended"}),
 	}
+	m.gathers.WithLabelValues("filled")
+	m.gathers.WithLabelValues("deadline")
 	for _, r := range scanResults {
 		m.scans.WithLabelValues(r)
 	}
@@ -42,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.conflicts.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.scans, m.conflicts, m.inside)
+		reg.MustRegister(m.scans, m.conflicts, m.inside, m.batchSize, m.batchSeconds, m.gathers)
 	}
 	return m
 }
@@ -70,4 +91,13 @@ func (m *metrics) scanned(r Redeemed, err error) {
 		m.scans.WithLabelValues(r.Result).Inc()
 		m.inside.WithLabelValues(r.List.ID).Set(float64(r.List.Inside))
 	}
+}
+
+// gatherEnded counts how a gather ended (groupcommit.Options.GatherEnded).
+func (m *metrics) gatherEnded(filled bool) {
+	if filled {
+		m.gathers.WithLabelValues("filled").Inc()
+		return
+	}
+	m.gathers.WithLabelValues("deadline").Inc()
 }

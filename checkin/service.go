@@ -60,7 +60,23 @@ type Config struct {
 	Now       func() time.Time
 	// Registerer receives the door's metrics; nil: not registered.
 	Registerer prometheus.Registerer
+	// GatherFor is the longest a busy list's next transaction waits for
+	// its devices' next scans (DefaultGatherFor in a deployment's
+	// settings; zero: never waits). After a transaction of at least
+	// GatherAt scans, the next waits until as many more have queued, or
+	// for GatherFor: devices that each wait for their answer otherwise
+	// split into two halves, one scanning while the other's transaction
+	// runs, and every scan pays for half as large a transaction.
+	GatherFor time.Duration
 }
+
+// GatherAt is the size of a list's transaction after which the next one
+// gathers (Config.GatherFor).
+const GatherAt = 8
+
+// DefaultGatherFor is the deployment's default Config.GatherFor: about
+// two transactions of a rush's batch.
+const DefaultGatherFor = 5 * time.Millisecond
 
 // Service runs the doors: lists, scans, tickets and the sync feed.
 type Service struct {
@@ -83,7 +99,9 @@ func NewService(cfg Config) *Service {
 		cfg.Now = time.Now
 	}
 	s := &Service{cfg: cfg, keys: NewKeyring(nil), entropy: ulid.Monotonic(rand.Reader, 0), metrics: newMetrics(cfg.Registerer)}
-	s.scans = groupcommit.New(groupcommit.PerKey(s.flushScans), groupcommit.Options{MaxBatch: maxScanBatch})
+	s.scans = groupcommit.New(groupcommit.PerKey(s.flushScans), groupcommit.Options{
+		MaxBatch: maxScanBatch, GatherAt: GatherAt, GatherFor: cfg.GatherFor, GatherEnded: s.metrics.gatherEnded,
+	})
 	return s
 }
 
@@ -94,7 +112,10 @@ const maxScanBatch = 200
 // tells the other instances and webhook delivery what it recorded: once
 // per list and activity, however many scans the batch took.
 func (s *Service) flushScans(ctx context.Context, listID string, ins []Redemption) ([]RedeemOutcome, error) {
+	start := time.Now()
 	out, err := s.cfg.Store.RedeemBatch(ctx, listID, ins, s.cfg.Now().UTC())
+	s.metrics.batchSize.Observe(float64(len(ins)))
+	s.metrics.batchSeconds.Observe(time.Since(start).Seconds())
 	if err == nil {
 		s.committed(ctx, listID, out)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/physiciansnet/capacityd/capacity"
+	"github.com/physiciansnet/capacityd/checkin"
 	"github.com/physiciansnet/capacityd/httpapi"
 	"github.com/physiciansnet/capacityd/internal/app"
 	"github.com/physiciansnet/capacityd/note"
@@ -236,6 +237,8 @@ var coreSettings = []setting{
 	intSetting("ADMISSION_GATHER_AT", strconv.Itoa(registration.DefaultGatherAt), "a change transaction that took at least this many commands of one activity makes the activity's next one gather (see ADMISSION_GATHER)", 1, 100000, func(c *config) *int { return &c.App.Change.GatherAt }),
 	boundedDurationSetting("ADMISSION_GATHER", defaultDuration(registration.DefaultGatherFor), "longest a crowded activity's next change transaction waits for as many commands as its last one took (0s: never waits)",
 		"", time.Second, "50ms", func(c *config) *time.Duration { return &c.App.Change.GatherFor }),
+	boundedDurationSetting("CHECKIN_GATHER", defaultDuration(checkin.DefaultGatherFor), "longest a busy check-in list's next transaction waits for its devices' next scans, after one of at least "+strconv.Itoa(checkin.GatherAt)+" (0s: never waits)",
+		"", 100*time.Millisecond, "5ms", func(c *config) *time.Duration { return &c.App.CheckinGather }),
 	{"DEBUG_ADDR", "", "host:port of a separate listener serving Go's /debug/pprof profiles (empty: none; keep it private)", func(c *config, v string) error {
 		if v != "" {
 			if _, _, err := net.SplitHostPort(v); err != nil {

@@ -52,6 +52,7 @@ func TestEverySettingReachesItsConfiguration(t *testing.T) {
 		"ADMISSION_MAX_TRANSACTIONS":         {"7", func(c *config) any { return c.App.Change.MaxTransactions }},
 		"ADMISSION_GATHER_AT":                {"7", func(c *config) any { return c.App.Change.GatherAt }},
 		"ADMISSION_GATHER":                   {"7ms", func(c *config) any { return c.App.Change.GatherFor }},
+		"CHECKIN_GATHER":                     {"7ms", func(c *config) any { return c.App.CheckinGather }},
 		"DEBUG_ADDR":                         {"127.0.0.1:6060", func(c *config) any { return c.DebugAddr }},
 		"METRICS_ADDR":                       {"api", func(c *config) any { return c.App.HTTP.MetricsElsewhere }},
 		"NOTE_COMBINING":                     {"off", func(c *config) any { return c.App.Notes.CombiningOff }},

@@ -70,6 +70,9 @@ type Options struct {
 	Seats capacity.Config
 	// Change sizes the change transactions.
 	Change registration.ChangeConfig
+	// CheckinGather is checkin.Config.GatherFor (zero: a list never
+	// gathers its scans).
+	CheckinGather time.Duration
 	// Notes configures the note counters.
 	Notes note.Config
 	// Streams configures the seat streams' hub and Notifier the
@@ -198,7 +201,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	streams := stream.NewHub(hub)
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	doors := checkin.NewService(checkin.Config{Store: st, Registrations: regs, Sealer: sealer, Announcer: changes,
-		Observer: deliveries, Now: opts.Now, Registerer: reg})
+		Observer: deliveries, Now: opts.Now, Registerer: reg, GatherFor: opts.CheckinGather})
 	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors, Now: opts.Now,
 		Ender: st, Announcer: changes, Observers: []attendance.Observer{deliveries}, Logger: opts.Logger})
 	pages, err := newConsole(opts, st, regs, counter, hooks, queues, doors, attended)
