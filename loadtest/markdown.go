@@ -218,7 +218,7 @@ var checkDescriptions = map[string]string{
 	CheckDashboardsListPGQueries:   "of them the list streams' reads of their list (`checkin_list` scans)",
 	CheckDashboardsListPGPerStream: "of them per list stream: the streams of one instance share one read of their list as the first connects",
 	CheckDashboardsOtherPGQueries: "of them neither: the connection pool's liveness pings (`-- ping`, a transaction each, on a connection idle over a second) " +
-		"and the service's periodic work (on-sale lines every 30 s, check-in keys every minute, the webhook backlog every 5 s), and autovacuum",
+		"and the service's periodic work (the bench service's expiry, reconciliation, webhook backlog, on-sale listing and key reading are hourly), and autovacuum",
 	CheckDashboardsBaselinePGQueries: "transactions in the bench database in a window as long just after, with no dashboard open: the service's periodic work and the pool's pings",
 	CheckDashboardsCausedPGQueries:   "the dashboards' window's transactions less the baseline's: those the dashboards caused",
 	CheckDashboardsAutovacuums:       "autovacuum and autoanalyze runs on the bench tables meanwhile",

@@ -29,11 +29,15 @@ type Ticket struct {
 // line when Options.Tick is zero.
 const DefaultTick = 200 * time.Millisecond
 
+// DefaultListEvery is how often every line with a queue is listed when
+// Options.ListEvery is zero.
+const DefaultListEvery = 30 * time.Second
+
 // Options tune a Queue.
 type Options struct {
 	// Tick is how often the controller advances an active line (default
 	// DefaultTick). Lines this instance does not serve are listed every
-	// ListEvery (default 30 s): a line is advanced at every tick by the
+	// ListEvery (default DefaultListEvery): a line is advanced at every tick by the
 	// instances that take its joins or polls, the listing only picks up
 	// the lines of an instance that went away.
 	Tick      time.Duration
@@ -83,7 +87,7 @@ func New(auth Authority, opts Options) *Queue {
 		opts.Tick = DefaultTick
 	}
 	if opts.ListEvery <= 0 {
-		opts.ListEvery = 30 * time.Second
+		opts.ListEvery = DefaultListEvery
 	}
 	if opts.PresenceFlush <= 0 {
 		opts.PresenceFlush = 2 * time.Second

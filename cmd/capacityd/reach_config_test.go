@@ -41,6 +41,8 @@ func TestEverySettingReachesItsConfiguration(t *testing.T) {
 		"EXPIRY_INTERVAL":                    {"7s", func(c *config) any { return c.App.ExpiryInterval }},
 		"QUEUE_TICK":                         {"7s", func(c *config) any { return c.App.OnSale.Tick }},
 		"RECONCILE_INTERVAL":                 {"7s", func(c *config) any { return c.App.ReconcileInterval }},
+		"QUEUE_LIST_INTERVAL":                {"7s", func(c *config) any { return c.App.OnSale.ListEvery }},
+		"CHECKIN_KEY_REFRESH":                {"7s", func(c *config) any { return c.App.KeyRefreshInterval }},
 		"ADMISSION_MAX_BATCH":                {"7", func(c *config) any { return c.App.Change.MaxBatch }},
 		"ADMISSION_MAX_ACTIVITIES":           {"7", func(c *config) any { return c.App.Change.MaxActivities }},
 		"CONSOLE_BASE_URL":                   {"https://capacity.example.org", func(c *config) any { return c.App.Console.BaseURL }},
