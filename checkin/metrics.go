@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/physiciansnet/capacityd"
+	"github.com/physiciansnet/capacityd/internal/groupcommit"
 )
 
 // metrics are the door's Prometheus metrics.
@@ -53,8 +54,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Waits of a busy list for its devices' next scans before its next transaction, by how they ended: filled or deadline.",
 		}, []string{"ended"}),
 	}
-	m.gathers.WithLabelValues("filled")
-	m.gathers.WithLabelValues("deadline")
+	m.gathers.WithLabelValues(groupcommit.GatherFilled)
+	m.gathers.WithLabelValues(groupcommit.GatherDeadline)
 	for _, r := range scanResults {
 		m.scans.WithLabelValues(r)
 	}
@@ -93,11 +94,5 @@ func (m *metrics) scanned(r Redeemed, err error) {
 	}
 }
 
-// gatherEnded counts how a gather ended (groupcommit.Options.GatherEnded).
-func (m *metrics) gatherEnded(filled bool) {
-	if filled {
-		m.gathers.WithLabelValues("filled").Inc()
-		return
-	}
-	m.gathers.WithLabelValues("deadline").Inc()
-}
+// gatherEnded counts a gather by how it ended (groupcommit.Options.GatherEnded).
+func (m *metrics) gatherEnded(ended string) { m.gathers.WithLabelValues(ended).Inc() }

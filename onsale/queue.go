@@ -37,9 +37,9 @@ const DefaultListEvery = 30 * time.Second
 type Options struct {
 	// Tick is how often the controller advances an active line (default
 	// DefaultTick). Lines this instance does not serve are listed every
-	// ListEvery (default DefaultListEvery): a line is advanced at every tick by the
-	// instances that take its joins or polls, the listing only picks up
-	// the lines of an instance that went away.
+	// ListEvery (default DefaultListEvery): a line is advanced at every
+	// tick by the instances that take its joins or polls, the listing
+	// only picks up the lines of an instance that went away.
 	Tick      time.Duration
 	ListEvery time.Duration
 	// PresenceFlush is how often the polls' presence is written to the

@@ -1,6 +1,10 @@
 package registration
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/physiciansnet/capacityd/internal/groupcommit"
+)
 
 type metrics struct {
 	signups          *prometheus.CounterVec
@@ -56,6 +60,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "awaiting_payment registrations expired by this instance.",
 		}),
 	}
+	m.gathers.WithLabelValues(groupcommit.GatherFilled)
+	m.gathers.WithLabelValues(groupcommit.GatherDeadline)
 	if reg != nil {
 		reg.MustRegister(m.signups, m.fullChecksPassed, m.transactions, m.batchSize, m.batchActivities,
 			m.batchSeconds, m.gathers, m.events, m.expired)
@@ -63,14 +69,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// gatherEnded counts a gather by how it ended.
-func (m *metrics) gatherEnded(filled bool) {
-	if filled {
-		m.gathers.WithLabelValues("filled").Inc()
-		return
-	}
-	m.gathers.WithLabelValues("deadline").Inc()
-}
+// gatherEnded counts a gather by how it ended (groupcommit.Options.GatherEnded).
+func (m *metrics) gatherEnded(ended string) { m.gathers.WithLabelValues(ended).Inc() }
 
 // count counts committed events by type.
 func (m *metrics) count(evs []Event) {

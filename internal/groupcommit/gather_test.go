@@ -91,11 +91,11 @@ func newGatherer(gatherFor time.Duration) *gatherer {
 		r.batches = append(r.batches, slices.Clone(reqs))
 		r.mu.Unlock()
 		return reqs, nil
-	}), groupcommit.Options{GatherAt: 2, GatherFor: gatherFor, GatherEnded: func(filled bool) {
+	}), groupcommit.Options{GatherAt: 2, GatherFor: gatherFor, GatherEnded: func(ended string) {
 		// Called with the group's lock held, never with r.mu.
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if filled {
+		if ended == groupcommit.GatherFilled {
 			r.filled++
 		} else {
 			r.expired++

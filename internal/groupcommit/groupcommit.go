@@ -84,12 +84,20 @@ type Options struct {
 	// never gather.
 	GatherAt  int
 	GatherFor time.Duration
-	// GatherEnded, if set, is told how each gather ended: filled (as many
-	// requests as it waited for queued) or at its deadline (Close ends
-	// gathers untold). It is called with the Group's lock held and must
-	// not call the Group.
-	GatherEnded func(filled bool)
+	// GatherEnded, if set, is told how each gather ended: GatherFilled or
+	// GatherDeadline (Close ends gathers untold). It is called with the
+	// Group's lock held and must not call the Group.
+	GatherEnded func(ended string)
 }
+
+// How a gather ended, as Options.GatherEnded is told; metrics label their
+// counts of gathers with them.
+const (
+	// GatherFilled: as many requests as it waited for queued.
+	GatherFilled = "filled"
+	// GatherDeadline: GatherFor passed first.
+	GatherDeadline = "deadline"
+)
 
 // Group batches requests per key. The zero value is not usable; call New.
 type Group[K comparable, Req, Res any] struct {
@@ -162,7 +170,7 @@ func (g *Group[K, Req, Res]) Submit(ctx context.Context, key K, req Req) (Res, e
 	switch {
 	case q.gathering:
 		if len(q.items) >= q.want {
-			g.gatherEnded(true)
+			g.gatherEnded(GatherFilled)
 			g.endGather(key, q)
 		}
 	case !q.flushing && !q.ready:
@@ -232,7 +240,7 @@ func (g *Group[K, Req, Res]) gather(key K, q *queue[Req, Res], want int) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.queues[key] == q && q.gathering && q.gathers == n {
-			g.gatherEnded(false)
+			g.gatherEnded(GatherDeadline)
 			g.endGather(key, q)
 			g.dispatch()
 		}
@@ -240,9 +248,9 @@ func (g *Group[K, Req, Res]) gather(key K, q *queue[Req, Res], want int) {
 }
 
 // gatherEnded tells Options.GatherEnded how a gather ended.
-func (g *Group[K, Req, Res]) gatherEnded(filled bool) {
+func (g *Group[K, Req, Res]) gatherEnded(ended string) {
 	if g.opts.GatherEnded != nil {
-		g.opts.GatherEnded(filled)
+		g.opts.GatherEnded(ended)
 	}
 }
 
