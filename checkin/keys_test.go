@@ -1,12 +1,19 @@
 package checkin_test
 
 import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"filippo.io/edwards25519"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
@@ -89,6 +96,72 @@ func TestVerifyTicketRefusesForgeriesAndUnknownKeys(t *testing.T) {
 	assert.Error(t, err, "only EdDSA tickets")
 }
 
+func TestVerifyTicketAnswersAsAFullVerification(t *testing.T) {
+	k, err := checkin.NewKey(t0)
+	require.NoError(t, err)
+	ring := checkin.NewKeyring([]checkin.Key{k})
+	tok, err := ring.Sign(checkin.TicketClaims{Reg: "r_1", Act: "a_1", Iat: t0.Unix()})
+	require.NoError(t, err)
+	signing, sig := splitSignature(t, tok)
+
+	// Any bit of the signature changed: refused.
+	for _, bit := range []int{0, 100, 255, 256, 400, 511} {
+		bad := slices.Clone(sig)
+		bad[bit/8] ^= 1 << (bit % 8)
+		_, err := ring.VerifyTicket(signing + "." + base64.RawURLEncoding.EncodeToString(bad))
+		assert.Equal(t, capacityd.EInvalidTicket, capacityd.ErrorCode(err), "bit %d", bit)
+	}
+
+	// Another key's signature under this key's kid: refused.
+	other, err := checkin.NewKey(t0)
+	require.NoError(t, err)
+	impostor := jwt.NewWithClaims(jwt.SigningMethodEdDSA, checkin.TicketClaims{Reg: "r_1", Act: "a_1", Iat: t0.Unix()})
+	impostor.Header["kid"], impostor.Header["typ"] = k.ID, "JWT"
+	forged, err := impostor.SignedString(crypto.Signer(other.Private))
+	require.NoError(t, err)
+	_, err = ring.VerifyTicket(forged)
+	assert.Equal(t, capacityd.EInvalidTicket, capacityd.ErrorCode(err))
+
+	// A valid signature of the same ticket that is not the deterministic
+	// one (another nonce, as a hedged signer would make): accepted, as
+	// ed25519.Verify accepts it.
+	hedged := signWithNonce(t, k.Private, []byte(signing))
+	require.NotEqual(t, sig, hedged)
+	require.True(t, ed25519.Verify(k.Private.Public().(ed25519.PublicKey), []byte(signing), hedged))
+	c, err := ring.VerifyTicket(signing + "." + base64.RawURLEncoding.EncodeToString(hedged))
+	require.NoError(t, err)
+	assert.Equal(t, "r_1", c.Reg)
+}
+
+// splitSignature returns a compact JWS's signed part and its signature.
+func splitSignature(t testing.TB, tok string) (string, []byte) {
+	i := strings.LastIndexByte(tok, '.')
+	sig, err := base64.RawURLEncoding.DecodeString(tok[i+1:])
+	require.NoError(t, err)
+	return tok[:i], sig
+}
+
+// signWithNonce signs msg as Ed25519 does (RFC 8032, 5.1.6) but with a
+// random nonce in place of the one derived from the key and msg.
+func signWithNonce(t testing.TB, priv ed25519.PrivateKey, msg []byte) []byte {
+	h := sha512.Sum512(priv.Seed())
+	s, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
+	require.NoError(t, err)
+	nonce := make([]byte, 64)
+	_, err = rand.Read(nonce)
+	require.NoError(t, err)
+	r, err := edwards25519.NewScalar().SetUniformBytes(nonce)
+	require.NoError(t, err)
+	R := (&edwards25519.Point{}).ScalarBaseMult(r).Bytes()
+	d := sha512.New()
+	d.Write(R)
+	d.Write(priv.Public().(ed25519.PublicKey))
+	d.Write(msg)
+	k, err := edwards25519.NewScalar().SetUniformBytes(d.Sum(nil))
+	require.NoError(t, err)
+	return append(R, edwards25519.NewScalar().MultiplyAdd(k, s, r).Bytes()...)
+}
+
 func TestQRCodeSVGIsAnImage(t *testing.T) {
 	svg, err := checkin.QRCodeSVG("eyJhbGciOiJFZERTQSJ9.eyJyZWciOiJyXzEifQ.sig")
 	require.NoError(t, err)
@@ -99,4 +172,27 @@ func TestQRCodeSVGIsAnImage(t *testing.T) {
 	require.NoError(t, xml.Unmarshal(svg, &doc))
 	assert.Equal(t, "svg", doc.XMLName.Local)
 	assert.NotEmpty(t, doc.ViewBox)
+}
+
+// BenchmarkVerifyTicket measures a ticket this service issued (the signature
+// made again and compared) against one signed with another nonce (verified
+// in full, as every ticket once was).
+func BenchmarkVerifyTicket(b *testing.B) {
+	k, err := checkin.NewKey(t0)
+	require.NoError(b, err)
+	ring := checkin.NewKeyring([]checkin.Key{k})
+	own, err := ring.Sign(checkin.TicketClaims{Reg: "r_01JD00000000000000000003E9", Act: "a_01JD00000000000000000003E9", Iat: t0.Unix()})
+	require.NoError(b, err)
+	signing, _ := splitSignature(b, own)
+	hedged := signing + "." + base64.RawURLEncoding.EncodeToString(signWithNonce(b, k.Private, []byte(signing)))
+	for name, tok := range map[string]string{"issued": own, "other_nonce": hedged} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ring.VerifyTicket(tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
