@@ -65,8 +65,10 @@ var scenarioDescriptions = map[string]string{
 	ScenarioDoorRush: "POST redeem of 10,000 tickets (an activity's registrations, seeded in bulk) at a check-in list with entry once and room for 8,000, " +
 		"each ticket once and 10% of them again at another device, each scan with its own Idempotency-Key, 16 devices (door-role tokens); " +
 		"rps counts the scans answered (entered, already_checked_in or room_full)",
-	ScenarioDoorRushLoaded:  "door_rush again at a second check-in list of the same activity while door_rush_signups run",
-	ScenarioDoorRushSignups: "POST signup, distinct users, to the hot activity, 64 clients, for as long as door_rush_with_signups lasts: its signups",
+	ScenarioDoorRushLoaded:      "door_rush again at a second check-in list of the same activity while door_rush_signups run",
+	ScenarioDoorRushSignups:     "POST signup, distinct users, to the hot activity, 64 clients, for as long as door_rush_with_signups lasts: its signups",
+	ScenarioSignupHotBeforeDoor: "signup_hot again just before door_rush (its tickets read, its list made), on the same capacityd: half of the door's baseline",
+	ScenarioSignupHotAfterDoor:  "signup_hot again just after door_rush_with_signups (its check-ins deleted): the other half",
 	ScenarioReleaseStorm: "the no-shows' seats of 20 activities of 100 seats (60 seated without a check-in and 80 waiting on each) released at one moment " +
 		"(their start, release_no_shows_after_minutes 0) by a capacityd restarted with the due work every second; " +
 		"rps: seats released per second from the moment until the last line was refilled; latencies: each activity's time from the moment until " +
@@ -229,7 +231,7 @@ var scenarioOrder = []string{ScenarioSignupHot, ScenarioProduction, ScenarioActi
 	ScenarioDashboardsBefore, ScenarioDashboards, ScenarioDashboardsAfter, ScenarioDashboardsUpdates, ScenarioSignupHotWebhooks,
 	ScenarioSignupHotBefore, ScenarioSignupHotLimited, ScenarioSignupHotAfter, ScenarioCancelHot, ScenarioSignupHot256, ScenarioSignupSpread, ScenarioFlashCrowd,
 	ScenarioWaitCrowd, ScenarioPromoteStorm, ScenarioCourseRush, ScenarioGroupRush, ScenarioPoolRush,
-	ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups, ScenarioReleaseStorm, ScenarioReleaseStormBefore, ScenarioReleaseStormSignups,
+	ScenarioSignupHotBeforeDoor, ScenarioDoorRush, ScenarioDoorRushLoaded, ScenarioDoorRushSignups, ScenarioSignupHotAfterDoor, ScenarioReleaseStorm, ScenarioReleaseStormBefore, ScenarioReleaseStormSignups,
 	ScenarioOnSaleJoin, ScenarioOnSalePoll, ScenarioSeatsRead, ScenarioTrivial, ScenarioViewsHot, ScenarioViewsNaive, ScenarioSSEFanout}
 
 // orderedScenarios returns the report's scenario names in page order.

@@ -103,7 +103,9 @@ func TestSmoke(t *testing.T) {
 		CheckDoorUnjustified, CheckDoorSyncInexact} {
 		require.Zero(t, r.Checks[c], "%s: %s", c, log.String())
 	}
-	require.NotNil(t, r.Ratios[RatioDoorRushVsSignupHot], "door_rush is compared with signup_hot")
+	require.NotNil(t, r.Scenarios[ScenarioSignupHotBeforeDoor], "signup_hot just before the rush")
+	require.NotNil(t, r.Scenarios[ScenarioSignupHotAfterDoor], "signup_hot just after the rushes")
+	require.NotNil(t, r.Ratios[RatioDoorRushVsSignupHot], "door_rush is compared with signup_hot around it")
 	// The release storm's exactness holds at any size: 2 activities of 60
 	// no-shows each.
 	for _, c := range []string{CheckReleaseReleased, CheckReleaseRefilled, CheckReleaseInTx} {
