@@ -90,6 +90,9 @@ type Service struct {
 	// scans gathers the concurrent scans of each list into one
 	// transaction.
 	scans *groupcommit.Group[string, Redemption, RedeemOutcome]
+	// telling counts the batches whose commits are being told (see
+	// flushScans); Close waits for them.
+	telling sync.WaitGroup
 }
 
 // NewService returns a Service. It reads its keys when Run starts, or at
@@ -110,20 +113,31 @@ const maxScanBatch = 200
 
 // flushScans runs one list's gathered scans in one transaction, then
 // tells the other instances and webhook delivery what it recorded: once
-// per list and activity, however many scans the batch took.
+// per list and activity, however many scans the batch took. The telling
+// (a Redis round trip: about 0.1 ms a batch in a rush, 0.3 ms beside
+// hot signups) runs beside the answers, not before them: a rush's devices
+// wait for every transaction of their list, and would wait for it too.
+// What it tells wakes watchers to read what was committed; it may reach
+// them in any order.
 func (s *Service) flushScans(ctx context.Context, listID string, ins []Redemption) ([]RedeemOutcome, error) {
 	start := time.Now()
 	out, err := s.cfg.Store.RedeemBatch(ctx, listID, ins, s.cfg.Now().UTC())
 	s.metrics.batchSize.Observe(float64(len(ins)))
 	s.metrics.batchSeconds.Observe(time.Since(start).Seconds())
 	if err == nil {
-		s.committed(ctx, listID, out)
+		tell := context.WithoutCancel(ctx) // the flush's context ends when it returns
+		s.telling.Go(func() { s.committed(tell, listID, out) })
 	}
 	return out, err
 }
 
-// Close answers the scans queued so far and refuses new ones.
-func (s *Service) Close(ctx context.Context) error { return s.scans.Close(ctx) }
+// Close answers the scans queued so far, refuses new ones, and waits
+// until their commits are told.
+func (s *Service) Close(ctx context.Context) error {
+	err := s.scans.Close(ctx)
+	s.telling.Wait()
+	return err
+}
 
 func (s *Service) newID(prefix string) string {
 	s.idMu.Lock()
