@@ -205,10 +205,8 @@ func (k *Keyring) VerifyTicket(ticket string) (TicketClaims, error) {
 	}
 	var claims TicketClaims
 	t, parts, err := ticketParser.ParseUnverified(ticket, &claims)
-	if err != nil || t.Method != jwt.SigningMethodEdDSA {
-		return TicketClaims{}, InvalidTicket("malformed or wrongly signed")
-	}
-	if typ, _ := t.Header["typ"].(string); typ == StatementType {
+	if err != nil || t.Method != jwt.SigningMethodEdDSA || t.Header["typ"] == StatementType {
+		// An attendance statement, signed with the same keys, is not a ticket.
 		return TicketClaims{}, InvalidTicket("malformed or wrongly signed")
 	}
 	kid, _ := t.Header["kid"].(string)

@@ -54,8 +54,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Waits of a busy list for its devices' next scans before its next transaction, by how they ended: filled or deadline.",
 		}, []string{"ended"}),
 	}
-	m.gathers.WithLabelValues(groupcommit.GatherFilled)
-	m.gathers.WithLabelValues(groupcommit.GatherDeadline)
+	for _, e := range groupcommit.GatherEndings {
+		m.gathers.WithLabelValues(e)
+	}
 	for _, r := range scanResults {
 		m.scans.WithLabelValues(r)
 	}

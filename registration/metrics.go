@@ -60,8 +60,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "awaiting_payment registrations expired by this instance.",
 		}),
 	}
-	m.gathers.WithLabelValues(groupcommit.GatherFilled)
-	m.gathers.WithLabelValues(groupcommit.GatherDeadline)
+	for _, e := range groupcommit.GatherEndings {
+		m.gathers.WithLabelValues(e)
+	}
 	if reg != nil {
 		reg.MustRegister(m.signups, m.fullChecksPassed, m.transactions, m.batchSize, m.batchActivities,
 			m.batchSeconds, m.gathers, m.events, m.expired)

@@ -99,6 +99,10 @@ const (
 	GatherDeadline = "deadline"
 )
 
+// GatherEndings are every way a gather ends, for metrics that create their
+// labelled series at start.
+var GatherEndings = []string{GatherFilled, GatherDeadline}
+
 // Group batches requests per key. The zero value is not usable; call New.
 type Group[K comparable, Req, Res any] struct {
 	flush FlushFunc[K, Req, Res]
