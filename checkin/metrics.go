@@ -17,6 +17,9 @@ type metrics struct {
 	batchSize    prometheus.Histogram
 	batchSeconds prometheus.Histogram
 	gathers      *prometheus.CounterVec
+	// yieldSeconds sums the waits of busy lists for seat changes (see
+	// yieldFactor).
+	yieldSeconds prometheus.Counter
 }
 
 // scanResults are the results a scan is counted under: recorded
@@ -53,6 +56,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "capacityd_checkin_gathers_total",
 			Help: "Waits of a busy list for its devices' next scans before its next transaction, by how they ended: filled or deadline.",
 		}, []string{"ended"}),
+		yieldSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "capacityd_checkin_yield_seconds_total",
+			Help: "Time busy check-in lists waited between transactions to leave the processor to the instance's seat changes.",
+		}),
 	}
 	for _, e := range groupcommit.GatherEndings {
 		m.gathers.WithLabelValues(e)
@@ -65,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.conflicts.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.scans, m.conflicts, m.inside, m.batchSize, m.batchSeconds, m.gathers)
+		reg.MustRegister(m.scans, m.conflicts, m.inside, m.batchSize, m.batchSeconds, m.gathers, m.yieldSeconds)
 	}
 	return m
 }

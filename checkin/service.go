@@ -68,6 +68,9 @@ type Config struct {
 	// split into two halves, one scanning while the other's transaction
 	// runs, and every scan pays for half as large a transaction.
 	GatherFor time.Duration
+	// SeatChanges, if set, makes a busy list yield to the instance's seat
+	// changes (see yieldFactor); nil: it never does.
+	SeatChanges SeatChanges
 }
 
 // GatherAt is the size of a list's transaction after which the next one
@@ -104,6 +107,7 @@ func NewService(cfg Config) *Service {
 	s := &Service{cfg: cfg, keys: NewKeyring(nil), entropy: ulid.Monotonic(rand.Reader, 0), metrics: newMetrics(cfg.Registerer)}
 	s.scans = groupcommit.New(groupcommit.PerKey(s.flushScans), groupcommit.Options{
 		MaxBatch: maxScanBatch, GatherAt: GatherAt, GatherFor: cfg.GatherFor, GatherEnded: s.metrics.gatherEnded,
+		Rest: s.rest,
 	})
 	return s
 }

@@ -13,6 +13,7 @@ import (
 // signup's display hold is given back if the command never reaches a
 // transaction.
 func (s *Service) submit(ctx context.Context, activityID string, c Command) (Outcome, error) {
+	s.lastChange.Store(time.Now().UnixNano())
 	return s.submitOn(ctx, s.queue, activityID, c)
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -107,6 +108,9 @@ type Service struct {
 
 	idMu    sync.Mutex
 	entropy *ulid.MonotonicEntropy
+	// lastChange is when a command was last queued on the change queue
+	// (unix nanoseconds; see ChangedWithin).
+	lastChange atomic.Int64
 }
 
 // NewService returns a Service.
@@ -153,6 +157,13 @@ func NewService(cfg Config) *Service {
 	// the activity whose queue it goes to.
 	s.lookups = groupcommit.New(s.lookupBatches, groupcommit.Options{MaxBatch: maxBatch})
 	return s
+}
+
+// ChangedWithin reports whether a seat change (a signup, a cancellation,
+// …) was queued on this instance within d. Work that yields the processor
+// to seat changes asks it: a busy door (checkin.Config.SeatChanges).
+func (s *Service) ChangedWithin(d time.Duration) bool {
+	return time.Now().UnixNano()-s.lastChange.Load() < int64(d)
 }
 
 // Close applies the changes queued so far and refuses new ones.

@@ -451,3 +451,14 @@ func TestUnitACommandTakenByApplyWaitsForItsOutcome(t *testing.T) {
 	require.Equal(t, Pending, a.reg.Status)
 	require.Len(t, e.store.Registrations(act), 1)
 }
+
+func TestUnitChangedWithinTellsOfTheLastSeatChange(t *testing.T) {
+	t.Parallel()
+	e := newUnitEnv(t, unitOptions{})
+	act := e.activity(t, 5, false)
+	require.False(t, e.svc.ChangedWithin(time.Hour), "no change yet")
+	e.signupAll(t, act, unitUsers("u", 1))
+	require.True(t, e.svc.ChangedWithin(time.Hour), "a signup was just queued")
+	time.Sleep(2 * time.Millisecond)
+	require.False(t, e.svc.ChangedWithin(time.Millisecond), "none within the last millisecond")
+}

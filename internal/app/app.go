@@ -201,7 +201,7 @@ func New(opts Options, pool *pgxpool.Pool, rdb redis.UniversalClient) (*App, err
 	streams := stream.NewHub(hub)
 	hooks := webhook.NewService(st, guard, sealer, deliveries)
 	doors := checkin.NewService(checkin.Config{Store: st, Registrations: regs, Sealer: sealer, Announcer: changes,
-		Observer: deliveries, Now: opts.Now, Registerer: reg, GatherFor: opts.CheckinGather})
+		Observer: deliveries, Now: opts.Now, Registerer: reg, GatherFor: opts.CheckinGather, SeatChanges: regs})
 	attended := attendance.NewService(attendance.Config{Store: st, Registrations: regs, Keys: doors, Now: opts.Now,
 		Ender: st, Announcer: changes, Observers: []attendance.Observer{deliveries}, Logger: opts.Logger})
 	pages, err := newConsole(opts, st, regs, counter, hooks, queues, doors, attended)

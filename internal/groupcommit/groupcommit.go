@@ -88,6 +88,15 @@ type Options struct {
 	// GatherDeadline (Close ends gathers untold). It is called with the
 	// Group's lock held and must not call the Group.
 	GatherEnded func(ended string)
+	// Rest, if set, is how long the keys of a flush that took took wait
+	// after it before their next flush (zero or less: not at all). Their
+	// requests are answered first; what queues meanwhile waits for the
+	// next flush, which the rest does not hold after Close. A rest of k
+	// times took keeps a busy key's flushes to 1/(k+1) of the time, which
+	// leaves the processor to other work: a door's scans yield to seat
+	// changes this way. The flush's place among MaxFlushes is kept while
+	// it rests.
+	Rest func(took time.Duration) time.Duration
 }
 
 // How a gather ended, as Options.GatherEnded is told; metrics label their
@@ -113,6 +122,7 @@ type Group[K comparable, Req, Res any] struct {
 	ready    []K                    // keys with queued requests and no flush in flight, oldest first
 	inFlight int                    // flushes in flight
 	closed   bool
+	closing  chan struct{} // closed by Close: rests end
 	wg       sync.WaitGroup
 }
 
@@ -147,7 +157,7 @@ func New[K comparable, Req, Res any](flush FlushFunc[K, Req, Res], opts Options)
 	if opts.FlushTimeout <= 0 {
 		opts.FlushTimeout = 10 * time.Second
 	}
-	return &Group[K, Req, Res]{flush: flush, opts: opts, queues: make(map[K]*queue[Req, Res])}
+	return &Group[K, Req, Res]{flush: flush, opts: opts, queues: make(map[K]*queue[Req, Res]), closing: make(chan struct{})}
 }
 
 // Submit queues req under key and waits for the result of the flush that
@@ -305,7 +315,9 @@ func (g *Group[K, Req, Res]) dispatch() {
 func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[Req, Res]) {
 	defer g.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), g.opts.FlushTimeout)
+	began := time.Now()
 	err := g.flush(ctx, batches)
+	took := time.Since(began)
 	cancel()
 	// What queued during the flush, before anyone of it is answered and
 	// can queue again: a gather waits for that many more.
@@ -334,6 +346,9 @@ func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[
 			}
 		}
 	}
+	if g.opts.Rest != nil {
+		g.rest(g.opts.Rest(took))
+	}
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -358,6 +373,19 @@ func (g *Group[K, Req, Res]) run(batches []*Batch[K, Req, Res], taken [][]*item[
 	g.dispatch()
 }
 
+// rest waits for d, or until Close.
+func (g *Group[K, Req, Res]) rest(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-g.closing:
+	}
+}
+
 func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
@@ -371,6 +399,9 @@ func firstErr(errs ...error) error {
 // flushed and answered, or until ctx ends.
 func (g *Group[K, Req, Res]) Close(ctx context.Context) error {
 	g.mu.Lock()
+	if !g.closed {
+		close(g.closing)
+	}
 	g.closed = true
 	for key, q := range g.queues {
 		if q.gathering {
