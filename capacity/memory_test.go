@@ -2,6 +2,7 @@ package capacity_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -183,5 +184,53 @@ func TestAHoldCountsUntilItsRequestsDeadline(t *testing.T) {
 	require.Equal(t, [2]int{1, 2}, [2]int{s.Taken, s.Remaining}, "the hold past its deadline is gone")
 	require.Equal(t, "1", b.fields(t, id)["held"])
 	_, err = b.counter.Reserve(context.Background(), id, 2)
+	require.NoError(t, err, "its seats can be held again")
+}
+
+// TestAHoldDueBeforeTheOthersLeavesAtItsOwnDeadline: a hold due before
+// every hold already counted moves the counter's due back (the time
+// before which the scripts need not look for holds past their deadline),
+// so that it leaves the display at its own deadline, not at the longer
+// hold's; the counter's due is then the longer hold's deadline.
+func TestAHoldDueBeforeTheOthersLeavesAtItsOwnDeadline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.warm(t, 3, false)
+	_, err := b.counter.Reserve(context.Background(), id, 1) // DefaultHoldLifetime: 30 s
+	require.NoError(t, err)
+	long, err := strconv.ParseInt(b.fields(t, id)["due"], 10, 64)
+	require.NoError(t, err, "the first hold sets the counter's due")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = b.counter.Reserve(ctx, id, 2)
+	require.NoError(t, err)
+	short, err := strconv.ParseInt(b.fields(t, id)["due"], 10, 64)
+	require.NoError(t, err)
+	require.Less(t, short, long, "a hold due first moves due back")
+	require.Equal(t, 3, b.seats(t, id).Taken, "held seats show as taken")
+	<-ctx.Done()
+	require.Eventually(t, func() bool { return b.seats(t, id).Taken == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the shorter hold leaves at its deadline, 29 s before the longer one's")
+	require.Equal(t, strconv.FormatInt(long, 10), b.fields(t, id)["due"], "due is the deadline of the hold left")
+	require.Equal(t, "1", b.fields(t, id)["held"])
+}
+
+// TestACounterWithAnUnreadableDueStillPrunes: a due field that is not a
+// time (written by hand, say) is read as not known: the holds are looked
+// at and due is set again.
+func TestACounterWithAnUnreadableDueStillPrunes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.warm(t, 3, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := b.counter.Reserve(ctx, id, 2)
+	require.NoError(t, err)
+	require.NoError(t, b.rdb.HSet(context.Background(), capacity.Key(id), "due", "soon").Err())
+	<-ctx.Done()
+	require.Eventually(t, func() bool { return b.seats(t, id).Taken == 0 }, 5*time.Second, 5*time.Millisecond,
+		"the hold past its deadline leaves the display")
+	require.Equal(t, "none", b.fields(t, id)["due"], "no hold left")
+	_, err = b.counter.Reserve(context.Background(), id, 3)
 	require.NoError(t, err, "its seats can be held again")
 }

@@ -28,13 +28,17 @@ import (
 //	reserved  the unused seats of the activity's blocks as of seq (set
 //	          with taken; missing in a counter written before blocks
 //	          existed, when no activity had any: read as 0)
+//	due       no hold is due before it (see holdsLua): a deadline
+//	          (Redis server time, unix milliseconds), "none" when there
+//	          is no hold, missing when not known
 //
 // Beside it, HoldsKey names a sorted set (same hash tag, same slot) of the
 // holds counted in held, each a member "<id>:<seats>" scored by its
 // deadline (Redis server time, unix milliseconds): the request's deadline,
 // after which the signup cannot commit through the hold any more. Every
 // script prunes the holds past their deadline first (holdsLua), so that a
-// hold of an instance that died is never counted past its deadline.
+// hold of an instance that died is never counted past its deadline; the
+// counter's due field spares a script that finds no hold due the look.
 //
 // The gate counts taken+held+reserved as taken: reserved seats are free
 // to their blocks' audiences only, whose signups the authority decides.
@@ -62,16 +66,20 @@ end
 `
 
 // gateLua is the prelude of the reserve scripts, written once: admitLua,
-// holdsLua, and gate(seats), which prunes the activity's holds (KEYS[1],
-// KEYS[2]), reads its counter and answers admitLua on it. It returns nil
+// holdsLua, and gate(seats), which reads the activity's counter (KEYS[1]),
+// prunes its holds (KEYS[2]) and answers admitLua on it. It returns nil
 // when the counter is missing (or lacks its pools field), else the fields
 // read (taken, held, capacity, waiting, waitlist, gen, fill, pools,
-// reserved) and the answer.
+// reserved, due), held and due as pruned, and the answer.
 const gateLua = admitLua + holdsLua + `
 local function gate(seats)
-  prune()
-  local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved')
-  if not v[1] or not v[3] or not v[8] then return nil end
+  local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'waiting', 'waitlist', 'gen', 'fill', 'pools', 'reserved', 'due')
+  if not v[1] then
+    gone(KEYS[1], KEYS[2])
+    return nil
+  end
+  v[2], v[10] = prune_read(KEYS[1], KEYS[2], v[2], v[10])
+  if not v[3] or not v[8] then return nil end
   local a = admit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[9] or '0'), tonumber(v[4] or '0'),
     v[5] == '1', v[7] == '1', seats)
   return v, a
@@ -99,43 +107,75 @@ local v, a = gate(seats)
 if not v then return {-1} end
 if a == 'waitlist' then return {-3, v[8]} end
 if a == 'full' then return {-2} end
-hold(seats, tonumber(ARGV[2]), ARGV[3])
+hold(seats, tonumber(ARGV[2]), ARGV[3], v[10])
 return {1, ARGV[3], v[8], v[5] or '0'}
 `)
 
-// holdsLua keeps held to the holds not past their deadline: prune drops
-// the members of KEYS[2] scored before Redis's clock, and their seats from
-// KEYS[1]'s held (never below zero); a hold set without its counter is
-// dropped whole (prune_at does the same for any counter and holds, and
-// hold_at holds seats in any counter). give_back gives back holds to the counter KEYS[1]: ARGV
+// holdsLua keeps held to the holds not past their deadline. A counter's
+// due field is a time before which no hold of it is due: every hold's
+// deadline is at or after it ("none": there is no hold; missing: not
+// known, as in a counter just built). prune_read(counter, holds, held,
+// due), given the counter's held and due as just read, does nothing when
+// due is in the future (the common case: one clock read); else it drops
+// the members of holds scored before Redis's clock, takes their seats off
+// held (never below zero), sets due to the earliest deadline left, and
+// returns held and due as they are now. prune_at does the same reading
+// them itself, and gone drops a hold set whose counter is missing
+// (prune_at does it too). hold_at(counter, holds, seats, ms, member, due)
+// holds seats in any counter until ms from now, moving due back when the
+// hold is due before it; the holds' key outlives its last hold by a
+// second or more. give_back gives back holds to the counter KEYS[1]: ARGV
 // from index first on holds pairs of (member, seats), each taken off held
 // only when it is still in KEYS[2] (a rebuilt counter has none of the
-// holds of the one before it).
+// holds of the one before it); due stays, still before every hold left.
+// prune and hold are prune_at and hold_at on KEYS[1] and KEYS[2].
 const holdsLua = `
+local now_at
+local function now_ms()
+  if not now_at then
+    local t = redis.call('TIME')
+    now_at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_at
+end
+local function gone(counter, holds)
+  if redis.call('EXISTS', counter) == 0 then redis.call('DEL', holds) end
+end
+local function prune_read(counter, holds, held, due)
+  local at = tonumber(due)
+  if due == 'none' or (at and at > now_ms()) then return held, due end
+  local now = now_ms()
+  local out = redis.call('ZRANGEBYSCORE', holds, '-inf', now)
+  if #out > 0 then
+    local n = 0
+    for _, m in ipairs(out) do n = n + (tonumber(string.match(m, ':(%d+)$')) or 0) end
+    redis.call('ZREMRANGEBYSCORE', holds, '-inf', now)
+    held = tostring(math.max(0, tonumber(held or '0') - n))
+    redis.call('HSET', counter, 'held', held)
+  end
+  local first = redis.call('ZRANGE', holds, 0, 0, 'WITHSCORES')
+  due = first[2] or 'none'
+  redis.call('HSET', counter, 'due', due)
+  return held, due
+end
 local function prune_at(counter, holds)
-  if redis.call('EXISTS', counter) == 0 then
+  local v = redis.call('HMGET', counter, 'taken', 'held', 'due')
+  if not v[1] and redis.call('EXISTS', counter) == 0 then
     redis.call('DEL', holds)
     return
   end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local gone = redis.call('ZRANGEBYSCORE', holds, '-inf', now)
-  if #gone == 0 then return end
-  local n = 0
-  for _, m in ipairs(gone) do n = n + (tonumber(string.match(m, ':(%d+)$')) or 0) end
-  redis.call('ZREMRANGEBYSCORE', holds, '-inf', now)
-  local held = tonumber(redis.call('HGET', counter, 'held') or '0')
-  redis.call('HSET', counter, 'held', math.max(0, held - n))
+  prune_read(counter, holds, v[2], v[3])
 end
 local function prune() prune_at(KEYS[1], KEYS[2]) end
-local function hold_at(counter, holds, seats, ms, member)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function hold_at(counter, holds, seats, ms, member, due)
+  local deadline = now_ms() + ms
   redis.call('HINCRBY', counter, 'held', seats)
-  redis.call('ZADD', holds, now + ms, member)
-  if redis.call('PTTL', holds) < ms + 1000 then redis.call('PEXPIRE', holds, ms + 1000) end
+  redis.call('ZADD', holds, deadline, member)
+  local at = tonumber(due)
+  if not at or deadline < at then redis.call('HSET', counter, 'due', deadline) end
+  if redis.call('PTTL', holds) < ms + 1000 then redis.call('PEXPIRE', holds, ms + 2000) end
 end
-local function hold(seats, ms, member) hold_at(KEYS[1], KEYS[2], seats, ms, member) end
+local function hold(seats, ms, member, due) hold_at(KEYS[1], KEYS[2], seats, ms, member, due) end
 local function give_back(first)
   for i = first, #ARGV, 2 do
     if redis.call('ZREM', KEYS[2], ARGV[i]) == 1 then
@@ -285,14 +325,18 @@ end
 // when the seats do not fit, {-5} when the pool can never hold them, else
 // {1, member} after adding them to held.
 var poolReserveScript = redis.NewScript(poolLua + holdsLua + `
-prune()
-local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'gen', 'reserved')
-if not v[1] or not v[3] then return {-1} end
+local v = redis.call('HMGET', KEYS[1], 'taken', 'held', 'capacity', 'gen', 'reserved', 'due')
+if not v[1] then
+  gone(KEYS[1], KEYS[2])
+  return {-1}
+end
+v[2], v[6] = prune_read(KEYS[1], KEYS[2], v[2], v[6])
+if not v[3] then return {-1} end
 local seats = tonumber(ARGV[1])
 local f = pool_fit(tonumber(v[3]), tonumber(v[1]) + tonumber(v[2] or '0') + tonumber(v[5] or '0'), seats)
 if f == 'never' then return {-5} end
 if f == 'short' then return {-2} end
-hold(seats, tonumber(ARGV[2]), ARGV[3])
+hold(seats, tonumber(ARGV[2]), ARGV[3], v[6])
 return {1, ARGV[3]}
 `)
 
@@ -330,10 +374,15 @@ if not v then return {-1} end
 if v[8] ~= ARGV[4] then return {-4, v[8]} end
 if a == 'full' then return {-2} end
 local room = true
+local due = {v[10]}
 for i = 3, #KEYS, 2 do
-  prune_at(KEYS[i], KEYS[i + 1])
-  local p = redis.call('HMGET', KEYS[i], 'taken', 'held', 'capacity', 'reserved')
-  if not p[1] or not p[3] then return {-1} end
+  local p = redis.call('HMGET', KEYS[i], 'taken', 'held', 'capacity', 'reserved', 'due')
+  if not p[1] then
+    gone(KEYS[i], KEYS[i + 1])
+    return {-1}
+  end
+  p[2], due[i] = prune_read(KEYS[i], KEYS[i + 1], p[2], p[5])
+  if not p[3] then return {-1} end
   local f = pool_fit(tonumber(p[3]), tonumber(p[1]) + tonumber(p[2] or '0') + tonumber(p[4] or '0'), seats)
   if f == 'never' then return {-2} end
   if f == 'short' then room = false end
@@ -343,7 +392,7 @@ if not room then
   if v[5] == '1' then return {-3} end
   return {-2}
 end
-for i = 1, #KEYS, 2 do hold_at(KEYS[i], KEYS[i + 1], seats, tonumber(ARGV[2]), ARGV[3]) end
+for i = 1, #KEYS, 2 do hold_at(KEYS[i], KEYS[i + 1], seats, tonumber(ARGV[2]), ARGV[3], due[i]) end
 return {1, ARGV[3], v[8], v[5] or '0'}
 `)
 
