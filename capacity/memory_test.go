@@ -160,6 +160,17 @@ func TestSeatChangesCarryEachActivityAndThePoolsItMoved(t *testing.T) {
 	require.Equal(t, capacity.SeatChange{ActivityID: "a_1"}, got, "a bare id carries no seats")
 }
 
+// holdFor holds seats of activity id for a request of lifetime d and
+// returns the channel that closes at its deadline.
+func (b bundle) holdFor(t *testing.T, id string, seats int, d time.Duration) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	_, err := b.counter.Reserve(ctx, id, seats)
+	require.NoError(t, err)
+	return ctx.Done()
+}
+
 // TestAHoldCountsUntilItsRequestsDeadline: the seats of a signup whose
 // instance died before it committed or gave them back leave the display
 // at the request's deadline.
@@ -167,14 +178,11 @@ func TestAHoldCountsUntilItsRequestsDeadline(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id := b.warm(t, 3, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	_, err := b.counter.Reserve(ctx, id, 2)
-	require.NoError(t, err)
-	_, err = b.counter.Reserve(context.Background(), id, 1)
+	deadline := b.holdFor(t, id, 2, 500*time.Millisecond)
+	_, err := b.counter.Reserve(context.Background(), id, 1)
 	require.NoError(t, err)
 	require.Equal(t, 3, b.seats(t, id).Taken, "held seats show as taken")
-	<-ctx.Done()
+	<-deadline
 	// The deadline is Redis's clock's: wait until it has passed there too.
 	var s registration.Seats
 	require.Eventually(t, func() bool {
@@ -200,15 +208,12 @@ func TestAHoldDueBeforeTheOthersLeavesAtItsOwnDeadline(t *testing.T) {
 	require.NoError(t, err)
 	long, err := strconv.ParseInt(b.fields(t, id)["due"], 10, 64)
 	require.NoError(t, err, "the first hold sets the counter's due")
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	_, err = b.counter.Reserve(ctx, id, 2)
-	require.NoError(t, err)
+	deadline := b.holdFor(t, id, 2, 500*time.Millisecond)
 	short, err := strconv.ParseInt(b.fields(t, id)["due"], 10, 64)
 	require.NoError(t, err)
 	require.Less(t, short, long, "a hold due first moves due back")
 	require.Equal(t, 3, b.seats(t, id).Taken, "held seats show as taken")
-	<-ctx.Done()
+	<-deadline
 	require.Eventually(t, func() bool { return b.seats(t, id).Taken == 1 }, 5*time.Second, 5*time.Millisecond,
 		"the shorter hold leaves at its deadline, 29 s before the longer one's")
 	require.Equal(t, strconv.FormatInt(long, 10), b.fields(t, id)["due"], "due is the deadline of the hold left")
@@ -222,15 +227,12 @@ func TestACounterWithAnUnreadableDueStillPrunes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id := b.warm(t, 3, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	_, err := b.counter.Reserve(ctx, id, 2)
-	require.NoError(t, err)
+	deadline := b.holdFor(t, id, 2, 300*time.Millisecond)
 	require.NoError(t, b.rdb.HSet(context.Background(), capacity.Key(id), "due", "soon").Err())
-	<-ctx.Done()
+	<-deadline
 	require.Eventually(t, func() bool { return b.seats(t, id).Taken == 0 }, 5*time.Second, 5*time.Millisecond,
 		"the hold past its deadline leaves the display")
 	require.Equal(t, "none", b.fields(t, id)["due"], "no hold left")
-	_, err = b.counter.Reserve(context.Background(), id, 3)
+	_, err := b.counter.Reserve(context.Background(), id, 3)
 	require.NoError(t, err, "its seats can be held again")
 }

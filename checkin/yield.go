@@ -10,14 +10,15 @@ type SeatChanges interface {
 
 // A door's scans and the instance's seat changes share its processor (and
 // PostgreSQL's). A rush at a door of many devices takes as much of it as
-// it gets: each device scans again as soon as it is answered. Seat
-// changes come first: while some were queued within yieldWindow, a list's
-// scans are answered as soon as their transaction commits, and the list's
-// next transaction waits yieldFactor times as long as that one took (at
-// most yieldMax), its devices' scans queueing meanwhile: its transactions
-// then take at most 1/(yieldFactor+1) of the time. A door alone is never
-// held back, and a scan at a door of people (a scan a second or two at
-// each device) waits at most yieldMax, which nobody in the line notices.
+// it gets: each device scans again as soon as it is answered. Seat changes
+// come first: while a transaction of them began within yieldWindow, a
+// list's scans are answered as soon as their transaction commits, and the
+// list's next transaction waits yieldFactor times as long as that one took
+// (at most yieldMax), its devices' scans queueing meanwhile: its
+// transactions then take at most 1/(yieldFactor+1) of the time. A door
+// alone is never held back, and a scan at a door of people (a scan a
+// second or two at each device) waits at most yieldMax, which nobody in
+// the line notices.
 const (
 	yieldFactor = 24
 	yieldMax    = 100 * time.Millisecond

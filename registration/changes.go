@@ -13,7 +13,6 @@ import (
 // signup's display hold is given back if the command never reaches a
 // transaction.
 func (s *Service) submit(ctx context.Context, activityID string, c Command) (Outcome, error) {
-	s.lastChange.Store(time.Now().UnixNano())
 	return s.submitOn(ctx, s.queue, activityID, c)
 }
 
@@ -50,6 +49,7 @@ func UnavailableIfNotFlushed(err error) error {
 // transaction that fails on one command's data is run again without it
 // (groupcommit.Isolate): only that command is answered with the error.
 func (s *Service) apply(ctx context.Context, batches []*groupcommit.Batch[string, Command, Outcome]) error {
+	s.lastChange.Store(time.Now().UnixNano())
 	var commits []Commit
 	err := groupcommit.Isolate(func(ctx context.Context, part []*groupcommit.Batch[string, Command, Outcome]) error {
 		in := make([]CommandBatch, len(part))

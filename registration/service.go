@@ -108,8 +108,9 @@ type Service struct {
 
 	idMu    sync.Mutex
 	entropy *ulid.MonotonicEntropy
-	// lastChange is when a command was last queued on the change queue
-	// (unix nanoseconds; see ChangedWithin).
+	// lastChange is when a change transaction last began (unix
+	// nanoseconds; see ChangedWithin): once a transaction, not once a
+	// command.
 	lastChange atomic.Int64
 }
 
@@ -159,8 +160,8 @@ func NewService(cfg Config) *Service {
 	return s
 }
 
-// ChangedWithin reports whether a seat change (a signup, a cancellation,
-// …) was queued on this instance within d. Work that yields the processor
+// ChangedWithin reports whether a transaction of seat changes (signups,
+// cancellations, releases, …) began on this instance within d. Work that yields the processor
 // to seat changes asks it: a busy door (checkin.Config.SeatChanges).
 func (s *Service) ChangedWithin(d time.Duration) bool {
 	return time.Now().UnixNano()-s.lastChange.Load() < int64(d)

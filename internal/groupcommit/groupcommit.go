@@ -88,8 +88,9 @@ type Options struct {
 	// GatherDeadline (Close ends gathers untold). It is called with the
 	// Group's lock held and must not call the Group.
 	GatherEnded func(ended string)
-	// Rest, if set, is how long the keys of a flush that took took wait
-	// after it before their next flush (zero or less: not at all). Their
+	// Rest, if set, is told how long a flush took and answers how long
+	// its keys wait after it before their next flush (zero or less: not
+	// at all). Their
 	// requests are answered first; what queues meanwhile waits for the
 	// next flush, which the rest does not hold after Close. A rest of k
 	// times took keeps a busy key's flushes to 1/(k+1) of the time, which
