@@ -12,13 +12,12 @@ import (
 	"github.com/physiciansnet/capacityd/client"
 )
 
-// door_rush's shape: doorDevices devices scan the tickets of a crowd of
-// Sizes.DoorTickets (10,000) at a check-in list with entry "once" and a
+// door_rush's shape: Sizes.DoorDevices (16) devices scan the tickets of a
+// crowd of Sizes.DoorTickets (10,000) at a check-in list with entry "once" and a
 // room of doorRoomPercent of the crowd, doorDuplicatePercent of the
 // tickets scanned a second time at another device; the list's ticket
 // sync is read in pages of doorSyncPage.
 const (
-	doorDevices          = 16
 	doorRoomPercent      = 80
 	doorDuplicatePercent = 10
 	doorSyncPage         = 1000
@@ -65,7 +64,7 @@ func planDoorScans(rng *rand.Rand, tickets, dupPercent, devices int) []doorScan 
 // doorRush is the door of a large event: an activity of Sizes.DoorTickets
 // registrations (10,000, seeded in bulk like the dataset, untimed), their
 // tickets read untimed, and a check-in list with entry "once" and room
-// for 80% of them. 16 devices (each a door role's token) scan every
+// for 80% of them. Sizes.DoorDevices (16) devices (each a door role's token) scan every
 // ticket once and 10% of them again at another device, each scan a
 // redeem with its own Idempotency-Key (door_rush). Afterwards the list's
 // whole first ticket sync is read in pages of 1,000 and timed, and the
@@ -84,7 +83,7 @@ func (b *bench) doorRush(ctx context.Context) error {
 	}
 	regIDs, tickets := crowd.regIDs, crowd.tickets
 	role := "door-" + b.nonce
-	devices := make([]*client.Client, doorDevices)
+	devices := make([]*client.Client, b.cfg.DoorDevices)
 	for d := range devices {
 		tok, err := b.auth.SignRoles(fmt.Sprintf("lt-%s-door-%d", b.nonce, d+1), []string{role}, 2*time.Hour)
 		if err != nil {
@@ -92,8 +91,8 @@ func (b *bench) doorRush(ctx context.Context) error {
 		}
 		devices[d] = b.api.WithToken(tok)
 	}
-	plan := planDoorScans(rand.New(rand.NewPCG(uint64(n), doorDuplicatePercent)), n, doorDuplicatePercent, doorDevices)
-	note := sizeNote("%d tickets", [2]int{n, FullSizes.DoorTickets})
+	plan := planDoorScans(rand.New(rand.NewPCG(uint64(n), doorDuplicatePercent)), n, doorDuplicatePercent, len(devices))
+	note := sizeNote("%d tickets at %d devices", [2]int{n, FullSizes.DoorTickets}, [2]int{len(devices), FullSizes.DoorDevices})
 	if err := b.signupHotPlain(ctx, ScenarioSignupHotBeforeDoor); err != nil {
 		return err
 	}
@@ -104,9 +103,9 @@ func (b *bench) doorRush(ctx context.Context) error {
 		return err
 	}
 	run := newDoorRun(n)
-	out := b.drive(ctx, Load{Name: ScenarioDoorRush, Clients: doorDevices, Duration: doorRushTimeout, MaxOps: int64(len(plan))},
+	out := b.drive(ctx, Load{Name: ScenarioDoorRush, Clients: len(devices), Duration: doorRushTimeout, MaxOps: int64(len(plan))},
 		b.scanOp(list, plan, tickets, devices, run))
-	res := out.Result(doorDevices)
+	res := out.Result(len(devices))
 	res.Note = note
 	b.report.Scenarios[ScenarioDoorRush] = res
 	items, syncTime, err := b.syncDoor(ctx, devices[0], list)
@@ -154,7 +153,7 @@ func (b *bench) doorRush(ctx context.Context) error {
 	fmt.Fprintf(b.log, "%-16s %d tickets, %d scans at %d devices, room %d: entered %d, already checked in %d, room full %d, other %d; "+
 		"list inside %d, checked in %d, history %d; entered twice %d, over the room %d, inside off %d, history mismatches %d, "+
 		"unjustified refusals %d (both rushes); sync of %d tickets in %s (%d inexact, %d extra)\n",
-		ScenarioDoorRush, n, len(plan), doorDevices, room, v.entered, run.already.Load(), run.roomFull.Load(), ch[CheckDoorOther],
+		ScenarioDoorRush, n, len(plan), len(devices), room, v.entered, run.already.Load(), run.roomFull.Load(), ch[CheckDoorOther],
 		listAfter.Inside, listAfter.CheckedIn, v.history, v.enteredTwice, v.overMax, v.insideOff, v.mismatched, v.unjustified,
 		sync.tickets, syncTime.Round(time.Millisecond), sync.inexact, sync.extra)
 	if err := b.dropDoorRecords(ctx, list.ID, list2.ID); err != nil {
@@ -213,7 +212,7 @@ func (b *bench) doorRushWithSignups(ctx context.Context, list client.CheckinList
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer rushDone()
-		scans = Drive(rushCtx, Load{Name: ScenarioDoorRushLoaded, Clients: doorDevices, Duration: doorRushTimeout, MaxOps: int64(len(plan))},
+		scans = Drive(rushCtx, Load{Name: ScenarioDoorRushLoaded, Clients: len(devices), Duration: doorRushTimeout, MaxOps: int64(len(plan))},
 			b.log, b.scanOp(list, plan, tickets, devices, run))
 	})
 	// The signups end with the rush (an operation cut short by its end
@@ -226,7 +225,7 @@ func (b *bench) doorRushWithSignups(ctx context.Context, list client.CheckinList
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	res := scans.Result(doorDevices)
+	res := scans.Result(len(devices))
 	res.Note = note
 	b.report.Scenarios[ScenarioDoorRushLoaded] = res
 	b.report.Scenarios[ScenarioDoorRushSignups] = out.Result(doorSignupClients)

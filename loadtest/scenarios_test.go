@@ -173,4 +173,9 @@ func TestSizes(t *testing.T) {
 	require.Equal(t, "5000 users instead of 20000 users (a smaller run)", sizeNote("%d users", [2]int{5000, 20000}))
 	require.Equal(t, "20000 users over 100 activities instead of 20000 users over 300 activities (a smaller run)",
 		sizeNote("%d users over %d activities", [2]int{20000, 20000}, [2]int{100, 300}))
+	require.Equal(t, 16, QuickSizes.DoorDevices, "the quick door has make bench's devices")
+	require.Equal(t, "10000 tickets at 64 devices instead of 10000 tickets at 16 devices (a larger run)",
+		sizeNote("%d tickets at %d devices", [2]int{10000, 10000}, [2]int{64, 16}))
+	require.Equal(t, "200 tickets at 64 devices instead of 10000 tickets at 16 devices (another shape)",
+		sizeNote("%d tickets at %d devices", [2]int{200, 10000}, [2]int{64, 16}))
 }

@@ -43,6 +43,9 @@ type Sizes struct {
 	// DoorTickets is door_rush's crowd: the registrations whose tickets
 	// its devices scan.
 	DoorTickets int
+	// DoorDevices scan door_rush's tickets at once, each scanning again
+	// as soon as it is answered.
+	DoorDevices int
 	// ReleaseActivities are release_storm's activities, each of
 	// releaseSeats seats with releaseNoShows no-shows and releaseWaiting
 	// waiting.
@@ -56,7 +59,7 @@ var FullSizes = Sizes{
 	FlashCrowdUsers: 20000, CountedSignups: deadTupleUpdates, SSEClients: 1000,
 	WaitlistCrowdUsers: 20000, PromoteCancels: 1000, PromoteWaiting: 5000, PromoteRounds: 5,
 	CourseActivities: 300, CourseUsers: 20000, GroupActivities: 300, GroupUsers: 20000,
-	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000, DoorTickets: 10000, ReleaseActivities: 20,
+	PoolPools: 100, PoolUsers: 20000, OnSaleUsers: 50000, DoorTickets: 10000, DoorDevices: 16, ReleaseActivities: 20,
 	Dashboards: 200,
 }
 
@@ -83,23 +86,31 @@ func (s Sizes) withDefaults() Sizes {
 	s.PoolUsers = cmp.Or(s.PoolUsers, f.PoolUsers)
 	s.OnSaleUsers = cmp.Or(s.OnSaleUsers, f.OnSaleUsers)
 	s.DoorTickets = cmp.Or(s.DoorTickets, f.DoorTickets)
+	s.DoorDevices = cmp.Or(s.DoorDevices, f.DoorDevices)
 	s.ReleaseActivities = cmp.Or(s.ReleaseActivities, f.ReleaseActivities)
 	s.Dashboards = cmp.Or(s.Dashboards, f.Dashboards)
 	return s
 }
 
-// sizeNote says, for a scenario's note, that it ran smaller than in make
-// bench: format has one %d per size, and each pair is a size as run and as
-// in make bench. It is empty when every size is make bench's.
+// sizeNote says, for a scenario's note, that it ran at other sizes than in
+// make bench: format has one %d per size, and each pair is a size as run
+// and as in make bench. It is empty when every size is make bench's.
 func sizeNote(format string, pairs ...[2]int) string {
 	got, full := make([]any, len(pairs)), make([]any, len(pairs))
-	smaller := false
+	smaller, larger := false, false
 	for i, p := range pairs {
 		got[i], full[i] = p[0], p[1]
-		smaller = smaller || p[0] != p[1]
+		smaller = smaller || p[0] < p[1]
+		larger = larger || p[0] > p[1]
 	}
-	if !smaller {
+	kind := "a smaller run"
+	switch {
+	case !smaller && !larger:
 		return ""
+	case smaller && larger:
+		kind = "another shape"
+	case larger:
+		kind = "a larger run"
 	}
-	return fmt.Sprintf(format, got...) + " instead of " + fmt.Sprintf(format, full...) + " (a smaller run)"
+	return fmt.Sprintf(format, got...) + " instead of " + fmt.Sprintf(format, full...) + " (" + kind + ")"
 }

@@ -37,6 +37,21 @@ func TestRunFlags(t *testing.T) {
 	require.ErrorContains(t, err, "-secret")
 }
 
+func TestDoorDevicesFlagShapesTheDoorRush(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	f, err := parseRunFlags([]string{"-quick"}, env(nil), &stderr)
+	require.NoError(t, err)
+	require.Equal(t, loadtest.FullSizes.DoorDevices, f.config(nil).DoorDevices, "make bench's devices by default")
+	f, err = parseRunFlags([]string{"-quick", "-only", "door_rush", "-door-devices", "64"}, env(nil), &stderr)
+	require.NoError(t, err)
+	require.Equal(t, 64, f.config(nil).DoorDevices)
+	for _, bad := range []string{"1", "0", "-3", "1001"} {
+		_, err = parseRunFlags([]string{"-door-devices", bad}, env(nil), &stderr)
+		require.ErrorContains(t, err, "-door-devices must be 2 to 1000", bad)
+	}
+}
+
 func TestQuickRunLeavesOutTheDoorRushAndTheDashboards(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer

@@ -22,6 +22,7 @@ type runFlags struct {
 	only                             string
 	quick                            bool
 	scenario, baseline               time.Duration
+	doorDevices                      int
 }
 
 func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) (runFlags, error) {
@@ -43,8 +44,13 @@ func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) 
 		strings.Join(loadtest.QuickSkips, ", ")+")")
 	fs.DurationVar(&f.scenario, "scenario-duration", 0, "duration of each HTTP scenario (default 10s, -quick 3s)")
 	fs.DurationVar(&f.baseline, "baseline-duration", 0, "duration of each pgx baseline (default 5s, -quick 2s)")
+	fs.IntVar(&f.doorDevices, "door-devices", loadtest.FullSizes.DoorDevices,
+		"devices scanning at once in door_rush (another number than the default changes the scenario's shape, and its report says so)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	if f.doorDevices < 2 || f.doorDevices > 1000 {
+		return f, errors.New("-door-devices must be 2 to 1000 (a ticket's second scan is at another device)")
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -97,6 +103,7 @@ func (f runFlags) config(log io.Writer) loadtest.Config {
 			cfg.Skip = loadtest.QuickSkips
 		}
 	}
+	cfg.DoorDevices = f.doorDevices
 	return cfg
 }
 
