@@ -178,6 +178,7 @@ var checkDescriptions = map[string]string{
 	CheckProductionCPUAdded:        "what production's options (RS256 tokens, access log, two webhooks, waiting list) added to it per signup (µs): production's less signup_hot's",
 	CheckDoorTickets:               "door rush tickets (registrations of its activity, one seat each)",
 	CheckDoorScans:                 "door rush scans: every ticket once, 10% of them twice",
+	CheckDoorDevices:               "door rush devices scanning at once",
 	CheckDoorMaxInside:             "door rush check-in list's max_inside",
 	CheckDoorEntered:               "door rush scans answered 200 entered (its first list)",
 	CheckDoorInside:                "the list's `inside` afterwards",

@@ -242,6 +242,7 @@ const (
 	// both of its lists, and its ticket sync.
 	CheckDoorTickets      = "door_rush_tickets"
 	CheckDoorScans        = "door_rush_scans"
+	CheckDoorDevices      = "door_rush_devices"
 	CheckDoorMaxInside    = "door_rush_max_inside"
 	CheckDoorEntered      = "door_rush_entered"
 	CheckDoorInside       = "door_rush_inside"

@@ -13,10 +13,10 @@ import (
 )
 
 // door_rush's shape: Sizes.DoorDevices (16) devices scan the tickets of a
-// crowd of Sizes.DoorTickets (10,000) at a check-in list with entry "once" and a
-// room of doorRoomPercent of the crowd, doorDuplicatePercent of the
-// tickets scanned a second time at another device; the list's ticket
-// sync is read in pages of doorSyncPage.
+// crowd of Sizes.DoorTickets (10,000) at a check-in list with entry "once"
+// and a room of doorRoomPercent of the crowd, doorDuplicatePercent of the
+// tickets scanned a second time at another device; the list's ticket sync
+// is read in pages of doorSyncPage.
 const (
 	doorRoomPercent      = 80
 	doorDuplicatePercent = 10
@@ -64,9 +64,9 @@ func planDoorScans(rng *rand.Rand, tickets, dupPercent, devices int) []doorScan 
 // doorRush is the door of a large event: an activity of Sizes.DoorTickets
 // registrations (10,000, seeded in bulk like the dataset, untimed), their
 // tickets read untimed, and a check-in list with entry "once" and room
-// for 80% of them. Sizes.DoorDevices (16) devices (each a door role's token) scan every
-// ticket once and 10% of them again at another device, each scan a
-// redeem with its own Idempotency-Key (door_rush). Afterwards the list's
+// for 80% of them. Sizes.DoorDevices (16) devices (each a door role's
+// token) scan every ticket once and 10% of them again at another device,
+// each scan a redeem with its own Idempotency-Key (door_rush). Afterwards the list's
 // whole first ticket sync is read in pages of 1,000 and timed, and the
 // list's history and counts are checked against the answers. Then the
 // same rush runs again at a second list of the activity while 64 clients
@@ -136,6 +136,7 @@ func (b *bench) doorRush(ctx context.Context) error {
 	ch := b.report.Checks
 	ch[CheckDoorTickets] = int64(n)
 	ch[CheckDoorScans] = int64(len(plan))
+	ch[CheckDoorDevices] = int64(len(devices))
 	ch[CheckDoorMaxInside] = int64(room)
 	ch[CheckDoorEntered] = v.entered
 	ch[CheckDoorInside] = v.inside

@@ -71,6 +71,18 @@ func fromRatio(name string) func(*Report) (float64, bool) {
 	}
 }
 
+// atBenchDoorDevices is got, or not measured when door_rush ran at another
+// number of devices than make bench's (loadtest run -door-devices): the
+// target is the rate at those devices.
+func atBenchDoorDevices(got func(*Report) (float64, bool)) func(*Report) (float64, bool) {
+	return func(r *Report) (float64, bool) {
+		if n, ok := checkNumber(r.Checks[CheckDoorDevices]); ok && n != float64(FullSizes.DoorDevices) {
+			return 0, false
+		}
+		return got(r)
+	}
+}
+
 func fromCheck(name string) func(*Report) (float64, bool) {
 	return func(r *Report) (float64, bool) {
 		return checkNumber(r.Checks[name])
@@ -165,7 +177,8 @@ var comparisons = []comparison{
 	{TopicStreams, "200 dashboards: p99 from a signup's answer to each dashboard's seat event showing it (ms)", "<", fixed(1000), fromCheck(CheckDashboardsP99MS)},
 	{TopicWebhooks, "hot signups/s with two webhooks for every event vs without", ">=", fixed(0.8), fromRatio(RatioSignupHotWebhooks)},
 	{TopicWebhooks, "webhook deliveries drained after the load stopped (s)", "<=", fixed(5), fromCheck(CheckWebhookDrainSeconds)},
-	{TopicDoors, "door rush scans/s at 16 devices vs hot signups/s just before and after the rushes (mean)", ">=", fixed(0.8), fromRatio(RatioDoorRushVsSignupHot)},
+	{TopicDoors, "door rush scans/s at 16 devices vs hot signups/s just before and after the rushes (mean)", ">=", fixed(0.8),
+		atBenchDoorDevices(fromRatio(RatioDoorRushVsSignupHot))},
 	{TopicDoors, "hot signups/s during a door rush vs hot signups/s just before and after the rushes (mean)", ">=", fixed(0.9), fromRatio(RatioDoorRushSignups)},
 	{TopicDoors, "door rush: the list's whole first ticket sync, pages of 1,000 (s)", "<", fixed(1), fromCheck(CheckDoorSyncSeconds)},
 	{TopicDoors, "door rush: registrations in the ticket sync", "==", fromCheck(CheckDoorTickets), fromCheck(CheckDoorSyncTickets)},

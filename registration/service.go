@@ -161,8 +161,9 @@ func NewService(cfg Config) *Service {
 }
 
 // ChangedWithin reports whether a transaction of seat changes (signups,
-// cancellations, releases, …) began on this instance within d. Work that yields the processor
-// to seat changes asks it: a busy door (checkin.Config.SeatChanges).
+// cancellations, releases, …) began on this instance within d. Work that
+// yields the processor to seat changes asks it: a busy door
+// (checkin.Config.SeatChanges).
 func (s *Service) ChangedWithin(d time.Duration) bool {
 	return time.Now().UnixNano()-s.lastChange.Load() < int64(d)
 }

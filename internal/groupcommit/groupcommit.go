@@ -90,13 +90,12 @@ type Options struct {
 	GatherEnded func(ended string)
 	// Rest, if set, is told how long a flush took and answers how long
 	// its keys wait after it before their next flush (zero or less: not
-	// at all). Their
-	// requests are answered first; what queues meanwhile waits for the
-	// next flush, which the rest does not hold after Close. A rest of k
-	// times took keeps a busy key's flushes to 1/(k+1) of the time, which
-	// leaves the processor to other work: a door's scans yield to seat
-	// changes this way. The flush's place among MaxFlushes is kept while
-	// it rests.
+	// at all). Their requests are answered first; what queues meanwhile
+	// waits for the next flush, which the rest does not hold after Close.
+	// A rest of k times took keeps a busy key's flushes to 1/(k+1) of the
+	// time, which leaves the processor to other work: a door's scans yield
+	// to seat changes this way. The flush's place among MaxFlushes is kept
+	// while it rests.
 	Rest func(took time.Duration) time.Duration
 }
 
