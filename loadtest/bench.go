@@ -113,6 +113,9 @@ type bench struct {
 // Seq Scan in the COUNT plan) are returned; unmet targets are not errors.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
+	if err := ValidateDoorDevices(cfg.DoorDevices); err != nil {
+		return nil, err
+	}
 	b := &bench{cfg: cfg, log: cfg.Log, nonce: randomHex(4)}
 	b.report = NewReport(DescribeMachine(ctx, cfg.DatabaseURL, cfg.RedisURL))
 	fmt.Fprintf(b.log, "machine: %s\n", b.report.Machine)

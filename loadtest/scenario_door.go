@@ -66,9 +66,9 @@ func planDoorScans(rng *rand.Rand, tickets, dupPercent, devices int) []doorScan 
 // tickets read untimed, and a check-in list with entry "once" and room
 // for 80% of them. Sizes.DoorDevices (16) devices (each a door role's
 // token) scan every ticket once and 10% of them again at another device,
-// each scan a redeem with its own Idempotency-Key (door_rush). Afterwards the list's
-// whole first ticket sync is read in pages of 1,000 and timed, and the
-// list's history and counts are checked against the answers. Then the
+// each scan a redeem with its own Idempotency-Key (door_rush). Afterwards
+// the list's whole first ticket sync is read in pages of 1,000 and timed,
+// and the list's history and counts are checked against the answers. Then the
 // same rush runs again at a second list of the activity while 64 clients
 // sign distinct users up for the hot activity (door_rush_signups), checked
 // the same way; the hot activity is reset afterwards. signup_hot runs again

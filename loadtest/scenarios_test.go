@@ -174,6 +174,12 @@ func TestSizes(t *testing.T) {
 	require.Equal(t, "20000 users over 100 activities instead of 20000 users over 300 activities (a smaller run)",
 		sizeNote("%d users over %d activities", [2]int{20000, 20000}, [2]int{100, 300}))
 	require.Equal(t, 16, QuickSizes.DoorDevices, "the quick door has make bench's devices")
+	require.NoError(t, ValidateDoorDevices(MinDoorDevices))
+	require.NoError(t, ValidateDoorDevices(MaxDoorDevices))
+	require.Error(t, ValidateDoorDevices(MaxDoorDevices+1))
+	report, err := Run(t.Context(), Config{Sizes: Sizes{DoorDevices: 1}})
+	require.ErrorContains(t, err, "not 1", "one device cannot scan a ticket a second time at another")
+	require.Nil(t, report)
 	require.Equal(t, "10000 tickets at 64 devices instead of 10000 tickets at 16 devices (a larger run)",
 		sizeNote("%d tickets at %d devices", [2]int{10000, 10000}, [2]int{64, 16}))
 	require.Equal(t, "200 tickets at 64 devices instead of 10000 tickets at 16 devices (another shape)",

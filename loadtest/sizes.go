@@ -92,6 +92,23 @@ func (s Sizes) withDefaults() Sizes {
 	return s
 }
 
+// The devices door_rush may run at: a ticket's second scan is at another
+// device than its first, so at least two.
+const (
+	MinDoorDevices = 2
+	MaxDoorDevices = 1000
+)
+
+// ValidateDoorDevices refuses a number of door_rush devices outside
+// MinDoorDevices to MaxDoorDevices.
+func ValidateDoorDevices(n int) error {
+	if n < MinDoorDevices || n > MaxDoorDevices {
+		return fmt.Errorf("door_rush runs at %d to %d devices (a ticket's second scan is at another device), not %d",
+			MinDoorDevices, MaxDoorDevices, n)
+	}
+	return nil
+}
+
 // sizeNote says, for a scenario's note, that it ran at other sizes than in
 // make bench: format has one %d per size, and each pair is a size as run
 // and as in make bench. It is empty when every size is make bench's.

@@ -48,7 +48,7 @@ func TestDoorDevicesFlagShapesTheDoorRush(t *testing.T) {
 	require.Equal(t, 64, f.config(nil).DoorDevices)
 	for _, bad := range []string{"1", "0", "-3", "1001"} {
 		_, err = parseRunFlags([]string{"-door-devices", bad}, env(nil), &stderr)
-		require.ErrorContains(t, err, "-door-devices must be 2 to 1000", bad)
+		require.ErrorContains(t, err, "-door-devices: door_rush runs at 2 to 1000 devices", bad)
 	}
 }
 

@@ -49,8 +49,8 @@ func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) 
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
-	if f.doorDevices < 2 || f.doorDevices > 1000 {
-		return f, errors.New("-door-devices must be 2 to 1000 (a ticket's second scan is at another device)")
+	if err := loadtest.ValidateDoorDevices(f.doorDevices); err != nil {
+		return f, fmt.Errorf("-door-devices: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
