@@ -51,12 +51,12 @@ func (s *Server) widgetAsset(c echo.Context) error {
 	if !ok || name != path.Base(name) {
 		return capacityd.Errorf(capacityd.ENotFound, "no such widget file")
 	}
-	b, err := fs.ReadFile(widget.Assets, name)
-	if err != nil {
-		b, err = fs.ReadFile(demo.Assets, name)
-	}
-	if err != nil {
-		return capacityd.Errorf(capacityd.ENotFound, "no such widget file")
+	b, ok := widget.Script(name)
+	if !ok {
+		var err error
+		if b, err = fs.ReadFile(demo.Assets, name); err != nil {
+			return capacityd.Errorf(capacityd.ENotFound, "no such widget file")
+		}
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderCacheControl, "public, max-age=300")

@@ -2,7 +2,6 @@ package widget_test
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,8 +214,8 @@ func TestWidgetsDoc(t *testing.T) {
 	property := regexp.MustCompile(`--capacityd-[a-z-]*[a-z]`)
 	var used []string
 	for _, name := range []string{"seats.js", "note-buttons.js"} {
-		b, err := fs.ReadFile(widget.Assets, name)
-		require.NoError(t, err)
+		b, ok := widget.Script(name)
+		require.True(t, ok, name)
 		used = append(used, property.FindAllString(string(b), -1)...)
 	}
 	slices.Sort(used)

@@ -3,7 +3,6 @@ package widget_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -195,8 +194,8 @@ func stubService(t *testing.T, handler http.HandlerFunc) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if name, ok := strings.CutPrefix(r.URL.Path, "/widget/"); ok {
-			b, err := fs.ReadFile(widget.Assets, name)
-			if err != nil {
+			b, ok := widget.Script(name)
+			if !ok {
 				http.NotFound(w, r)
 				return
 			}

@@ -59,13 +59,7 @@
   // NONE is shown where there are no numbers to show, and will be none.
   var NONE = '\u2014';
 
-  // FONT is the font of the default look: the system's, with Simplified
-  // Chinese fonts before the generic family; FONT_TC is the same with
-  // Traditional Chinese fonts, for text in zh-TW.
-  var FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
-    '"PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif';
-  var FONT_TC = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, ' +
-    '"PingFang TC", "Microsoft JhengHei", "Noto Sans CJK TC", sans-serif';
+  // @include style.js
 
   // STYLE is the default look. Its rules match the class capacityd-seats
   // only; every colour, the font, the size and the corners come from a
@@ -95,60 +89,7 @@
     '.capacityd-seats[data-seats-state="reconnecting"] { opacity: .6; }'
   ].join('\n');
 
-  // addStyle puts STYLE into the page once: a <style> element first in the
-  // head, so that the page's own rules come after it and win over its
-  // rules of the same weight. Where the page's Content-Security-Policy
-  // refuses inline styles, the element has no sheet, and a constructed
-  // style sheet (which that policy does not govern) carries the rules.
-  function addStyle() {
-    if (script && script.getAttribute('data-style') === 'none') { return; }
-    if (document.querySelector('style[data-capacityd-style="seats"]')) { return; }
-    var el = document.createElement('style');
-    el.setAttribute('data-capacityd-style', 'seats');
-    el.textContent = STYLE;
-    var head = document.head || document.documentElement;
-    head.insertBefore(el, head.firstChild);
-    if (el.sheet || !('adoptedStyleSheets' in document)) { return; }
-    try {
-      var sheet = new CSSStyleSheet();
-      sheet.replaceSync(STYLE);
-      document.adoptedStyleSheets = document.adoptedStyleSheets.concat([sheet]);
-    } catch (err) {
-      console.warn('capacityd seats: the default style could not be added:', err);
-    }
-  }
-
-  // lang picks the language of an element's text: its data-lang, else the
-  // nearest lang (the element's or the page's), else the browser's
-  // language.
-  function lang(el) {
-    var l = el.getAttribute('data-lang');
-    if (!l) {
-      var holder = el.closest('[lang]');
-      l = holder ? holder.getAttribute('lang') : '';
-    }
-    if (!l) { l = (navigator.languages && navigator.languages[0]) || navigator.language || ''; }
-    return textLang(l);
-  }
-
-  // textLang is the key of TEXT for a language tag, whatever its case and
-  // separator (- or _): zh-TW for Chinese in the Traditional script (Hant)
-  // or, with no script, of Taiwan, Hong Kong or Macao; zh-CN for any other
-  // Chinese (zh alone, Hans, China, Singapore); en for anything else.
-  function textLang(tag) {
-    var parts = String(tag).toLowerCase().split(/[-_]/);
-    if (parts[0] !== 'zh') { return 'en'; }
-    var script = '';
-    var region = '';
-    // The subtags before the first extension or private use (a singleton).
-    for (var i = 1; i < parts.length && parts[i].length > 1; i++) {
-      if (/^[a-z]{4}$/.test(parts[i]) && !script && !region) { script = parts[i]; }
-      if ((parts[i].length === 2 || /^[0-9]{3}$/.test(parts[i])) && !region) { region = parts[i]; }
-    }
-    if (script === 'hant') { return 'zh-TW'; }
-    if (script === 'hans') { return 'zh-CN'; }
-    return region === 'tw' || region === 'hk' || region === 'mo' ? 'zh-TW' : 'zh-CN';
-  }
+  // @include lang.js
 
   function seatsText(s, t) {
     if (s.remaining > 0) {
@@ -232,7 +173,7 @@
   function bind(el) {
     var id = el.getAttribute('data-seats-activity');
     if (!id || el.hasAttribute('data-seats-state')) { return; }
-    el.capacitydLang = lang(el);
+    el.capacitydLang = langOf(el);
     el.setAttribute('lang', el.capacitydLang);
     el.classList.add('capacityd-seats');
     el.setAttribute('aria-live', 'polite');
@@ -258,7 +199,7 @@
   }
 
   window.capacitydSeats = { scan: scan };
-  addStyle();
+  addStyle('seats', 'seats');
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', function () { scan(); });
   } else {
