@@ -1,13 +1,8 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"strings"
 )
 
 // CreateActivity creates an activity (admin).
@@ -52,48 +47,26 @@ func (c *Client) Seats(ctx context.Context, activityID string) (Seats, error) {
 }
 
 // SeatStream is an open seat stream. Close it when done.
-type SeatStream struct {
-	body io.ReadCloser
-	r    *bufio.Reader
-}
+type SeatStream struct{ events eventStream }
 
 // StreamSeats opens the live seat stream of an activity (public). The
 // stream ends when ctx ends or Close is called.
 func (c *Client) StreamSeats(ctx context.Context, activityID string) (*SeatStream, error) {
-	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/activities/" + seg(activityID) + "/seats/stream",
-		header: http.Header{"Accept": {"text/event-stream"}}, ok: []int{http.StatusOK}})
+	events, err := c.openStream(ctx, "/v1/activities/"+seg(activityID)+"/seats/stream")
 	if err != nil {
 		return nil, err
 	}
-	return &SeatStream{body: resp.Body, r: bufio.NewReader(resp.Body)}, nil
+	return &SeatStream{events: events}, nil
 }
 
 // Next waits for the next "seats" event and returns its state.
 func (s *SeatStream) Next() (Seats, error) {
-	var event, data string
-	for {
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			return Seats{}, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if event == "seats" && data != "" {
-				var st Seats
-				if err := json.Unmarshal([]byte(data), &st); err != nil {
-					return Seats{}, fmt.Errorf("capacityd: seat event: %w", err)
-				}
-				return st, nil
-			}
-			event, data = "", ""
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-		}
+	var st Seats
+	if err := s.events.next("seats", "seat event", &st); err != nil {
+		return Seats{}, err
 	}
+	return st, nil
 }
 
 // Close closes the stream.
-func (s *SeatStream) Close() error { return s.body.Close() }
+func (s *SeatStream) Close() error { return s.events.close() }

@@ -1,14 +1,10 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // Ticket returns a registration's ticket (its owner or an admin); a
@@ -144,49 +140,27 @@ func (c *Client) WalkIn(ctx context.Context, listID string, in NewWalkIn) (Check
 
 // CheckinStream is an open stream of a check-in list's counts. Close it
 // when done.
-type CheckinStream struct {
-	body io.ReadCloser
-	r    *bufio.Reader
-}
+type CheckinStream struct{ events eventStream }
 
 // StreamCheckinCounts opens the live counts of a check-in list (an admin,
 // or a door role of the list). The stream ends when ctx ends or Close is
 // called.
 func (c *Client) StreamCheckinCounts(ctx context.Context, listID string) (*CheckinStream, error) {
-	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/checkin-lists/" + seg(listID) + "/stream",
-		header: http.Header{"Accept": {"text/event-stream"}}, ok: []int{http.StatusOK}})
+	events, err := c.openStream(ctx, "/v1/checkin-lists/"+seg(listID)+"/stream")
 	if err != nil {
 		return nil, err
 	}
-	return &CheckinStream{body: resp.Body, r: bufio.NewReader(resp.Body)}, nil
+	return &CheckinStream{events: events}, nil
 }
 
 // Next waits for the next "counts" event and returns it.
 func (s *CheckinStream) Next() (CheckinCounts, error) {
-	var event, data string
-	for {
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			return CheckinCounts{}, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if event == "counts" && data != "" {
-				var n CheckinCounts
-				if err := json.Unmarshal([]byte(data), &n); err != nil {
-					return CheckinCounts{}, fmt.Errorf("capacityd: counts event: %w", err)
-				}
-				return n, nil
-			}
-			event, data = "", ""
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-		}
+	var n CheckinCounts
+	if err := s.events.next("counts", "counts event", &n); err != nil {
+		return CheckinCounts{}, err
 	}
+	return n, nil
 }
 
 // Close closes the stream.
-func (s *CheckinStream) Close() error { return s.body.Close() }
+func (s *CheckinStream) Close() error { return s.events.close() }
