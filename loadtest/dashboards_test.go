@@ -114,7 +114,8 @@ func TestDashboardsTargets(t *testing.T) {
 	}
 	for _, c := range []string{CheckDashboardsOpen, CheckDashboardsListOpenSeconds, CheckDashboardsListReadsPerStream, CheckDashboardsListEvents,
 		CheckDashboardsP99MS, CheckDashboardsDisplayBehind, CheckDashboardsPGQueries, CheckDashboardsSeatPGQueries, CheckDashboardsListPGQueries, CheckDashboardsListPGPerStream,
-		CheckDashboardsOtherPGQueries, CheckDashboardsAutovacuums, CheckDashboardsBaselinePGQueries, CheckDashboardsCausedPGQueries} {
+		CheckDashboardsOtherPGQueries, CheckDashboardsAutovacuums, CheckDashboardsBaselinePGQueries, CheckDashboardsCausedPGQueries,
+		CheckDashboardsSubscriptionLosses} {
 		require.NotEmpty(t, checkDescriptions[c], c)
 	}
 	r := NewReport("x")

@@ -225,6 +225,8 @@ var checkDescriptions = map[string]string{
 	CheckDashboardsBaselinePGQueries: "transactions in the bench database in a window as long just after, with no dashboard open: the service's periodic work and the pool's pings",
 	CheckDashboardsCausedPGQueries:   "the dashboards' window's transactions less the baseline's: those the dashboards caused",
 	CheckDashboardsAutovacuums:       "autovacuum and autoanalyze runs on the bench tables meanwhile",
+	CheckDashboardsSubscriptionLosses: "times the service's Redis subscription to change announcements failed in that window and as long after " +
+		"(`capacityd_seat_stream_subscription_losses_total`): after each, its streams re-read what they follow for about 10 s, PostgreSQL included",
 }
 
 // scenarioOrder is the order of the page's table; others follow sorted.

@@ -293,6 +293,7 @@ const (
 	CheckDashboardsAutovacuums        = "dashboards_autovacuum_runs"
 	CheckDashboardsBaselinePGQueries  = "dashboards_baseline_pg_queries"
 	CheckDashboardsCausedPGQueries    = "dashboards_caused_pg_queries"
+	CheckDashboardsSubscriptionLosses = "dashboards_subscription_losses"
 )
 
 // Report is everything one run measured; its JSON (WriteJSON) is the

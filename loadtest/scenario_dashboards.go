@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,11 @@ type dashboardRun struct {
 	// baselineOK when the last read failed.
 	tx               [4]int64
 	txOK, baselineOK bool
+	// losses are the service's subscription losses before the counted
+	// dashboards opened and after the baseline's window; lossesOK when
+	// both were read.
+	losses   [2]float64
+	lossesOK bool
 	// displayBehind is the authority's taken less the display's, read
 	// just before the signups.
 	displayBehind int64
@@ -264,6 +270,8 @@ func (b *bench) countDashboards(ctx context.Context, r *dashboardRun) error {
 	if r.tx[0], r.txOK = b.benchTransactions(ctx); !r.txOK {
 		return nil
 	}
+	var err0 error
+	r.losses[0], err0 = b.subscriptionLosses(ctx)
 	g := newDashboardGroup(r.hot, r.list, b.cfg.Dashboards)
 	s := newDashboardStreams(ctx, g, b.api.BaseURL, b.admin)
 	defer s.close()
@@ -295,7 +303,22 @@ func (b *bench) countDashboards(ctx context.Context, r *dashboardRun) error {
 	}
 	r.tx[3], r.baselineOK = b.benchTransactions(ctx)
 	r.stats[2] = b.tableStats(ctx)
+	var err1 error
+	r.losses[1], err1 = b.subscriptionLosses(ctx)
+	r.lossesOK = err0 == nil && err1 == nil
 	return nil
+}
+
+// subscriptionLosses reads the service's count of losses of its Redis
+// subscription to change announcements (0 before any: the counter has
+// no series until registered, and is registered at start).
+func (b *bench) subscriptionLosses(ctx context.Context) (float64, error) {
+	text, err := b.api.Text(ctx, "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("loadtest: read /metrics: %w", err)
+	}
+	v, _ := SumMetric(text, "capacityd_seat_stream_subscription_losses_total")
+	return v, nil
 }
 
 // benchTransactions reads the bench database's transactions so far;
@@ -394,6 +417,13 @@ func (b *bench) recordDashboards(r *dashboardRun) {
 		}
 		split = fmt.Sprintf("the list streams' reads of the list %d (%d streams), other %d (autovacuum ran %d times)", listReads, r.lists, total-seat-listReads, vacuums)
 	}
+	losses := "not read"
+	if r.lossesOK {
+		n := int64(r.losses[1] - r.losses[0])
+		ch[CheckDashboardsSubscriptionLosses] = n
+		losses = strconv.FormatInt(n, 10)
+	}
 	fmt.Fprintf(b.log, "%-16s idle, nothing else running: PostgreSQL transactions %d while %d dashboards connected and sat idle %s: "+
-		"seat halves %d (read %s after), %s; %s\n", ScenarioDashboards, total, r.seatsIdle, dashboardIdle, seat, statsFlushWait, split, baseline)
+		"seat halves %d (read %s after), %s; %s; the service's subscription to change announcements lost %s times meanwhile\n",
+		ScenarioDashboards, total, r.seatsIdle, dashboardIdle, seat, statsFlushWait, split, baseline, losses)
 }

@@ -50,7 +50,8 @@ type NotifierConfig struct {
 	// 5s.
 	RefreshInterval time.Duration
 	Logger          *slog.Logger
-	// Registerer registers the subscription gauge; nil means none.
+	// Registerer registers the subscription's gauge and the counter of its
+	// losses; nil means none.
 	Registerer prometheus.Registerer
 	// Memory is the instance's seat memory, kept current from the
 	// announced changes and forgotten whenever announcements may have been
@@ -73,7 +74,10 @@ type Notifier struct {
 	refresh time.Duration
 	log     *slog.Logger
 	gauge   prometheus.Gauge
-	memory  *capacity.Memory
+	// losses counts the times a subscription that was up failed: after
+	// each, every watcher re-reads while Polling.
+	losses prometheus.Counter
+	memory *capacity.Memory
 
 	healthy atomic.Bool // the subscription is up
 	// recoveredAt (unix nanoseconds) is when the subscription came back
@@ -106,6 +110,10 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 			Name: "capacityd_seat_stream_subscribed",
 			Help: "1 while this instance's Redis subscription to change announcements is up.",
 		}),
+		losses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "capacityd_seat_stream_subscription_losses_total",
+			Help: "Times this instance's Redis subscription to change announcements went down; each is followed by re-reads of what its streams and long polls follow.",
+		}),
 		watchers: make(map[string]*watchSet),
 		done:     make(chan struct{}),
 	}
@@ -113,7 +121,7 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 		n.cluster = newSharded(c, n)
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(n.gauge)
+		cfg.Registerer.MustRegister(n.gauge, n.losses)
 	}
 	return n
 }
@@ -319,6 +327,7 @@ func (n *Notifier) Run(ctx context.Context) {
 			return
 		}
 		if subscribed {
+			n.losses.Inc()
 			backoff = minBackoff
 		}
 		if time.Since(lastLog) > 10*time.Second {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -120,4 +121,42 @@ func TestCommittedAnnouncesEveryActivityOfThePools(t *testing.T) {
 	a.Committed(context.Background(), []registration.Commit{{ActivityID: ids[3], Failed: true,
 		Pools: []registration.PoolSeatState{{PoolID: "p_x", Activities: ids[3:]}}}})
 	require.False(t, signalled(there[3], 200*time.Millisecond), "a failed transaction announces nothing")
+}
+
+// TestSubscriptionLossesAreCounted: a subscription that was up and failed
+// (its Redis killed) counts one loss, and coming back counts none.
+func TestSubscriptionLossesAreCounted(t *testing.T) {
+	t.Parallel()
+	srv := testenv.PrivateRedis(t)
+	opts, err := redis.ParseURL(srv.URL())
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	reg := prometheus.NewRegistry()
+	n := stream.NewNotifier(stream.NotifierConfig{Redis: rdb, RefreshInterval: 50 * time.Millisecond, Registerer: reg})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); n.Close(); <-done })
+	losses := func() float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "capacityd_seat_stream_subscription_losses_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("capacityd_seat_stream_subscription_losses_total is not registered")
+		return 0
+	}
+	require.Eventually(t, n.Healthy, 5*time.Second, 5*time.Millisecond)
+	require.Zero(t, losses())
+
+	srv.Kill()
+	require.Eventually(t, func() bool { return !n.Healthy() }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 1.0, losses(), "a subscription that was up and failed is one loss")
+	srv.Start(t)
+	require.Eventually(t, n.Healthy, 10*time.Second, 10*time.Millisecond, "subscribed again once Redis is back")
+	require.Equal(t, 1.0, losses(), "failed attempts while Redis was down and the recovery are no losses")
+	require.True(t, n.Polling(), "watchers re-read for a while after the subscription is back")
 }

@@ -311,6 +311,7 @@ func (s *sharded) fail(ns *nodeSub, err error) {
 	}
 	s.broken = true
 	s.lastErr = err
+	s.n.losses.Inc()
 	s.updateHealthLocked()
 	s.mu.Unlock()
 	_ = ns.ps.Close()
