@@ -322,12 +322,14 @@ func (n *Notifier) Run(ctx context.Context) {
 	lastLog := time.Time{}
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		subscribed, err := n.listen(ctx, attempt > 0)
+		if subscribed && ctx.Err() == nil {
+			n.losses.Inc() // counted before the instance shows as unsubscribed
+		}
 		n.setSubscribed(false, false)
 		if ctx.Err() != nil {
 			return
 		}
 		if subscribed {
-			n.losses.Inc()
 			backoff = minBackoff
 		}
 		if time.Since(lastLog) > 10*time.Second {

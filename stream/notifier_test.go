@@ -16,7 +16,16 @@ import (
 
 func startNotifier(t *testing.T, rdb redis.UniversalClient, refresh time.Duration) *stream.Notifier {
 	t.Helper()
-	n := stream.NewNotifier(stream.NotifierConfig{Redis: rdb, RefreshInterval: refresh})
+	n, _ := startCountedNotifier(t, rdb, refresh)
+	return n
+}
+
+// startCountedNotifier is startNotifier, with a function that reads the
+// notifier's count of subscription losses from its own registry.
+func startCountedNotifier(t *testing.T, rdb redis.UniversalClient, refresh time.Duration) (*stream.Notifier, func() float64) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	n := stream.NewNotifier(stream.NotifierConfig{Redis: rdb, RefreshInterval: refresh, Registerer: reg})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { n.Run(ctx); close(done) }()
@@ -24,7 +33,18 @@ func startNotifier(t *testing.T, rdb redis.UniversalClient, refresh time.Duratio
 	if rdb != nil {
 		require.Eventually(t, n.Healthy, 5*time.Second, 5*time.Millisecond)
 	}
-	return n
+	losses := func() float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "capacityd_seat_stream_subscription_losses_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("capacityd_seat_stream_subscription_losses_total is not registered")
+		return 0
+	}
+	return n, losses
 }
 
 func signalled(ch <-chan struct{}, within time.Duration) bool {
@@ -132,29 +152,12 @@ func TestSubscriptionLossesAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
-	reg := prometheus.NewRegistry()
-	n := stream.NewNotifier(stream.NotifierConfig{Redis: rdb, RefreshInterval: 50 * time.Millisecond, Registerer: reg})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { n.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); n.Close(); <-done })
-	losses := func() float64 {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() == "capacityd_seat_stream_subscription_losses_total" {
-				return mf.GetMetric()[0].GetCounter().GetValue()
-			}
-		}
-		t.Fatal("capacityd_seat_stream_subscription_losses_total is not registered")
-		return 0
-	}
-	require.Eventually(t, n.Healthy, 5*time.Second, 5*time.Millisecond)
+	n, losses := startCountedNotifier(t, rdb, 50*time.Millisecond)
 	require.Zero(t, losses())
 
 	srv.Kill()
 	require.Eventually(t, func() bool { return !n.Healthy() }, 10*time.Second, 10*time.Millisecond)
-	require.Equal(t, 1.0, losses(), "a subscription that was up and failed is one loss")
+	require.Equal(t, 1.0, losses(), "a subscription that was up and failed is one loss, counted before it shows as down")
 	srv.Start(t)
 	require.Eventually(t, n.Healthy, 10*time.Second, 10*time.Millisecond, "subscribed again once Redis is back")
 	require.Equal(t, 1.0, losses(), "failed attempts while Redis was down and the recovery are no losses")

@@ -13,7 +13,6 @@
 package widget
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"regexp"
@@ -54,7 +53,7 @@ func assemble() map[string][]byte {
 			if err != nil || includeLine.Match(b) {
 				panic(fmt.Sprintf("widget: %s includes %s, which is not a part of package widget (or includes another)", name, part))
 			}
-			return bytes.Clone(b)
+			return b
 		})
 	}
 	return out
